@@ -1,0 +1,34 @@
+# Two entry points, both self-contained on a machine with only Python 3.11:
+#   make run   - the main job: list the built-in tools and run calls over this directory
+#   make test  - the whole test suite (plus lint and type checks)
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test check venv clean bench
+
+$(BIN)/toolbridge: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/toolbridge
+
+run: venv
+	$(BIN)/toolbridge tools
+	$(BIN)/toolbridge call read_file '{"path": "README.md", "limit": "5"}'
+	-$(BIN)/toolbridge call read_file '{"path": "../../etc/passwd"}'
+
+check: venv
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy --strict src
+
+# pytest exits 5 when it collected no test: that must fail, not pass silently.
+test: venv
+	@$(BIN)/python -m pytest -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,143 @@
+"""What the model sent: `ToolCallRequest`, strict argument decoding, and the repair log.
+
+New calls are decoded strictly (`decode_arguments`): broken JSON, NaN, duplicate keys
+and overflowing numbers are errors, never guesses. Lenient repair exists only for
+replaying stored history (`repair_arguments_for_replay`) and execution never uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ArgumentsDecodeError",
+    "Repair",
+    "ToolCallRequest",
+    "decode_arguments",
+    "parse_tool_arguments",
+    "repair_arguments_for_replay",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """One tool call as the model sent it; `arguments` is raw (text, dict, or anything).
+
+    `extra` keeps provider data that must be echoed back verbatim (thought signatures,
+    item ids) and is ignored by execution.
+    """
+
+    id: str
+    name: str
+    arguments: Any = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+RepairAction = Literal["unwrap_arguments", "decode_json", "cast"]
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """One change made to the model's arguments before validation, for tracing and tests."""
+
+    path: str
+    action: RepairAction
+    before: Any
+    after: Any
+
+
+class ArgumentsDecodeError(ValueError):
+    """The argument text is not one strict JSON value; the message says why in a phrase."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ArgumentsDecodeError(f"{name} is not valid JSON; send a number or a string")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ArgumentsDecodeError(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ArgumentsDecodeError(f"duplicate key {key[:80]!r}; send each key once")
+            seen.add(key)
+    return result
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_reject_constant,
+    parse_float=_finite_float,
+)
+
+
+def decode_arguments(text: str) -> Any:
+    """Decode one strict JSON value, or raise `ArgumentsDecodeError` saying what is wrong."""
+    try:
+        return _DECODER.decode(text)
+    except ArgumentsDecodeError:
+        raise
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            reason = f"extra text after the JSON value at position {exc.pos}"
+        elif exc.pos >= len(text.rstrip()):
+            reason = "the text ends before the JSON value is complete (was it cut off?)"
+        else:
+            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise ArgumentsDecodeError(reason) from None
+    except RecursionError:
+        raise ArgumentsDecodeError("the JSON is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python allows
+        raise ArgumentsDecodeError(str(exc)) from None
+
+
+def parse_tool_arguments(raw: Any) -> Any:
+    """Normalise provider arguments: None or blank -> {}, JSON object text -> dict.
+
+    Anything else (other JSON, broken text, non-strings) is returned unchanged so that
+    the registry can reject it with a precise message.
+    """
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            value = decode_arguments(raw)
+        except ArgumentsDecodeError:
+            return raw
+        return value if isinstance(value, dict) else raw
+    return raw
+
+
+def repair_arguments_for_replay(raw: Any) -> dict[str, Any]:
+    """Best-effort object for replaying stored history to a provider. Never for execution.
+
+    Valid object text is decoded as is; anything else goes through json-repair (the
+    ``repair`` extra), and what still is not an object becomes ``{}``.
+    """
+    parsed = parse_tool_arguments(raw)
+    if isinstance(parsed, dict):
+        return parsed
+    if not isinstance(raw, str):
+        return {}
+    try:
+        import json_repair
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError(
+            "repair_arguments_for_replay needs json-repair: pip install 'toolbridge[repair]'"
+        ) from exc
+    repaired = json_repair.loads(raw)
+    return repaired if isinstance(repaired, dict) else {}

@@ -1,0 +1,122 @@
+"""The ``toolbridge`` command line: list the tools, run one call, over a local workspace.
+
+Needs the ``cli`` extra (typer and rich). The workspace defaults to the current
+directory; the built-in tools cannot reach outside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+try:
+    import typer
+    from rich.console import Console
+    from rich.table import Table
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise SystemExit(
+        "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
+    ) from exc
+
+from toolbridge.loader import ToolLoader
+from toolbridge.registry import ToolRegistry
+from toolbridge.tool import ToolContext, ToolResult
+
+app = typer.Typer(
+    name="toolbridge",
+    help="Run a language model's tool calls safely, from the command line.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+_out = Console(soft_wrap=True)
+_err = Console(stderr=True, soft_wrap=True)
+
+WorkspaceOption = Annotated[
+    Path,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Directory the tools may touch (default: the current directory).",
+        file_okay=False,
+        exists=True,
+        resolve_path=True,
+    ),
+]
+ScopeOption = Annotated[str, typer.Option("--scope", help="Tool scope to load.")]
+
+
+def _registry(workspace: Path | None, scope: str) -> ToolRegistry:
+    ctx = ToolContext(workspace=(workspace or Path.cwd()).resolve())
+    loader = ToolLoader()
+    registry = loader.registry(ctx, scope=scope)
+    for skipped in loader.skipped:
+        _err.print(f"[yellow]skipped {skipped.source}: {skipped.reason}[/yellow]")
+    return registry
+
+
+@app.command("tools")
+def tools_command(
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    scope: ScopeOption = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the definitions as JSON.")] = False,
+) -> None:
+    """List the registered tools (or print their definitions with --json)."""
+    registry = _registry(workspace, scope)
+    if as_json:
+        _out.print_json(json.dumps(registry.get_definitions()))
+        return
+    table = Table("name", "flags", "description", title=f"{len(registry)} tools")
+    for tool in registry:
+        flags = ", ".join(
+            flag
+            for flag, on in (
+                ("read-only", tool.read_only),
+                ("exclusive", tool.exclusive),
+                ("concurrent", tool.concurrency_safe),
+            )
+            if on
+        )
+        table.add_row(tool.name, flags, tool.description.split("\n", 1)[0])
+    _out.print(table)
+    _out.print(f"definitions hash: {registry.definitions_hash[:16]}")
+
+
+@app.command("call")
+def call_command(
+    name: Annotated[str, typer.Argument(help="Tool name, exactly as registered.")],
+    arguments: Annotated[
+        str, typer.Argument(help="Arguments as JSON text; '-' reads them from stdin.")
+    ] = "{}",
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    scope: ScopeOption = "default",
+) -> None:
+    """Run one tool call through the registry and print its result."""
+    registry = _registry(workspace, scope)
+    raw: Any = sys.stdin.read() if arguments == "-" else arguments
+    prepared = registry.prepare_call(name, raw)
+    for repair in prepared.repairs:
+        _err.print(
+            f"repaired {repair.path}: {repair.action} {repair.before!r} -> {repair.after!r}",
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
+    if prepared.error is not None:
+        result = ToolResult.error(prepared.error)
+    else:
+        result = asyncio.run(registry.invoke(prepared, call_id="cli"))
+    _out.print(result.text, markup=False, highlight=False)
+    if result.is_error:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

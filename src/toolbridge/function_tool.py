@@ -1,0 +1,124 @@
+"""Tools from plain functions: the `@tool` decorator and `FunctionTool`.
+
+The decorated function stays callable as before. Async functions run on the event
+loop; sync functions run in a worker thread so they never block it. A parameter
+annotated with `ToolContext` is filled in at call time and is not in the schema,
+so the model can neither see nor set it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, overload
+
+from toolbridge.errors import ArgumentIssue, ArgumentsError
+from toolbridge.schema import format_path, freeze
+from toolbridge.signature import function_signature
+from toolbridge.tool import Tool, ToolContext, current_context
+
+__all__ = ["FunctionTool", "tool"]
+
+
+class FunctionTool(Tool):
+    """A `Tool` whose `execute` calls a Python function with typed arguments."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        exclusive: bool = False,
+        concurrency_safe: bool | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        signature = function_signature(fn, context_type=ToolContext)
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = description if description is not None else signature.description
+        self.parameters = freeze(signature.schema)
+        self.read_only = read_only
+        self.exclusive = exclusive
+        self.timeout = timeout
+        self._concurrency_safe = concurrency_safe
+        self._converters = signature.converters
+        self._context_param = signature.context_param
+        self._is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    @property
+    def concurrency_safe(self) -> bool:
+        if self._concurrency_safe is not None:
+            return self._concurrency_safe
+        return self.read_only and not self.exclusive
+
+    def convert_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Turn validated JSON values into the Python types the function declares."""
+        if not self._converters:
+            return args
+        converted = dict(args)
+        issues: list[ArgumentIssue] = []
+        for key, convert in self._converters.items():
+            if key in converted:
+                try:
+                    converted[key] = convert(converted[key])
+                except ValueError as exc:
+                    issues.extend(_prefixed(key, exc))
+        if issues:
+            raise ArgumentsError(tuple(issues))
+        return converted
+
+    async def execute(self, **kwargs: Any) -> Any:
+        if self._context_param is not None:
+            kwargs[self._context_param] = current_context()
+        if self._is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _prefixed(key: str, exc: ValueError) -> list[ArgumentIssue]:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return [ArgumentIssue(format_path([key]), str(exc))]
+    return [
+        ArgumentIssue(format_path([key, *err.get("loc", ())]), str(err.get("msg", "")))
+        for err in errors()
+    ]
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    exclusive: bool = False,
+    concurrency_safe: bool | None = None,
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    **options: Any,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a tool from a function: ``@tool`` or ``@tool(name=..., read_only=True, ...)``."""
+    if fn is not None:
+        return FunctionTool(fn, **options)
+
+    def decorate(function: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(function, **options)
+
+    return decorate

@@ -1,0 +1,365 @@
+"""`ToolRegistry`: keeps tools, emits stable definitions, prepares and runs one call.
+
+`prepare_call` walks the fixed order of the design brief - resolve, parse, unwrap,
+shape check, cast, validate, convert - and stops at the first failed step with a
+`ToolError` for the model. Only an exact name runs; near names only feed the
+"did you mean" of the error text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments
+from toolbridge.errors import (
+    RETRY_HINT,
+    ArgumentIssue,
+    ArgumentsError,
+    ErrorKind,
+    PolicyViolation,
+    ToolDefinitionError,
+    ToolError,
+    ToolExecutionError,
+)
+from toolbridge.naming import suggest_names
+from toolbridge.results import to_tool_result
+from toolbridge.schema import (
+    MAX_ISSUES,
+    CompiledSchema,
+    FrozenList,
+    check_parameters_schema,
+    format_path,
+    freeze,
+)
+from toolbridge.tool import Tool, ToolContext, ToolResult, _current_call
+
+__all__ = ["TOOL_NAME_PATTERN", "PreparedCall", "ToolRegistry"]
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
+MCP_PREFIX = "mcp_"
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """A call after preparation: the tool and typed arguments, or the error to report.
+
+    Unpacks as ``tool, arguments, error`` like the reference design's tuple;
+    `repairs` lists every change made to what the model sent.
+    """
+
+    name: Any
+    tool: Tool | None
+    arguments: dict[str, Any] | None
+    error: ToolError | None
+    repairs: tuple[Repair, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.tool, self.arguments, self.error))
+
+
+@dataclass(slots=True)
+class _Entry:
+    tool: Tool
+    schema: CompiledSchema
+    unwrap_arguments: bool
+    converts: bool
+    hooks: bool
+
+
+@dataclass(slots=True)
+class _Definitions:
+    items: FrozenList
+    digest: str
+
+
+class ToolRegistry:
+    """Tools by exact name, their cached definitions, and one-call preparation/execution.
+
+    Each registry owns its tools, caches and `context`; nothing is shared between two.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = (), *, context: ToolContext | None = None):
+        self.context = context or ToolContext()
+        self._entries: dict[str, _Entry] = {}
+        self._definitions: _Definitions | None = None
+        for tool in tools:
+            self.register(tool)
+
+    # --- the set of tools -----------------------------------------------------------
+
+    def register(self, tool: Tool, *, replace: bool = False) -> Tool:
+        """Check and compile `tool`; a name already taken is an error unless `replace`."""
+        name = tool.name
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise ToolDefinitionError(
+                f"tool name {name!r} is invalid: use 1-64 letters, digits, '_' or '-' "
+                f"(providers reject anything else), in {type(tool).__name__}"
+            )
+        if name in self._entries and not replace:
+            raise ToolDefinitionError(
+                f"a tool named {name!r} is already registered; unregister it first or "
+                "pass replace=True"
+            )
+        check_parameters_schema(tool.parameters, owner=f"tool {name!r}")
+        try:
+            schema = CompiledSchema(tool.parameters)
+        except ToolDefinitionError as exc:
+            raise ToolDefinitionError(f"tool {name!r}: {exc}") from None
+        properties = tool.parameters.get("properties") or {}
+        cls = type(tool)
+        self._entries[name] = _Entry(
+            tool=tool,
+            schema=schema,
+            unwrap_arguments="arguments" not in properties,
+            converts=cls.convert_arguments is not Tool.convert_arguments,
+            hooks=cls.before_execute is not Tool.before_execute
+            or cls.after_execute is not Tool.after_execute,
+        )
+        self._definitions = None
+        return tool
+
+    def unregister(self, name: str) -> Tool:
+        """Remove and return the tool called `name`; KeyError if there is none."""
+        entry = self._entries.pop(name)
+        self._definitions = None
+        return entry.tool
+
+    def get(self, name: str) -> Tool | None:
+        entry = self._entries.get(name)
+        return entry.tool if entry is not None else None
+
+    def has(self, name: str) -> bool:
+        return name in self._entries
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return (self._entries[name].tool for name in self.tool_names)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names in definition order: built-ins sorted, then ``mcp_*`` sorted."""
+        return sorted(self._entries, key=lambda n: (n.startswith(MCP_PREFIX), n))
+
+    # --- definitions ----------------------------------------------------------------
+
+    def _cached_definitions(self) -> _Definitions:
+        if self._definitions is None:
+            items = freeze([self._entries[n].tool.to_schema() for n in self.tool_names])
+            canonical = json.dumps(items, sort_keys=True, separators=(",", ":"))
+            digest = hashlib.sha256(canonical.encode()).hexdigest()
+            self._definitions = _Definitions(items, digest)
+        return self._definitions
+
+    def get_definitions(self) -> list[dict[str, Any]]:
+        """Tool definitions (OpenAI chat shape), stable-ordered and cached until a change.
+
+        The list and its dicts are frozen: callers share the cache and cannot corrupt
+        it. `toolbridge.schema.thaw` gives a mutable copy.
+        """
+        return self._cached_definitions().items
+
+    @property
+    def definitions_hash(self) -> str:
+        """SHA-256 of the canonical definitions: changes exactly when a prompt cache breaks."""
+        return self._cached_definitions().digest
+
+    # --- one call ---------------------------------------------------------------------
+
+    def prepare_call(self, name: Any, params: Any) -> PreparedCall:
+        """Resolve, parse, unwrap, shape-check, cast, validate and convert one call.
+
+        Never raises for bad input: every failure is a `PreparedCall` with `error` set.
+        """
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        if entry is None:
+            return PreparedCall(name, None, None, self._unknown_tool(name))
+        tool = entry.tool
+        repairs: list[Repair] = []
+
+        if params is None:
+            params = {}
+        elif isinstance(params, str):
+            params, error = _decode(name, params)
+            if error is not None:
+                return PreparedCall(name, tool, None, error)
+
+        if (
+            entry.unwrap_arguments
+            and isinstance(params, dict)
+            and len(params) == 1
+            and "arguments" in params
+        ):
+            inner = params["arguments"]
+            if isinstance(inner, str):
+                inner, error = _decode(name, inner)
+                if error is not None:
+                    return PreparedCall(name, tool, None, error)
+            inner = {} if inner is None else inner
+            repairs.append(Repair("$", "unwrap_arguments", params, inner))
+            params = inner
+
+        if not isinstance(params, dict):
+            return PreparedCall(name, tool, None, _not_an_object(name, tool, params))
+
+        try:
+            coerced = entry.schema.coerce(params)
+            params = coerced.value
+            repairs.extend(coerced.repairs)
+            issues = _merge_issues(coerced.issues, entry.schema.issues(params, coerced.issues))
+        except RecursionError:
+            issues = [ArgumentIssue("$", "the arguments are nested too deeply")]
+        if issues:
+            return PreparedCall(name, tool, None, _invalid(name, issues), tuple(repairs))
+
+        if entry.converts:
+            try:
+                params = tool.convert_arguments(params)
+            except ValueError as exc:
+                error = _invalid(name, conversion_issues(exc))
+                return PreparedCall(name, tool, None, error, tuple(repairs))
+        return PreparedCall(name, tool, params, None, tuple(repairs))
+
+    async def execute(self, name: Any, params: Any, *, call_id: str | None = None) -> ToolResult:
+        """Prepare and run one call. Failures come back as error results, never raised.
+
+        `asyncio.CancelledError` always propagates.
+        """
+        prepared = self.prepare_call(name, params)
+        if prepared.error is not None:
+            return ToolResult.error(prepared.error)
+        return await self.invoke(prepared, call_id=call_id)
+
+    async def invoke(self, prepared: PreparedCall, *, call_id: str | None = None) -> ToolResult:
+        """Run an already prepared, error-free call with hooks, context and error capture."""
+        tool, args = prepared.tool, prepared.arguments
+        if tool is None or args is None:
+            raise ValueError("invoke() needs a prepared call without an error")
+        hooks = self._entries[tool.name].hooks if tool.name in self._entries else True
+        token = _current_call.set((self.context, call_id, tool.name))
+        try:
+            if hooks:
+                await tool.before_execute(args)
+            result = to_tool_result(await tool.execute(**args))
+        except Exception as exc:
+            result = ToolResult.error(describe_exception(tool.name, exc))
+        finally:
+            _current_call.reset(token)
+        if hooks:
+            try:
+                await tool.after_execute(args, result)
+            except Exception:
+                logger.exception("after_execute hook of tool %r failed", tool.name)
+        return result
+
+    def _unknown_tool(self, name: Any) -> ToolError:
+        names = self.tool_names
+        available = ", ".join(names[:50]) + (" ..." if len(names) > 50 else "")
+        hint = f"Call one of the available tools by its exact name: {available}."
+        if not names:
+            hint = "No tools are available; answer without calling a tool."
+        if not isinstance(name, str):
+            message = f"the tool name must be a string, got {type(name).__name__}"
+            return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
+        shown = name if len(name) <= 80 else f"{name[:60]}…({len(name)} characters)"
+        message = f"unknown tool {shown!r}."
+        suggestions = suggest_names(name, names)
+        if suggestions:
+            message += " Did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
+        return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
+
+
+def describe_exception(tool_name: str, exc: Exception) -> ToolError:
+    """The model's view of an exception from a tool: classified by type, no traceback."""
+    if isinstance(exc, PolicyViolation):
+        return ToolError(exc.kind, exc.message, exc.hint)
+    if isinstance(exc, ToolExecutionError):
+        return ToolError(ErrorKind.EXECUTION_ERROR, exc.message, exc.hint or RETRY_HINT)
+    logger.warning("tool %r raised", tool_name, exc_info=exc)
+    detail = str(exc).strip()
+    if len(detail) > 500:
+        detail = detail[:500] + "…"
+    message = f"tool {tool_name!r} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    return ToolError(ErrorKind.EXECUTION_ERROR, message, RETRY_HINT)
+
+
+def _decode(name: str, text: str) -> tuple[Any, ToolError | None]:
+    if not text.strip():
+        return {}, None
+    try:
+        return decode_arguments(text), None
+    except ArgumentsDecodeError as exc:
+        return None, ToolError(
+            ErrorKind.ARGUMENTS_NOT_JSON,
+            f"the arguments for {name!r} are not valid JSON: {exc}.",
+            'Send the arguments as one complete JSON object, for example {"key": "value"}.',
+        )
+
+
+_JSON_KINDS = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _not_an_object(name: str, tool: Tool, value: Any) -> ToolError:
+    got = _JSON_KINDS.get(type(value), f"a {type(value).__name__}")
+    properties = list((tool.parameters.get("properties") or {}).keys())[:4]
+    example = "{" + ", ".join(f'"{p}": ...' for p in properties) + "}"
+    return ToolError(
+        ErrorKind.ARGUMENTS_NOT_OBJECT,
+        f"the arguments for {name!r} must be a JSON object, got {got}.",
+        f"Send one object with the parameter names as keys, like {example}.",
+    )
+
+
+def _merge_issues(
+    cast_issues: tuple[ArgumentIssue, ...], validation: list[ArgumentIssue]
+) -> list[ArgumentIssue]:
+    issues = list(cast_issues) + validation
+    if len(issues) > MAX_ISSUES:
+        more = len(issues) - MAX_ISSUES
+        issues = [*issues[:MAX_ISSUES], ArgumentIssue("$", f"... and {more} more problems")]
+    return issues
+
+
+def _invalid(name: str, issues: list[ArgumentIssue]) -> ToolError:
+    return ToolError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"invalid arguments for {name!r}:",
+        "Fix the arguments listed above and call the tool again.",
+        tuple(issues),
+    )
+
+
+def conversion_issues(exc: ValueError) -> list[ArgumentIssue]:
+    """Issues from a refused conversion: an `ArgumentsError`'s own, or pydantic's errors."""
+    if isinstance(exc, ArgumentsError):
+        return list(exc.issues)
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        return [
+            ArgumentIssue(format_path(list(err.get("loc", ()))), str(err.get("msg", "")))
+            for err in errors()
+        ]
+    return [ArgumentIssue("$", str(exc) or type(exc).__name__)]

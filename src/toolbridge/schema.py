@@ -1,0 +1,595 @@
+"""Parameter schemas: freeze them, check them, and compile them into a caster + validator.
+
+`compile_schema` runs once per tool, at registration. The result casts a model's
+arguments conservatively ("60" -> 60 where an integer is wanted, JSON text -> object
+where an object is wanted) and validates them with a compiled jsonschema-rs
+validator (draft 2020-12 unless ``$schema`` says otherwise), collecting every error
+with its JSON path.
+
+Casting never loses information and never touches a value that already has the
+type its schema node wants; union branches are taken only if the cast value then
+validates against that branch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import jsonschema_rs
+
+from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments
+from toolbridge.errors import ArgumentIssue, ToolDefinitionError
+
+__all__ = [
+    "EMPTY_OBJECT_SCHEMA",
+    "CompiledSchema",
+    "FrozenDict",
+    "FrozenList",
+    "check_parameters_schema",
+    "compile_schema",
+    "format_path",
+    "freeze",
+    "thaw",
+]
+
+MAX_ISSUES = 20
+_MAX_MESSAGE = 300
+
+
+# --- frozen JSON ------------------------------------------------------------------
+
+
+def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is frozen; copy it with toolbridge.schema.thaw()")
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses mutation; JSON-serialisable and shared without copies."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable
+    __ior__ = _immutable
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A list that refuses mutation; JSON-serialisable and shared without copies."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _immutable
+    clear = sort = reverse = _immutable
+    __iadd__ = __imul__ = _immutable
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep, immutable copy of JSON-like data (dicts and lists become frozen)."""
+    if isinstance(value, Mapping):
+        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList([freeze(v) for v in value])
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A deep, plain, mutable copy of JSON-like data."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = freeze({"type": "object", "properties": {}})
+
+
+# --- checking -----------------------------------------------------------------------
+
+
+def check_parameters_schema(schema: object, *, owner: str) -> None:
+    """Refuse anything that is not a valid JSON Schema of type object, saying why."""
+    if not isinstance(schema, Mapping):
+        raise ToolDefinitionError(
+            f"{owner}: parameters must be a JSON Schema object (a dict), "
+            f"got {type(schema).__name__}"
+        )
+    if schema.get("type") != "object":
+        raise ToolDefinitionError(
+            f'{owner}: parameters must be a JSON Schema with "type": "object" at the top, '
+            f"got type {schema.get('type')!r}"
+        )
+    try:
+        jsonschema_rs.meta.validate(thaw(schema))
+    except jsonschema_rs.ValidationError as exc:
+        path = format_path(exc.instance_path)
+        raise ToolDefinitionError(
+            f"{owner}: parameters is not a valid JSON Schema: {exc.message} (at {path})"
+        ) from None
+    except jsonschema_rs.ReferencingError as exc:
+        raise ToolDefinitionError(f"{owner}: parameters has an unknown $schema: {exc}") from None
+
+
+# --- paths --------------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def format_path(parts: Sequence[str | int]) -> str:
+    """``["a", 0, "b c"]`` -> ``$.a[0]["b c"]``."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _PLAIN_KEY.match(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{_quote(part)}]")
+    return "".join(out)
+
+
+def _quote(text: str) -> str:
+    import json
+
+    return json.dumps(_shorten(text, 60), ensure_ascii=False)
+
+
+def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 5
+    tail = limit - head
+    return f"{text[:head]}…[{len(text) - limit} characters cut]…{text[-tail:]}"
+
+
+# --- casting ------------------------------------------------------------------------
+
+Path = tuple[str | int, ...]
+
+
+class _CastState:
+    """What one cast pass collects: the repairs made and the unknown keys found."""
+
+    __slots__ = ("issues", "repairs")
+
+    def __init__(self) -> None:
+        self.repairs: list[Repair] = []
+        self.issues: list[ArgumentIssue] = []
+
+
+Caster = Callable[[Any, Path, _CastState], Any]
+
+_NOTHING: Any = object()
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
+_NUMBER_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*\Z")
+_BOOL_TEXT = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
+
+
+def _json_type_matches(value: Any, type_name: str) -> bool:
+    if type_name == "string":
+        return isinstance(value, str)
+    if type_name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if type_name == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if type_name == "boolean":
+        return isinstance(value, bool)
+    if type_name == "object":
+        return isinstance(value, dict)
+    if type_name == "array":
+        return isinstance(value, list)
+    if type_name == "null":
+        return value is None
+    return False
+
+
+def _to_integer(value: Any) -> Any:
+    if isinstance(value, str) and _INT_TEXT.match(value):
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python's int parser allows
+            return _NOTHING
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return _NOTHING
+
+
+def _to_number(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER_TEXT.match(value):
+        if _INT_TEXT.match(value):
+            return _to_integer(value)
+        number = float(value)
+        return number if math.isfinite(number) else _NOTHING
+    return _NOTHING
+
+
+def _to_boolean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _BOOL_TEXT.get(value.strip().lower(), _NOTHING)
+    return _NOTHING
+
+
+def _to_string(value: Any) -> Any:
+    if isinstance(value, bool):
+        return _NOTHING
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    return _NOTHING
+
+
+def _json_text_to(expected: type) -> Callable[[Any], Any]:
+    opener = "{" if expected is dict else "["
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str) or not value.lstrip().startswith(opener):
+            return _NOTHING
+        try:
+            decoded = decode_arguments(value)
+        except ArgumentsDecodeError:
+            return _NOTHING
+        return decoded if isinstance(decoded, expected) else _NOTHING
+
+    return convert
+
+
+_SCALAR_CASTS: dict[str, Callable[[Any], Any]] = {
+    "integer": _to_integer,
+    "number": _to_number,
+    "boolean": _to_boolean,
+    "string": _to_string,
+    "object": _json_text_to(dict),
+    "array": _json_text_to(list),
+}
+
+
+def _record(state: _CastState, path: Path, action: str, before: Any, after: Any) -> None:
+    state.repairs.append(Repair(format_path(path), action, before, after))  # type: ignore[arg-type]
+
+
+class _Compiler:
+    """Turns a schema into a tree of caster closures; nodes that can never cast are None."""
+
+    _COMPOSITION = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+
+    def __init__(self, root: Mapping[str, Any], validators: Any) -> None:
+        self.root = root
+        self.validators = validators
+        self.by_pointer: dict[str, list[Caster | None]] = {}
+
+    def resolve(self, ref: str) -> tuple[Mapping[str, Any], str] | None:
+        if not ref.startswith("#"):
+            return None
+        node: Any = self.root
+        for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return (node, ref) if isinstance(node, Mapping) else None
+
+    def node(self, schema: Any, pointer: str, strict_keys: bool) -> Caster | None:
+        if not isinstance(schema, Mapping):
+            return None
+        key = f"{pointer}|{strict_keys}"
+        known = self.by_pointer.get(key)
+        if known is not None:  # recursion through $ref: defer to the finished caster
+            return lambda value, path, state: (
+                known[0](value, path, state) if known[0] is not None else value
+            )
+        cell: list[Caster | None] = [None]
+        self.by_pointer[key] = cell
+        cell[0] = self._build(schema, pointer, strict_keys)
+        return cell[0]
+
+    def _build(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
+        steps: list[Caster] = []
+        base = self._typed(schema, pointer, strict_keys)
+        if base is not None:
+            steps.append(base)
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and (target := self.resolve(ref)) is not None:
+            inner = self.node(target[0], target[1], strict_keys and base is None)
+            if inner is not None:
+                steps.append(inner)
+        for keyword in ("anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if isinstance(branches, list):
+                union = self._union(branches, f"{pointer}/{keyword}")
+                if union is not None:
+                    steps.append(union)
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            for index, branch in enumerate(all_of):
+                caster = self.node(branch, f"{pointer}/allOf/{index}", strict_keys=False)
+                if caster is not None:
+                    steps.append(caster)
+        if not steps:
+            return None
+        if len(steps) == 1:
+            return steps[0]
+
+        def chain(value: Any, path: Path, state: _CastState) -> Any:
+            for step in steps:
+                value = step(value, path, state)
+            return value
+
+        return chain
+
+    def _types(self, schema: Mapping[str, Any]) -> list[str]:
+        declared = schema.get("type")
+        if isinstance(declared, str):
+            types = [declared]
+        elif isinstance(declared, list):
+            types = [t for t in declared if isinstance(t, str)]
+        else:
+            values = schema["enum"] if isinstance(schema.get("enum"), list) else []
+            if "const" in schema:
+                values = [schema["const"]]
+            types = []
+            for value in values:
+                for name in ("boolean", "integer", "number", "string", "null"):
+                    if _json_type_matches(value, name) and name not in types:
+                        types.append(name)
+                        break
+        if schema.get("nullable") is True and "null" not in types:
+            types.append("null")
+        if not types and any(k in schema for k in ("properties", "patternProperties")):
+            types = ["object"]
+        if not types and any(k in schema for k in ("items", "prefixItems")):
+            types = ["array"]
+        return types
+
+    def _typed(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
+        types = self._types(schema)
+        if not types:
+            return None
+        object_caster = self._object(schema, pointer, strict_keys) if "object" in types else None
+        array_caster = self._array(schema, pointer) if "array" in types else None
+        integral = "integer" in types and "number" not in types
+        casts = [(t, _SCALAR_CASTS[t]) for t in types if t in _SCALAR_CASTS]
+        validator = self.validators.get(f"#{pointer}") if len(casts) > 1 else None
+
+        def descend(value: Any, path: Path, state: _CastState) -> Any:
+            if object_caster is not None and isinstance(value, dict):
+                return object_caster(value, path, state)
+            if array_caster is not None and isinstance(value, list):
+                return array_caster(value, path, state)
+            return value
+
+        def cast(value: Any, path: Path, state: _CastState) -> Any:
+            for name in types:
+                if _json_type_matches(value, name):
+                    if integral and isinstance(value, float):
+                        _record(state, path, "cast", value, int(value))
+                        return int(value)
+                    return descend(value, path, state)
+            for name, convert in casts:
+                new = convert(value)
+                if new is _NOTHING:
+                    continue
+                trial = _CastState()
+                new = descend(new, path, trial)
+                if validator is not None and not validator.is_valid(new):
+                    continue
+                action = "decode_json" if name in ("object", "array") else "cast"
+                _record(state, path, action, value, new)
+                state.repairs.extend(trial.repairs)
+                state.issues.extend(trial.issues)
+                return new
+            return value
+
+        if object_caster is None and array_caster is None and not casts:
+            return None
+        return cast
+
+    def _object(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
+        raw_props = schema.get("properties")
+        props = raw_props if isinstance(raw_props, Mapping) else {}
+        casters = {
+            name: c
+            for name, sub in props.items()
+            if (c := self.node(sub, f"{pointer}/properties/{_escape(name)}", True)) is not None
+        }
+        patterns = [
+            (re.compile(pattern), c)
+            for pattern, sub in (schema.get("patternProperties") or {}).items()
+            if (c := self.node(sub, f"{pointer}/patternProperties/{_escape(pattern)}", True))
+        ]
+        extra_schema = schema.get("additionalProperties")
+        extra = (
+            self.node(extra_schema, f"{pointer}/additionalProperties", True)
+            if isinstance(extra_schema, Mapping)
+            else None
+        )
+        closed = (
+            extra_schema is False
+            or (
+                strict_keys
+                and "additionalProperties" not in schema
+                and "unevaluatedProperties" not in schema
+                and not any(k in schema for k in self._COMPOSITION)
+                and "$ref" not in schema
+            )
+        ) and "patternProperties" not in schema
+        allowed = tuple(props)
+        if not (casters or patterns or extra or closed):
+            return None
+
+        def cast_object(value: dict[str, Any], path: Path, state: _CastState) -> dict[str, Any]:
+            out: dict[str, Any] | None = None
+            for key, item in value.items():
+                caster = casters.get(key)
+                if caster is None:
+                    if key in props:
+                        continue
+                    if closed:
+                        state.issues.append(_unknown_key(key, allowed, path))
+                        continue
+                    caster = next((c for p, c in patterns if p.search(key)), extra)
+                    if caster is None:
+                        continue
+                new = caster(item, (*path, key), state)
+                if new is not item:
+                    if out is None:
+                        out = dict(value)
+                    out[key] = new
+            return value if out is None else out
+
+        return cast_object
+
+    def _array(self, schema: Mapping[str, Any], pointer: str) -> Caster | None:
+        prefix = schema.get("prefixItems")
+        prefix_casters = (
+            [self.node(sub, f"{pointer}/prefixItems/{i}", True) for i, sub in enumerate(prefix)]
+            if isinstance(prefix, list)
+            else []
+        )
+        items = self.node(schema.get("items"), f"{pointer}/items", True)
+        if items is None and not any(prefix_casters):
+            return None
+
+        def cast_array(value: list[Any], path: Path, state: _CastState) -> list[Any]:
+            out: list[Any] | None = None
+            for index, item in enumerate(value):
+                caster = prefix_casters[index] if index < len(prefix_casters) else items
+                if caster is None:
+                    continue
+                new = caster(item, (*path, index), state)
+                if new is not item:
+                    if out is None:
+                        out = list(value)
+                    out[index] = new
+            return value if out is None else out
+
+        return cast_array
+
+    def _union(self, branches: list[Any], pointer: str) -> Caster | None:
+        compiled = []
+        for index, branch in enumerate(branches):
+            validator = self.validators.get(f"#{pointer}/{index}")
+            caster = self.node(branch, f"{pointer}/{index}", strict_keys=False)
+            compiled.append((caster, validator))
+        if not any(c for c, _ in compiled) or any(v is None for _, v in compiled):
+            return None
+
+        def cast_union(value: Any, path: Path, state: _CastState) -> Any:
+            if any(v.is_valid(value) for _, v in compiled):
+                return value
+            for caster, validator in compiled:
+                if caster is None:
+                    continue
+                trial = _CastState()
+                new = caster(value, path, trial)
+                if new is not value and validator.is_valid(new):
+                    state.repairs.extend(trial.repairs)
+                    return new
+            return value
+
+        return cast_union
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _unknown_key(key: str, allowed: Sequence[str], path: Path) -> ArgumentIssue:
+    shown = _shorten(key, 60)
+    if not allowed:
+        return ArgumentIssue(format_path(path), f"unknown key {shown!r}: this takes no keys")
+    message = f"unknown key {shown!r}; allowed keys: {', '.join(allowed)}"
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if close:
+        message += f" (did you mean {close[0]!r}?)"
+    return ArgumentIssue(format_path(path), message)
+
+
+# --- the compiled schema ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Coerced:
+    """The outcome of casting: the (possibly new) value, what changed, and key problems."""
+
+    value: Any
+    repairs: tuple[Repair, ...]
+    issues: tuple[ArgumentIssue, ...]
+
+
+class CompiledSchema:
+    """A parameters schema compiled once: `coerce` casts, `issues` validates."""
+
+    __slots__ = ("_caster", "_validator", "schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        plain = thaw(schema)  # jsonschema-rs takes exact dicts and lists, not subclasses
+        options: dict[str, Any] = {"validate_formats": True}
+        try:
+            self._validator = jsonschema_rs.validator_for(plain, **options)
+            validators = jsonschema_rs.validator_map_for(plain, **options)
+        except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+            message = getattr(exc, "message", None) or str(exc).splitlines()[0]
+            raise ToolDefinitionError(f"parameters schema cannot be compiled: {message}") from None
+        self._caster = _Compiler(plain, validators).node(plain, "", strict_keys=True)
+
+    def coerce(self, value: dict[str, Any]) -> Coerced:
+        """Cast `value` by the schema. A value that already satisfies it comes back as is."""
+        if self._caster is None:
+            return Coerced(value, (), ())
+        state = _CastState()
+        new = self._caster(value, (), state)
+        return Coerced(new, tuple(state.repairs), tuple(state.issues))
+
+    def is_valid(self, value: Any) -> bool:
+        return bool(self._validator.is_valid(value))
+
+    def issues(self, value: Any, reported: Sequence[ArgumentIssue] = ()) -> list[ArgumentIssue]:
+        """Every validation error, each with its JSON path; empty when valid.
+
+        Unknown keys already `reported` by `coerce` (with the allowed keys named) are
+        not reported a second time.
+        """
+        if self._validator.is_valid(value):
+            return []
+        seen = {issue.path for issue in reported}
+        return list(_render_errors(self._validator.iter_errors(value), seen))
+
+
+def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
+    for error in errors:
+        path = format_path(error.instance_path)
+        if path in unknown_key_paths and type(error.kind).__name__ == "AdditionalProperties":
+            continue
+        yield ArgumentIssue(path, _shorten(error.message))
+
+
+def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
+    """Compile `schema` (already checked to be an object schema) for casting and validation."""
+    return CompiledSchema(schema)

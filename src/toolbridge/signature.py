@@ -1,0 +1,176 @@
+"""From a Python function to a tool's parameters: JSON Schema, docs, and converters.
+
+The schema comes from the type hints through pydantic (so Field descriptions,
+defaults, unions, Literal, Enum, nested models, TypedDict, dataclasses and the
+usual formats all work); parameter descriptions come from the docstring (Google,
+NumPy or Sphinx style). Parameters whose validated JSON value is already the
+Python value the function wants pass through untouched; the others (datetime,
+Enum, models, tuples, ...) get a pydantic converter compiled once.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.errors import ToolDefinitionError
+
+__all__ = ["FunctionSignature", "function_signature"]
+
+Converter = Callable[[Any], Any]
+
+_NATIVE = (str, int, bool, type(None))
+_SCHEMA_KEYS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_LITERAL_KEYS = ("default", "enum", "const", "examples")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSignature:
+    """What a function tool needs from its function, computed once."""
+
+    description: str
+    schema: dict[str, Any]
+    converters: Mapping[str, Converter]
+    context_param: str | None
+
+
+def function_signature(fn: Callable[..., Any], *, context_type: type) -> FunctionSignature:
+    """Build the schema, description and converters of `fn`; errors name the parameter."""
+    from pydantic import ConfigDict, Field, TypeAdapter, create_model
+
+    owner = getattr(fn, "__qualname__", repr(fn))
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(f"{owner}: cannot resolve type hints: {exc}") from exc
+    docs = _parse_docstring(fn)
+    fields: dict[str, Any] = {}
+    converters: dict[str, Converter] = {}
+    context_param: str | None = None
+
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise ToolDefinitionError(
+                f"{owner}: parameter {param.name!r} is {param.kind.description}; a tool "
+                "function takes named parameters only"
+            )
+        annotation = hints.get(param.name, Any)
+        if _is_context(annotation, context_type):
+            context_param = param.name
+            continue
+        default = ... if param.default is param.empty else param.default
+        description = docs.params.get(param.name)
+        field_info = Field(default, description=description) if description else Field(default)
+        fields[param.name] = (annotation, field_info)
+        if not _is_native(annotation):
+            try:
+                converters[param.name] = TypeAdapter(annotation).validate_python
+            except Exception as exc:
+                raise ToolDefinitionError(
+                    f"{owner}: parameter {param.name!r} has a type pydantic cannot handle: {exc}"
+                ) from exc
+
+    try:
+        model = create_model(
+            f"{getattr(fn, '__name__', 'tool')}_arguments",
+            __config__=ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = _strip_titles(model.model_json_schema())
+    except Exception as exc:
+        raise ToolDefinitionError(f"{owner}: cannot build a JSON Schema: {exc}") from exc
+    schema.setdefault("properties", {})
+    return FunctionSignature(docs.description, schema, converters, context_param)
+
+
+@dataclass(frozen=True, slots=True)
+class _Docs:
+    description: str
+    params: dict[str, str]
+
+
+def _parse_docstring(fn: Callable[..., Any]) -> _Docs:
+    doc = inspect.getdoc(fn)
+    if not doc:
+        return _Docs("", {})
+    import docstring_parser
+
+    parsed = docstring_parser.parse(doc)
+    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
+    params = {p.arg_name: p.description for p in parsed.params if p.description}
+    return _Docs("\n\n".join(parts).strip(), params)
+
+
+def _unwrap_annotated(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *metadata = typing.get_args(annotation)
+        return base, tuple(metadata)
+    return annotation, ()
+
+
+def _is_context(annotation: Any, context_type: type) -> bool:
+    base, _ = _unwrap_annotated(annotation)
+    if base is context_type:
+        return True
+    if typing.get_origin(base) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(base) if a is not type(None)]
+        return len(args) == 1 and args[0] is context_type
+    return False
+
+
+def _is_native(annotation: Any) -> bool:
+    """True when a schema-valid JSON value already is the Python value `annotation` wants."""
+    from pydantic.fields import FieldInfo
+
+    base, metadata = _unwrap_annotated(annotation)
+    for item in metadata:
+        if isinstance(item, FieldInfo):
+            if any(not _is_constraint(m) for m in item.metadata):
+                return False
+        elif not (isinstance(item, str) or _is_constraint(item)):
+            return False
+    if base is Any or base in _NATIVE:
+        return True
+    origin = typing.get_origin(base)
+    args = typing.get_args(base)
+    if origin is typing.Literal:
+        return all(isinstance(a, _NATIVE) and not isinstance(a, enum.Enum) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_native(a) for a in args)
+    if origin is list:
+        return all(_is_native(a) for a in args)
+    if origin is dict:
+        return not args or (args[0] is str and _is_native(args[1]))
+    if typing.is_typeddict(base):
+        return all(_is_native(h) for h in typing.get_type_hints(base, include_extras=True).values())
+    return base in (list, dict)
+
+
+def _is_constraint(item: Any) -> bool:
+    import annotated_types
+
+    return isinstance(item, annotated_types.BaseMetadata)
+
+
+def _strip_titles(node: Any) -> Any:
+    """Drop pydantic's generated ``title`` keys: tokens for the model, no meaning."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in _SCHEMA_KEYS and isinstance(value, dict):
+                out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+            elif key in _LITERAL_KEYS:
+                out[key] = value
+            else:
+                out[key] = _strip_titles(value)
+        return out
+    if isinstance(node, list):
+        return [_strip_titles(item) for item in node]
+    return node

@@ -1,0 +1,228 @@
+"""The tool contract: `Tool`, what it returns (`ToolResult`) and what it runs in (`ToolContext`).
+
+A tool is a name, a description, a JSON Schema for its parameters and an async
+`execute`. Its flags tell the executor how it may be scheduled; its plugin metadata
+tells the loader when and how to build it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+
+from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = [
+    "ContentBlock",
+    "ImageBlock",
+    "JsonBlock",
+    "TextBlock",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "current_context",
+    "tool_parameters",
+]
+
+_T = TypeVar("_T", bound="type[Tool]")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Where tools run: the workspace, the configuration, and (during a call) its id.
+
+    The loader hands one to `Tool.enabled` and `Tool.create`; during a call the
+    registry makes it available to the tool through `current_context()`, and a
+    function tool can ask for it by annotating a parameter with this type.
+    """
+
+    workspace: Path = field(default_factory=Path.cwd)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    tool_config: Any = None
+    session: str = "default"
+    call_id: str | None = None
+    tool_name: str | None = None
+
+
+# (registry context, call id, tool name) of the call running in this task. A tuple,
+# not a ToolContext, so that setting it costs nothing on calls that never ask for it.
+_current_call: ContextVar[tuple[ToolContext, str | None, str] | None] = ContextVar(
+    "toolbridge_current_call", default=None
+)
+
+
+def current_context() -> ToolContext:
+    """The context of the tool call running in this task; outside a call, an error."""
+    call = _current_call.get()
+    if call is None:
+        raise LookupError("current_context() is only available while a tool call runs")
+    base, call_id, tool_name = call
+    return dataclasses.replace(base, call_id=call_id, tool_name=tool_name)
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    data: bytes
+    media_type: str = "image/png"
+    type: Literal["image"] = "image"
+
+    @property
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class JsonBlock:
+    value: Any
+    type: Literal["json"] = "json"
+
+
+ContentBlock = TextBlock | ImageBlock | JsonBlock
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a call produced: text or content blocks, an error flag and free metadata.
+
+    An error result's text starts with ``Error`` and `error_kind` says what class of
+    failure it was, so callers never parse the text to tell failures apart.
+    """
+
+    content: str | Sequence[ContentBlock]
+    is_error: bool = False
+    error_kind: ErrorKind | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def error(
+        cls,
+        error: ToolError | str,
+        *,
+        kind: ErrorKind = ErrorKind.EXECUTION_ERROR,
+        metadata: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        """An error result from a `ToolError` or a message (``Error:`` is prefixed once)."""
+        if isinstance(error, ToolError):
+            text, kind = error.render(), error.kind
+        else:
+            text = error if error.startswith("Error") else f"Error: {error}"
+        return cls(text, is_error=True, error_kind=kind, metadata=metadata or {})
+
+    @property
+    def text(self) -> str:
+        """The content as one text: text blocks as is, JSON as JSON, images as a note."""
+        if isinstance(self.content, str):
+            return self.content
+        parts: list[str] = []
+        for block in self.content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, JsonBlock):
+                parts.append(json.dumps(block.value, ensure_ascii=False, default=str))
+            else:
+                parts.append(f"[image: {block.media_type}, {len(block.data)} bytes]")
+        return "\n".join(parts)
+
+
+class Tool:
+    """Base class of every tool. Subclass it, set the attributes, implement `execute`.
+
+    `parameters` is a JSON Schema of type object. Set it with the `tool_parameters`
+    class decorator (checked and frozen once) or as a class attribute (checked when
+    the tool is registered).
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = EMPTY_OBJECT_SCHEMA
+    read_only: bool = False
+    exclusive: bool = False
+    timeout: float | None = None
+
+    # Plugin metadata, read by the loader.
+    scopes: ClassVar[frozenset[str]] = frozenset({"default"})
+    config_key: ClassVar[str | None] = None
+
+    @property
+    def concurrency_safe(self) -> bool:
+        """May run at the same time as other concurrency-safe calls."""
+        return self.read_only and not self.exclusive
+
+    @classmethod
+    def config_cls(cls) -> type[BaseModel] | None:
+        """The pydantic model that validates this tool's config section, if any."""
+        return None
+
+    @classmethod
+    def enabled(cls, ctx: ToolContext) -> bool:
+        """Whether the loader should build this tool in `ctx`."""
+        return True
+
+    @classmethod
+    def create(cls, ctx: ToolContext) -> Tool:
+        """Build an instance for `ctx`; `ctx.tool_config` holds the validated config."""
+        return cls()
+
+    def convert_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Turn validated JSON arguments into what `execute` takes (default: as they are).
+
+        Raise `ValueError` (pydantic's `ValidationError` is one) to refuse them; the
+        model then gets an invalid-arguments error, and nothing runs.
+        """
+        return args
+
+    async def execute(self, **kwargs: Any) -> Any:
+        """Run the tool with validated arguments. Return a str, a `ToolResult`, or data."""
+        raise NotImplementedError(f"tool {self.name!r} does not implement execute()")
+
+    async def before_execute(self, args: Mapping[str, Any]) -> None:
+        """Called with the validated arguments just before `execute`."""
+
+    async def after_execute(self, args: Mapping[str, Any], result: ToolResult) -> None:
+        """Called after `execute` with its result (also error results), for clean-up."""
+
+    def to_schema(self) -> dict[str, Any]:
+        """The definition in OpenAI Chat Completions shape, as a fresh plain dict."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": json.loads(json.dumps(self.parameters)),
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def tool_parameters(schema: Mapping[str, Any]) -> Callable[[_T], _T]:
+    """Class decorator: check `schema` once, freeze it, and make it the tool's parameters.
+
+    The frozen schema is shared by every instance and every call; nothing deep-copies
+    it on access, and nothing can change it by accident.
+    """
+    check_parameters_schema(schema, owner="tool_parameters")
+    frozen = freeze(schema)
+
+    def apply(cls: _T) -> _T:
+        cls.parameters = frozen
+        return cls
+
+    return apply
