@@ -8,6 +8,7 @@ shape check, cast, validate, convert - and stops at the first failed step with a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -39,7 +40,7 @@ from toolbridge.schema import (
 )
 from toolbridge.tool import Tool, ToolContext, ToolResult, _current_call
 
-__all__ = ["TOOL_NAME_PATTERN", "PreparedCall", "ToolRegistry"]
+__all__ = ["TOOL_NAME_PATTERN", "Invocation", "PreparedCall", "ToolRegistry", "describe_exception"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,20 @@ class PreparedCall:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.tool, self.arguments, self.error))
+
+
+@dataclass(slots=True)
+class Invocation:
+    """What running one prepared call gave: the result for the model and what it came from.
+
+    `value` is what `execute` returned (None on failure); `error` and `exception` are
+    set when the call failed, so callers classify without parsing text.
+    """
+
+    result: ToolResult
+    value: Any
+    error: ToolError | None
+    exception: Exception | None
 
 
 @dataclass(slots=True)
@@ -248,17 +263,46 @@ class ToolRegistry:
 
     async def invoke(self, prepared: PreparedCall, *, call_id: str | None = None) -> ToolResult:
         """Run an already prepared, error-free call with hooks, context and error capture."""
+        return (await self.run_prepared(prepared, call_id=call_id)).result
+
+    async def run_prepared(
+        self,
+        prepared: PreparedCall,
+        *,
+        call_id: str | None = None,
+        time_limit: float | None = None,
+    ) -> Invocation:
+        """Like `invoke`, but also return the raw value, the `ToolError` and the exception.
+
+        `time_limit` (seconds) cancels `execute` when it runs over; the call then fails with
+        a timeout error and `after_execute` still runs. `CancelledError` propagates.
+        """
         tool, args = prepared.tool, prepared.arguments
         if tool is None or args is None:
             raise ValueError("invoke() needs a prepared call without an error")
-        hooks = self._entries[tool.name].hooks if tool.name in self._entries else True
+        entry = self._entries.get(tool.name)
+        hooks = entry.hooks if entry is not None else True
+        value: Any = None
+        error: ToolError | None = None
+        exception: Exception | None = None
+        deadline: asyncio.Timeout | None = None
         token = _current_call.set((self.context, call_id, tool.name))
         try:
             if hooks:
                 await tool.before_execute(args)
-            result = to_tool_result(await tool.execute(**args))
+            if time_limit is None:
+                value = await tool.execute(**args)
+            else:
+                async with asyncio.timeout(time_limit) as deadline:
+                    value = await tool.execute(**args)
+            result = to_tool_result(value)
         except Exception as exc:
-            result = ToolResult.error(describe_exception(tool.name, exc))
+            exception = exc
+            if deadline is not None and deadline.expired() and time_limit is not None:
+                error = _timed_out(tool.name, time_limit)
+            else:
+                error = describe_exception(tool.name, exc)
+            result = ToolResult.error(error)
         finally:
             _current_call.reset(token)
         if hooks:
@@ -266,7 +310,7 @@ class ToolRegistry:
                 await tool.after_execute(args, result)
             except Exception:
                 logger.exception("after_execute hook of tool %r failed", tool.name)
-        return result
+        return Invocation(result, value, error, exception)
 
     def _unknown_tool(self, name: Any) -> ToolError:
         names = self.tool_names
@@ -283,6 +327,16 @@ class ToolRegistry:
         if suggestions:
             message += " Did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
         return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
+
+
+def _timed_out(tool_name: str, time_limit: float) -> ToolError:
+    return ToolError(
+        ErrorKind.TIMEOUT,
+        f"tool {tool_name!r} did not finish within its time limit of {time_limit:g} s and was "
+        "stopped.",
+        "Do not repeat the same call unchanged: ask for less work at once (a smaller input, "
+        "fewer items, a narrower query), or tell the user the operation takes too long.",
+    )
 
 
 def describe_exception(tool_name: str, exc: Exception) -> ToolError:
