@@ -292,7 +292,7 @@ class _Compiler:
                 node = node[int(part)]
             else:
                 return None
-        return (node, ref) if isinstance(node, Mapping) else None
+        return (node, ref[1:]) if isinstance(node, Mapping) else None
 
     def node(self, schema: Any, pointer: str, strict_keys: bool) -> Caster | None:
         if not isinstance(schema, Mapping):
@@ -585,9 +585,14 @@ class CompiledSchema:
 def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
     for error in errors:
         path = format_path(error.instance_path)
-        if path in unknown_key_paths and type(error.kind).__name__ == "AdditionalProperties":
+        kind = type(error.kind).__name__
+        if kind == "AdditionalProperties" and path in unknown_key_paths:
             continue
-        yield ArgumentIssue(path, _shorten(error.message))
+        if kind == "Required":
+            missing = _shorten(str(error.kind.property), 80)
+            yield ArgumentIssue(path, f"missing required key {missing!r}")
+        else:
+            yield ArgumentIssue(path, _shorten(error.message))
 
 
 def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
