@@ -91,7 +91,8 @@ class ToolCallAssembler:
     """Per-call buffers keyed by the provider's index or id; finished calls come out as
     `ToolCallRequest`s. Text deltas accumulate alongside.
 
-    Calls without an id get a stable generated one (see `generated_call_id`); pass
+    Calls without an id get a stable generated one (see `generated_call_id`) and
+    ``extra["generated_id"] = True``, like the whole-response parsers; pass
     `id_salt` (the response id, the turn number) to keep identical calls of different
     turns apart.
     """
@@ -147,9 +148,10 @@ class ToolCallAssembler:
         arguments = _join(buffer.fragments) if buffer.fragments else buffer.whole_arguments
         if arguments is None:
             arguments = ""
-        call_id = buffer.call_id or generated_call_id(
-            buffer.position, buffer.name, arguments, salt=self._id_salt
-        )
+        call_id = buffer.call_id
+        if not call_id:
+            call_id = generated_call_id(buffer.position, buffer.name, arguments, salt=self._id_salt)
+            buffer.extra["generated_id"] = True
         if not buffer.name:
             logger.warning("streamed tool call %s finished without a name", call_id)
         call = ToolCallRequest(call_id, buffer.name, arguments, buffer.extra)
