@@ -1,0 +1,62 @@
+"""toolbridge: `ToolRegistry.execute(name, raw_json)` and `prepare_call` alone.
+
+Run with the interpreter of bench/.venvs/toolbridge (an editable install of this repo):
+    bench/.venvs/toolbridge/bin/python bench/core/peer_toolbridge.py [repetitions] [batch_ms]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import typed_tools
+from harness import Case, excerpt, run_cases
+from workloads import FILLER_NAMES, WORKLOADS
+
+import toolbridge
+
+
+def build_registry() -> toolbridge.ToolRegistry:
+    registry = toolbridge.ToolRegistry()
+    registry.register(toolbridge.tool(typed_tools.add))
+    registry.register(toolbridge.tool(typed_tools.schedule_meeting))
+    for name in FILLER_NAMES:
+        registry.register(toolbridge.tool(typed_tools.make_filler(name)))
+    return registry
+
+
+def describe_result(result: toolbridge.ToolResult) -> tuple[str, str]:
+    return ("error" if result.is_error else "ok", excerpt(result.text))
+
+
+def describe_prepared(prepared: toolbridge.PreparedCall) -> tuple[str, str]:
+    if prepared.error is not None:
+        return "error", excerpt(prepared.error.render())
+    return "ok", excerpt(repr(prepared.arguments))
+
+
+async def build() -> Sequence[Case]:
+    registry = build_registry()
+    cases: list[Case] = []
+    for workload in WORKLOADS:
+        name, text = workload.tool_name, workload.arguments
+
+        async def execute(name: str = name, text: str = text) -> Any:
+            return await registry.execute(name, text)
+
+        def prepare(name: str = name, text: str = text) -> Any:
+            return registry.prepare_call(name, text)
+
+        cases.append(Case(workload.key, "execute", execute, describe_result))
+        cases.append(Case(workload.key, "prepare_call", prepare, describe_prepared, False))
+    return cases
+
+
+if __name__ == "__main__":
+    run_cases(
+        "toolbridge",
+        "toolbridge ToolRegistry.execute",
+        build,
+        ["toolbridge", "pydantic", "pydantic-core", "jsonschema-rs"],
+        ["prepare_call alone is timed too (sync, no tool run)."],
+    )
