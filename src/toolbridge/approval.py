@@ -1,0 +1,93 @@
+"""Approval of tool calls: which calls need it, and decisions bound to the exact arguments.
+
+A decision is keyed by the tool name and a SHA-256 of the canonical JSON of the
+validated arguments, and is used once. Approving ``rm(path="a")`` therefore says
+nothing about ``rm(path="b")``, and a changed call needs a new decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.results import json_default
+from toolbridge.tool import Tool
+
+__all__ = [
+    "ApprovalRequest",
+    "ApprovalRule",
+    "Approvals",
+    "arguments_digest",
+    "canonical_arguments",
+    "requires_approval_flag",
+    "writes_need_approval",
+]
+
+ApprovalRule = Callable[[Tool, Mapping[str, Any]], bool]
+"""Decides whether a prepared call must be approved before it runs."""
+
+
+def canonical_arguments(args: Mapping[str, Any]) -> str:
+    """The arguments as canonical JSON: sorted keys, no spaces, models and dataclasses dumped."""
+    return json.dumps(
+        args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
+    )
+
+
+def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the tool name and the canonical arguments."""
+    payload = f"{tool_name}\n{canonical_arguments(args)}"
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def requires_approval_flag(tool: Tool, args: Mapping[str, Any]) -> bool:
+    """The default rule: a tool asks for approval by setting ``requires_approval = True``."""
+    return bool(getattr(tool, "requires_approval", False))
+
+
+def writes_need_approval(tool: Tool, args: Mapping[str, Any]) -> bool:
+    """A stricter rule: every tool that is not read-only (or that asks for it) needs approval."""
+    return not tool.read_only or requires_approval_flag(tool, args)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A call that waits for a decision: show it to the user, then approve or deny it."""
+
+    call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Denial:
+    reason: str
+
+
+class Approvals:
+    """Pending decisions of one executor: granted or denied, each used by one call."""
+
+    def __init__(self) -> None:
+        self._decisions: dict[tuple[str, str], bool | _Denial] = {}
+
+    def approve(self, request: ApprovalRequest) -> None:
+        """Let the next call of this tool with these exact arguments run."""
+        self._decisions[(request.tool_name, request.digest)] = True
+
+    def deny(self, request: ApprovalRequest, reason: str = "") -> None:
+        """Refuse the next call of this tool with these exact arguments."""
+        self._decisions[(request.tool_name, request.digest)] = _Denial(reason)
+
+    def take(self, tool_name: str, digest: str) -> bool | str | None:
+        """Use up the decision for a call: True (approved), a denial reason, or None."""
+        decision = self._decisions.pop((tool_name, digest), None)
+        if isinstance(decision, _Denial):
+            return decision.reason
+        return decision
+
+    def __len__(self) -> int:
+        return len(self._decisions)

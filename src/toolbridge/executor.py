@@ -1,0 +1,461 @@
+"""`ToolExecutor`: run a batch of tool calls with the right concurrency and error semantics.
+
+Consecutive concurrency-safe calls run together; any other call runs alone, in order,
+and an ``exclusive`` tool never overlaps another call of the same executor. Every
+failure becomes a `ToolOutcome` (never an exception out of `run`), outcomes come back
+in call order, and `CancelledError` always propagates after the finished outcomes are
+kept on the `ToolBatch`.
+
+Per call: prepare (registry) -> loop guard -> approval -> before hooks -> run with
+the time limit (registry) -> cap and persist a long result -> loop guard record ->
+after hooks and events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolbridge.approval import (
+    ApprovalRequest,
+    ApprovalRule,
+    Approvals,
+    arguments_digest,
+    requires_approval_flag,
+)
+from toolbridge.calls import ToolCallRequest
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolError, WorkspaceViolation
+from toolbridge.loop_guard import LoopGuard
+from toolbridge.outcomes import (
+    EventType,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    append_note,
+    denied_error,
+    failed_outcome,
+    finished_event,
+    pending_outcome,
+    tool_result_messages,
+)
+from toolbridge.registry import PreparedCall, ToolRegistry, describe_exception
+from toolbridge.results import ResultStore, cap_result, text_length
+from toolbridge.scheduling import ExclusiveGate
+from toolbridge.tool import ToolResult
+from toolbridge.tracing import call_tracer
+
+__all__ = [
+    "EventType",
+    "ExecutionPolicy",
+    "ExecutorHook",
+    "OutcomeStatus",
+    "ToolBatch",
+    "ToolEvent",
+    "ToolExecutor",
+    "ToolOutcome",
+    "tool_result_messages",
+]
+
+logger = logging.getLogger(__name__)
+
+EventListener = Callable[["ToolEvent"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPolicy:
+    """How an executor schedules calls and shapes their results. Defaults are safe."""
+
+    concurrency: bool = True
+    max_concurrency: int | None = None
+    default_timeout: float | None = None
+    fail_on_tool_error: bool = False
+    approval: ApprovalRule = requires_approval_flag
+    max_result_chars: int = 30_000
+    preview_chars: int = 4_000
+    persist_results: bool = True
+    results_max_age: float = 7 * 24 * 3600
+    results_max_count: int = 200
+    loop_guard: bool = True
+    warn_after: int = 2
+    block_after: int = 3
+    tracing: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1 or None, got {self.max_concurrency}")
+        if self.default_timeout is not None and self.default_timeout <= 0:
+            raise ValueError(f"default_timeout must be > 0 or None, got {self.default_timeout}")
+        if self.max_result_chars < 100 or self.preview_chars < 1:
+            raise ValueError("max_result_chars must be >= 100 and preview_chars >= 1")
+
+
+class ExecutorHook:
+    """Executor-level hooks; override what you need. A failing hook is logged and ignored.
+
+    The one exception: a `PolicyViolation` raised by `before_call` refuses the call with
+    that violation, so a guard can be a hook.
+    """
+
+    async def before_call(self, call: ToolCallRequest, prepared: PreparedCall) -> None:
+        """Called just before a prepared call runs."""
+
+    async def after_call(self, outcome: ToolOutcome) -> None:
+        """Called with every outcome, success or not."""
+
+    async def on_error(self, outcome: ToolOutcome) -> None:
+        """Called with every outcome whose status is not ok or pending approval."""
+
+
+@dataclass(slots=True)
+class ToolBatch:
+    """One batch in flight. `outcomes` fills as calls finish; after a cancel it is complete.
+
+    Calls that had not finished when the batch was cancelled get a `CANCELLED` outcome,
+    so every call id can still be answered.
+    """
+
+    executor: ToolExecutor
+    calls: list[ToolCallRequest]
+    listeners: list[EventListener]
+    outcomes: list[ToolOutcome | None] = field(init=False)
+    fatal: ToolOutcome | None = None
+    fatal_index: int = field(default=sys.maxsize, init=False)
+
+    def __post_init__(self) -> None:
+        self.outcomes = [None] * len(self.calls)
+
+    @property
+    def finished(self) -> list[ToolOutcome]:
+        return [outcome for outcome in self.outcomes if outcome is not None]
+
+    async def run(self) -> list[ToolOutcome]:
+        """Run every call; return the outcomes in call order."""
+        try:
+            await self.executor._run_batch(self)
+        except asyncio.CancelledError:
+            self._cancel_rest()
+            raise
+        return self.finished
+
+    async def stream(self) -> AsyncIterator[ToolEvent]:
+        """Run the batch, yielding events as calls start and finish."""
+        queue: asyncio.Queue[ToolEvent | None] = asyncio.Queue()
+        self.listeners = [*self.listeners, queue.put_nowait]
+        task = asyncio.create_task(self.run())
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait([task])
+
+    def _cancel_rest(self) -> None:
+        error = ToolError(
+            ErrorKind.CANCELLED,
+            "the call was cancelled before it finished (the run was stopped).",
+            "It may have partly run: check its effects before calling it again.",
+        )
+        now = time.time()
+        for index, outcome in enumerate(self.outcomes):
+            if outcome is None:
+                cancelled = ToolOutcome(
+                    self.calls[index],
+                    OutcomeStatus.CANCELLED,
+                    ToolResult.error(error),
+                    error,
+                    started_at=now,
+                )
+                self.outcomes[index] = cancelled
+                if self.listeners:
+                    self.executor._emit(self.listeners, finished_event(cancelled))
+
+
+class ToolExecutor:
+    """Runs batches of calls against one registry under one `ExecutionPolicy`.
+
+    Each executor owns its approvals, loop guard, concurrency limit and result store;
+    nothing is shared between two executors.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: ExecutionPolicy | None = None,
+        *,
+        hooks: Iterable[ExecutorHook] = (),
+        listeners: Iterable[EventListener] = (),
+    ) -> None:
+        self.registry = registry
+        self.policy = policy = policy or ExecutionPolicy()
+        self.approvals = Approvals()
+        self.loop_guard = (
+            LoopGuard(warn_after=policy.warn_after, block_after=policy.block_after)
+            if policy.loop_guard
+            else None
+        )
+        self.listeners: list[EventListener] = list(listeners)
+        hooks = list(hooks)
+        self._before = [h for h in hooks if _overrides(h, "before_call")]
+        self._after = [h for h in hooks if _overrides(h, "after_call")]
+        self._on_error = [h for h in hooks if _overrides(h, "on_error")]
+        self._limit = asyncio.Semaphore(policy.max_concurrency) if policy.max_concurrency else None
+        self._gate = ExclusiveGate()
+        self._tracer = call_tracer() if policy.tracing else None
+        ctx = registry.context
+        self.results = (
+            ResultStore(
+                ctx.workspace,
+                ctx.session,
+                max_age=policy.results_max_age,
+                max_count=policy.results_max_count,
+            )
+            if policy.persist_results
+            else None
+        )
+
+    # --- public API ---------------------------------------------------------------------
+
+    def batch(self, calls: Sequence[ToolCallRequest]) -> ToolBatch:
+        """A batch to `run()` or `stream()`; it keeps finished outcomes if cancelled."""
+        return ToolBatch(self, list(calls), self.listeners)
+
+    async def run(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
+        """Run `calls`; one outcome per call, in call order. Raises only `CancelledError`."""
+        return await self.batch(calls).run()
+
+    def stream(self, calls: Sequence[ToolCallRequest]) -> AsyncIterator[ToolEvent]:
+        """Run `calls`, yielding a `ToolEvent` as each call starts and finishes."""
+        return self.batch(calls).stream()
+
+    def approve(self, request: ApprovalRequest | ToolOutcome) -> None:
+        """Approve a pending call; it runs when sent again with the same arguments."""
+        self.approvals.approve(_request_of(request))
+
+    def deny(self, request: ApprovalRequest | ToolOutcome, reason: str = "") -> None:
+        """Deny a pending call; sent again, it fails with `approval_denied` and `reason`."""
+        self.approvals.deny(_request_of(request), reason)
+
+    # --- the batch ------------------------------------------------------------------------
+
+    async def _run_batch(self, batch: ToolBatch) -> None:
+        groups: list[tuple[bool, list[tuple[int, PreparedCall]]]] = []
+        open_group: list[tuple[int, PreparedCall]] | None = None
+        concurrency = self.policy.concurrency
+        for index, call in enumerate(batch.calls):
+            prepared = await self._admit(batch, index, call)
+            if prepared is None:
+                continue
+            tool = prepared.tool
+            assert tool is not None
+            if concurrency and tool.concurrency_safe and not tool.exclusive:
+                if open_group is None:
+                    open_group = []
+                    groups.append((False, open_group))
+                open_group.append((index, prepared))
+            else:
+                open_group = None
+                groups.append((tool.exclusive, [(index, prepared)]))
+        for exclusive, group in groups:
+            if batch.fatal_index < group[0][0]:
+                await self._skip(batch, group)
+                continue
+            await self._gate.acquire(exclusive)
+            try:
+                if len(group) == 1:
+                    await self._execute(batch, *group[0])
+                else:
+                    await asyncio.gather(*(self._execute(batch, i, p) for i, p in group))
+            finally:
+                self._gate.release(exclusive)
+
+    async def _admit(
+        self, batch: ToolBatch, index: int, call: ToolCallRequest
+    ) -> PreparedCall | None:
+        """Prepare a call; settle it now (error, blocked, approval) or return it to run."""
+        prepared = self.registry.prepare_call(call.name, call.arguments)
+        if prepared.error is not None:
+            await self._settle(batch, index, failed_outcome(call, prepared.error, prepared.repairs))
+            return None
+        tool, args = prepared.tool, prepared.arguments
+        assert tool is not None and args is not None
+        guard = self.loop_guard
+        if guard is not None:
+            blocked = guard.check(tool.name, args)
+            if blocked is not None:
+                await self._settle(batch, index, failed_outcome(call, blocked, prepared.repairs))
+                return None
+        if self.policy.approval(tool, args):
+            digest = arguments_digest(tool.name, args)
+            decision = self.approvals.take(tool.name, digest)
+            if decision is None:
+                request = ApprovalRequest(call.id, tool.name, args, digest)
+                await self._settle(batch, index, pending_outcome(call, request, prepared.repairs))
+                return None
+            if decision is not True:
+                denied = denied_error(tool.name, str(decision))
+                await self._settle(batch, index, failed_outcome(call, denied, prepared.repairs))
+                return None
+        return prepared
+
+    async def _skip(self, batch: ToolBatch, group: list[tuple[int, PreparedCall]]) -> None:
+        error = ToolError(
+            ErrorKind.CANCELLED,
+            "not run: an earlier call in this batch failed, and this run stops at the first "
+            "tool error.",
+        )
+        for index, prepared in group:
+            outcome = ToolOutcome(
+                batch.calls[index],
+                OutcomeStatus.SKIPPED,
+                ToolResult.error(error),
+                error,
+                repairs=prepared.repairs,
+                started_at=time.time(),
+            )
+            await self._settle(batch, index, outcome)
+
+    # --- one call -------------------------------------------------------------------------
+
+    async def _execute(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> None:
+        if self._limit is None:
+            outcome = await self._invoke(batch, index, prepared)
+        else:
+            async with self._limit:
+                outcome = await self._invoke(batch, index, prepared)
+        await self._settle(batch, index, outcome)
+
+    async def _invoke(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> ToolOutcome:
+        call = batch.calls[index]
+        tool = prepared.tool
+        assert tool is not None
+        if batch.listeners:
+            self._emit(batch.listeners, ToolEvent(EventType.CALL_STARTED, call))
+        for hook in self._before:
+            refused = await _before_hook(hook, call, prepared, tool.name)
+            if refused is not None:
+                return failed_outcome(call, refused, prepared.repairs)
+        time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
+        started_at = time.time()
+        start = time.perf_counter()
+        if self._tracer is None:
+            invocation = await self.registry.run_prepared(
+                prepared, call_id=call.id, time_limit=time_limit
+            )
+        else:
+            with self._tracer.span(tool.name, call.id) as span:
+                invocation = await self.registry.run_prepared(
+                    prepared, call_id=call.id, time_limit=time_limit
+                )
+                if invocation.result.is_error:
+                    kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
+                    self._tracer.failed(span, kind, kind.value)
+        duration = time.perf_counter() - start
+        result, error = invocation.result, invocation.error
+        if text_length(result) > self.policy.max_result_chars:
+            result = await self._cap(result, call.id)
+        if result.is_error and error is None:  # the tool returned an error result itself
+            error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
+        guard = self.loop_guard
+        if guard is not None:
+            exc = invocation.exception
+            target = exc.target if isinstance(exc, PolicyViolation) else None
+            warning = guard.record(tool.name, prepared.arguments or {}, error, target)
+            if warning is not None:
+                result = append_note(result, warning)
+        return ToolOutcome(
+            call,
+            OutcomeStatus.ERROR if result.is_error else OutcomeStatus.OK,
+            result,
+            error,
+            invocation.value,
+            prepared.repairs,
+            started_at,
+            duration,
+        )
+
+    async def _cap(self, result: ToolResult, call_id: str) -> ToolResult:
+        policy = self.policy
+        try:
+            return await asyncio.to_thread(
+                cap_result,
+                result,
+                call_id=call_id,
+                max_chars=policy.max_result_chars,
+                store=self.results,
+                preview_chars=policy.preview_chars,
+            )
+        except (OSError, WorkspaceViolation) as exc:
+            logger.warning("could not save the long result of call %r: %s", call_id, exc)
+            return cap_result(
+                result,
+                call_id=call_id,
+                max_chars=policy.max_result_chars,
+                store=None,
+                preview_chars=policy.preview_chars,
+            )
+
+    async def _settle(self, batch: ToolBatch, index: int, outcome: ToolOutcome) -> None:
+        """Record `outcome`: fatal marking, hooks, then the finished event."""
+        failed = outcome.status is OutcomeStatus.ERROR
+        if failed and self.policy.fail_on_tool_error and index < batch.fatal_index:
+            if batch.fatal is not None:
+                batch.fatal.fatal = False  # an earlier call failed later: it is the first
+            outcome.fatal = True
+            batch.fatal, batch.fatal_index = outcome, index
+        batch.outcomes[index] = outcome
+        for hook in self._after:
+            await _safe_hook(hook.after_call, outcome)
+        if failed:
+            for hook in self._on_error:
+                await _safe_hook(hook.on_error, outcome)
+        if batch.listeners:
+            self._emit(batch.listeners, finished_event(outcome))
+
+    def _emit(self, listeners: list[EventListener], event: ToolEvent) -> None:
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("tool event listener %r failed", listener)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _overrides(hook: ExecutorHook, name: str) -> bool:
+    return getattr(type(hook), name) is not getattr(ExecutorHook, name)
+
+
+async def _safe_hook(method: Callable[[ToolOutcome], Any], outcome: ToolOutcome) -> None:
+    try:
+        await method(outcome)
+    except Exception:
+        logger.exception("executor hook %r failed for call %r", method, outcome.call.id)
+
+
+async def _before_hook(
+    hook: ExecutorHook, call: ToolCallRequest, prepared: PreparedCall, tool_name: str
+) -> ToolError | None:
+    try:
+        await hook.before_call(call, prepared)
+    except PolicyViolation as exc:
+        return describe_exception(tool_name, exc)
+    except Exception:
+        logger.exception("before_call hook %r failed for call %r", hook, call.id)
+    return None
+
+
+def _request_of(item: ApprovalRequest | ToolOutcome) -> ApprovalRequest:
+    if isinstance(item, ApprovalRequest):
+        return item
+    if item.approval is None:
+        raise ValueError(f"call {item.call.id!r} is not waiting for approval")
+    return item.approval

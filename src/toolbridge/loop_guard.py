@@ -1,0 +1,117 @@
+"""The loop guard: stop a model from repeating a failing call or hammering a refused target.
+
+Generic, for every tool: failures are counted per (tool, canonical arguments), and
+refused external targets (the ``target`` of a `PolicyViolation`) are counted per
+target. The model is warned first and then the call is blocked before it runs,
+with a message that gets firmer every time it is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from toolbridge.approval import canonical_arguments
+from toolbridge.errors import ErrorKind, ToolError
+
+__all__ = ["LoopGuard"]
+
+
+class LoopGuard:
+    """Counts repeated failures; `check` blocks a call, `record` learns from an outcome.
+
+    Checking costs nothing until something has failed, so the guard stays off the
+    fast path of healthy batches.
+    """
+
+    def __init__(self, *, warn_after: int = 2, block_after: int = 3) -> None:
+        if not 1 <= warn_after <= block_after:
+            raise ValueError("the loop guard needs 1 <= warn_after <= block_after")
+        self.warn_after = warn_after
+        self.block_after = block_after
+        self._failures: dict[str, dict[str, int]] = {}
+        self._targets: dict[str, int] = {}
+        self._blocked: dict[str, int] = {}
+
+    def check(self, tool_name: str, args: Mapping[str, Any]) -> ToolError | None:
+        """The error to report instead of running this call, or None to let it run."""
+        if not self._failures and not self._targets:
+            return None
+        per_tool = self._failures.get(tool_name)
+        if per_tool:
+            key = canonical_arguments(args)
+            failures = per_tool.get(key, 0)
+            if failures >= self.block_after:
+                return self._block(
+                    f"{tool_name}\n{key}",
+                    f"blocked a repeated call: {tool_name!r} already failed {failures} times "
+                    "with exactly these arguments, so it was not run again.",
+                )
+        for target, refusals in self._targets.items():
+            if refusals >= self.block_after and _mentions(args, target):
+                return self._block(
+                    target,
+                    f"blocked a repeated attempt at {target!r}: it was refused {refusals} "
+                    "times already, so this call was not run.",
+                )
+        return None
+
+    def record(
+        self, tool_name: str, args: Mapping[str, Any], error: ToolError | None, target: str | None
+    ) -> str | None:
+        """Learn from a finished call; return a warning to add to its result, if any."""
+        if error is None:
+            per_tool = self._failures.get(tool_name)
+            if per_tool:
+                per_tool.pop(canonical_arguments(args), None)
+            return None
+        if error.kind is ErrorKind.REPEATED_CALL:
+            return None
+        warning = None
+        per_tool = self._failures.setdefault(tool_name, {})
+        key = canonical_arguments(args)
+        failures = per_tool[key] = per_tool.get(key, 0) + 1
+        if failures >= self.warn_after:
+            warning = (
+                f"Warning: this exact call has now failed {failures} times. Do not repeat it "
+                "unchanged; identical calls will be blocked."
+            )
+        if target is not None:
+            refusals = self._targets[target] = self._targets.get(target, 0) + 1
+            if refusals >= self.warn_after:
+                warning = (
+                    f"Warning: {target!r} has been refused {refusals} times. It will not "
+                    "become reachable; further attempts at it will be blocked."
+                )
+        return warning
+
+    def reset(self) -> None:
+        """Forget everything (for a new conversation)."""
+        self._failures.clear()
+        self._targets.clear()
+        self._blocked.clear()
+
+    def _block(self, key: str, message: str) -> ToolError:
+        times = self._blocked[key] = self._blocked.get(key, 0) + 1
+        hint = "Change the arguments or use another approach."
+        if times > 1:
+            hint = (
+                f"This is block number {times} for the same thing. Stop trying it: use a "
+                "different approach, or tell the user what is not working and why."
+            )
+        return ToolError(ErrorKind.REPEATED_CALL, message, hint)
+
+
+def _mentions(args: Mapping[str, Any], target: str) -> bool:
+    return any(target in text for text in _strings(args))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)

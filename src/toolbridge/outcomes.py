@@ -1,0 +1,170 @@
+"""What the executor hands back: `ToolOutcome` per call, `ToolEvent` as calls run.
+
+The provider formats render an outcome through `.call` and `.result` only;
+`tool_result_messages` is the OpenAI chat shape of a finished batch.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.approval import ApprovalRequest
+from toolbridge.calls import Repair, ToolCallRequest
+from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.results import text_length
+from toolbridge.tool import TextBlock, ToolResult
+
+__all__ = [
+    "EventType",
+    "OutcomeStatus",
+    "ToolEvent",
+    "ToolOutcome",
+    "tool_result_messages",
+]
+
+
+class OutcomeStatus(enum.StrEnum):
+    """How a call ended. Errors say which kind in `ToolOutcome.error`."""
+
+    OK = "ok"
+    ERROR = "error"
+    PENDING_APPROVAL = "pending_approval"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+class EventType(enum.StrEnum):
+    CALL_STARTED = "call_started"
+    CALL_FINISHED = "call_finished"
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What became of one call: status, the content for the model, and how it got there.
+
+    `result` is what goes back to the model (error text included); `value` is the typed
+    value the tool returned; `error` says what failed and of which `ErrorKind`.
+    """
+
+    call: ToolCallRequest
+    status: OutcomeStatus
+    result: ToolResult
+    error: ToolError | None = None
+    value: Any = None
+    repairs: tuple[Repair, ...] = ()
+    started_at: float = 0.0
+    duration: float = 0.0
+    approval: ApprovalRequest | None = None
+    fatal: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status is OutcomeStatus.OK
+
+    @property
+    def kind(self) -> ErrorKind | None:
+        return self.error.kind if self.error is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEvent:
+    """A call started or finished; `summary()` is the reference design's status line."""
+
+    type: EventType
+    call: ToolCallRequest
+    status: OutcomeStatus | None = None
+    detail: str = ""
+    duration: float | None = None
+    outcome: ToolOutcome | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.call.name)
+
+    def summary(self) -> dict[str, str]:
+        status = self.status.value if self.status is not None else "running"
+        return {"name": self.name, "status": status, "detail": self.detail}
+
+
+def tool_result_messages(outcomes: Iterable[ToolOutcome]) -> list[dict[str, Any]]:
+    """The ``role: tool`` messages (OpenAI chat shape) answering each call, in order."""
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": outcome.call.id,
+            "name": str(outcome.call.name),
+            "content": outcome.result.text,
+        }
+        for outcome in outcomes
+    ]
+
+
+def failed_outcome(
+    call: ToolCallRequest, error: ToolError, repairs: tuple[Repair, ...]
+) -> ToolOutcome:
+    """An outcome for a call that failed before or instead of running."""
+    return ToolOutcome(
+        call,
+        OutcomeStatus.ERROR,
+        ToolResult.error(error),
+        error,
+        repairs=repairs,
+        started_at=time.time(),
+    )
+
+
+def pending_outcome(
+    call: ToolCallRequest, request: ApprovalRequest, repairs: tuple[Repair, ...]
+) -> ToolOutcome:
+    """An outcome for a call that waits for the user's decision (not an error)."""
+    text = f"The call to {request.tool_name!r} needs the user's approval and has not run yet."
+    return ToolOutcome(
+        call,
+        OutcomeStatus.PENDING_APPROVAL,
+        ToolResult(text),
+        repairs=repairs,
+        started_at=time.time(),
+        approval=request,
+    )
+
+
+def denied_error(tool_name: str, reason: str) -> ToolError:
+    """The error for a call the user refused; the model must not retry it."""
+    message = f"the user denied the call to {tool_name!r}" + (f": {reason}" if reason else ".")
+    return ToolError(
+        ErrorKind.APPROVAL_DENIED,
+        message,
+        "Do not repeat this call. Ask the user how to proceed, or choose another approach.",
+    )
+
+
+def append_note(result: ToolResult, note: str) -> ToolResult:
+    """Add a line (a loop-guard warning) to the end of `result`'s content."""
+    content = result.content
+    if isinstance(content, str):
+        result.content = f"{content}\n{note}"
+    else:
+        result.content = [*content, TextBlock(note)]
+    return result
+
+
+def finished_event(outcome: ToolOutcome) -> ToolEvent:
+    """The call-finished event of `outcome`, with a one-line detail."""
+    if outcome.error is not None:
+        detail = outcome.error.message.split("\n", 1)[0][:200]
+    elif outcome.status is OutcomeStatus.PENDING_APPROVAL:
+        detail = "waiting for approval"
+    else:
+        detail = f"{text_length(outcome.result)} characters"
+    return ToolEvent(
+        EventType.CALL_FINISHED,
+        outcome.call,
+        outcome.status,
+        detail,
+        outcome.duration,
+        outcome,
+    )
