@@ -1,0 +1,91 @@
+"""Shared ground for the built-in file tools: the workspace-bound base class and text rules.
+
+Kept outside `toolbridge.tools` so that the loader, which builds every named tool it
+finds there, sees only real tools.
+"""
+
+from __future__ import annotations
+
+from toolbridge.errors import ToolExecutionError
+from toolbridge.security.workspace import Workspace
+from toolbridge.tool import Tool, ToolContext
+
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "SKIPPED_DIRS",
+    "WorkspaceTool",
+    "binary_file_error",
+    "decode_text",
+    "human_size",
+    "looks_binary",
+]
+
+BINARY_SNIFF_BYTES = 8192
+
+# Walks (list_dir recursive, glob, grep) list these but do not enter them: they are
+# large, generated, and almost never what a model is looking for.
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+    }
+)
+
+
+class WorkspaceTool(Tool):
+    """A tool bound to one `Workspace`, built from the loader's `ToolContext`."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    @classmethod
+    def create(cls, ctx: ToolContext) -> Tool:
+        return cls(Workspace(ctx.workspace))
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether the first bytes of a file look binary (they hold a NUL byte)."""
+    return b"\x00" in head[:BINARY_SNIFF_BYTES]
+
+
+def binary_file_error(shown: str) -> ToolExecutionError:
+    """The error for a file that holds NUL bytes, so is not text."""
+    return ToolExecutionError(
+        f"{shown} looks like a binary file (it contains NUL bytes); only text files can be "
+        "read or edited",
+        hint="Choose a text file, or use exec with a suitable program for binary data.",
+    )
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """`data` as UTF-8 text (a leading BOM dropped), or an error saying why it is not text."""
+    if looks_binary(data):
+        raise binary_file_error(shown)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ToolExecutionError(
+            f"{shown} is not UTF-8 text (undecodable byte at offset {exc.start}); it may "
+            "be binary or use another encoding",
+            hint="Only UTF-8 text files can be read or edited with this tool.",
+        ) from None
+
+
+def human_size(size: int) -> str:
+    """A byte count for people: 512 B, 3.4 KB, 1.2 MB."""
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"

@@ -1,0 +1,59 @@
+"""The regex half of the grep tool, run as its own process so that it can be killed.
+
+Python's `re` cannot be interrupted mid-match and holds the GIL while it backtracks,
+so a catastrophic pattern would freeze a thread and the event loop with it. The grep
+tool runs this script (``python -I -S grep_worker.py``, standard library only) and
+kills it at its deadline. The worker never touches the filesystem: the tool reads
+files through the workspace guard and sends their text here.
+
+Protocol, one JSON value per line. In: ``{"pattern", "ignore_case", "max_matches",
+"max_chars"}``, then ``[path, text]`` per file. Out: ``["match", path, line, excerpt]``
+per matching line and ``["done", path]`` after each file; the worker exits after
+`max_matches` matches or at the end of its input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+
+def _excerpt(line: str, match: re.Match[str], max_chars: int) -> str:
+    if len(line) <= max_chars:
+        return line
+    start = max(0, min(match.start() - max_chars // 4, len(line) - max_chars))
+    cut = line[start : start + max_chars]
+    return ("…" if start else "") + cut + ("…" if start + max_chars < len(line) else "")
+
+
+def main() -> None:
+    source = sys.stdin.buffer
+    out = sys.stdout
+    request = json.loads(source.readline())
+    flags = re.IGNORECASE if request["ignore_case"] else 0
+    regex = re.compile(request["pattern"], flags)
+    remaining: int = request["max_matches"]
+    max_chars: int = request["max_chars"]
+    for raw in source:
+        path, text = json.loads(raw)
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for number, raw_line in enumerate(lines, 1):
+            line = raw_line.removesuffix("\r")
+            match = regex.search(line)
+            if match is None:
+                continue
+            out.write(json.dumps(["match", path, number, _excerpt(line, match, max_chars)]))
+            out.write("\n")
+            remaining -= 1
+            if remaining == 0:
+                out.flush()
+                return
+        out.write(json.dumps(["done", path]) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,464 @@
+"""The workspace guard: decide whether a path is inside the workspace, and open it safely.
+
+`Workspace.resolve` resolves a model-supplied path the way the kernel would (symlinks
+followed one component at a time, ``..`` applied to the real directory), then checks
+that the result lies inside the root by whole components. The open helpers do not
+trust that answer: they walk again from a directory fd of the root with
+``O_NOFOLLOW`` on every component, so a directory swapped for a symlink between the
+check and the open is refused instead of followed.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import secrets
+import stat
+from collections import deque
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from toolbridge.errors import ToolExecutionError, WorkspaceViolation
+
+__all__ = ["EntryKind", "WalkEntry", "Workspace"]
+
+logger = logging.getLogger(__name__)
+
+MAX_SYMLINK_HOPS = 40  # Linux MAXSYMLINKS: past this the kernel says ELOOP
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_WINDOWS_PREFIX = re.compile(r"[A-Za-z]:|\\\\")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+EntryKind = Literal["file", "dir", "symlink", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkEntry:
+    """One entry met by `Workspace.walk`: its real path, kind, size and depth (1 = child)."""
+
+    path: Path
+    kind: EntryKind
+    size: int
+    depth: int
+
+
+def _kind(mode: int) -> EntryKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _describe_mode(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class Workspace:
+    """A directory the tools may touch, and the only way they reach files in it.
+
+    The root is resolved once, when the workspace is made; its device and inode are
+    remembered so that a root replaced later is noticed instead of trusted.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        real = Path(os.path.realpath(os.fspath(root)))
+        try:
+            info = os.stat(real)
+        except OSError as exc:
+            raise ValueError(f"workspace {root!s} cannot be used: {exc.strerror}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise ValueError(f"workspace {root!s} is not a directory")
+        self.root = real
+        self._identity = (info.st_dev, info.st_ino)
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # --- deciding ------------------------------------------------------------------
+
+    def resolve(self, path: str) -> Path:
+        """The real absolute path `path` names, if it is inside the workspace.
+
+        Relative paths start at the root; a leading ``~`` is expanded; nothing else
+        (``$VAR``, ``%2e``, look-alike dots) is interpreted. A missing tail is allowed
+        (for new files) as long as its deepest existing ancestor resolves inside.
+        """
+        self._check_spelling(path)
+        expanded = os.path.expanduser(path) if path.startswith("~") else path
+        real = self._follow(path, expanded)
+        if not self.contains(real):
+            raise WorkspaceViolation(
+                f"{_show(path)} is outside the workspace ({self.root})", target=path
+            )
+        return real
+
+    def contains(self, real: Path) -> bool:
+        """Whether the real path `real` is the root or below it, by whole components."""
+        return real == self.root or real.is_relative_to(self.root)
+
+    def relative(self, real: Path) -> str:
+        """`real` as the model should see it: relative to the root, ``.`` for the root."""
+        return real.relative_to(self.root).as_posix() or "."
+
+    def _check_spelling(self, path: str) -> None:
+        if "\x00" in path:
+            raise WorkspaceViolation(
+                f"{_show(path)} contains a NUL byte, which no file name can hold", target=path
+            )
+        if _WINDOWS_PREFIX.match(path):
+            raise WorkspaceViolation(
+                f"{_show(path)} is a Windows drive or UNC path; this workspace is a POSIX "
+                "directory, use a path relative to it",
+                target=path,
+            )
+        if not path:
+            raise ToolExecutionError(
+                "the path is empty", hint="Use '.' for the workspace root, or a relative path."
+            )
+        surrogate = _SURROGATE.search(path)
+        if surrogate:
+            raise ToolExecutionError(
+                f"{_show(path)} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
+                "which is not valid Unicode",
+                hint="Send the path as valid Unicode text.",
+            )
+        if len(path.encode()) > MAX_PATH_BYTES:
+            raise ToolExecutionError(
+                f"the path is {len(path.encode())} bytes long; paths are at most "
+                f"{MAX_PATH_BYTES} bytes",
+                hint="Use a shorter path.",
+            )
+        for part in path.split("/"):
+            if len(part.encode()) > MAX_NAME_BYTES:
+                raise ToolExecutionError(
+                    f"the path component {_show(part)} is {len(part.encode())} bytes long; "
+                    f"file names are at most {MAX_NAME_BYTES} bytes",
+                    hint="Use a shorter file name.",
+                )
+
+    def _follow(self, original: str, path: str) -> Path:
+        """Resolve `path` component by component, as the kernel's path walk does."""
+        current = "/" if path.startswith("/") else str(self.root)
+        pending = deque(path.split("/"))
+        missing: str | None = None  # the first component that does not exist
+        is_dir = True
+        hops = 0
+        while pending:
+            part = pending.popleft()
+            if part in ("", "."):
+                continue
+            if missing is not None and part == "..":
+                raise self._problem(
+                    original,
+                    current,
+                    f"{_show(original)} goes up ('..') out of {_show(missing)}, which does "
+                    "not exist",
+                    "Use a path without '..', relative to the workspace root.",
+                )
+            if not is_dir:
+                raise self._problem(
+                    original,
+                    current,
+                    f"{_show(original)}: {_show(self._shown(current))} is a file, not a directory",
+                    "Check the path with list_dir.",
+                )
+            if part == "..":
+                current = os.path.dirname(current)
+                continue
+            candidate = os.path.join(current, part)
+            if missing is not None:
+                current = candidate
+                continue
+            try:
+                info = os.lstat(candidate)
+            except FileNotFoundError:
+                missing, current = part, candidate
+                continue
+            except OSError as exc:
+                raise self._problem(
+                    original,
+                    candidate,
+                    f"{_show(original)} cannot be resolved: {exc.strerror}",
+                    "Check the path with list_dir.",
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise self._problem(
+                        original,
+                        candidate,
+                        f"{_show(original)} runs into a symlink loop (more than "
+                        f"{MAX_SYMLINK_HOPS} links followed)",
+                        "The symlink points back at itself; use another path.",
+                    )
+                target = os.readlink(candidate)
+                if target.startswith("/"):
+                    current = "/"
+                pending.extendleft(reversed(target.split("/")))
+                continue
+            current, is_dir = candidate, stat.S_ISDIR(info.st_mode)
+        return Path(current)
+
+    def _problem(self, original: str, where: str, message: str, hint: str) -> Exception:
+        # Outside the workspace every failure is the same violation, so that probing
+        # paths out there tells the model nothing about what exists or is readable.
+        if not self.contains(Path(where)):
+            return WorkspaceViolation(
+                f"{_show(original)} is outside the workspace ({self.root})", target=original
+            )
+        return ToolExecutionError(message, hint=hint)
+
+    def _shown(self, real: str) -> str:
+        path = Path(real)
+        return self.relative(path) if self.contains(path) else real
+
+    # --- opening -------------------------------------------------------------------
+
+    def open_read(self, real: Path) -> BinaryIO:
+        """Open the regular file at the resolved path `real` for reading, race-safely.
+
+        FIFOs, sockets and devices are refused without blocking (the open is
+        non-blocking and the type is checked on the open descriptor).
+        """
+        parent, name = self._open_parent(real, create=False)
+        try:
+            if name is None:
+                raise _is_a_directory(self.relative(real))
+            fd = self._open_at(parent, name, _READ_FLAGS, real)
+        finally:
+            os.close(parent)
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise _is_a_directory(self.relative(real))
+            if not stat.S_ISREG(mode):
+                raise _not_regular(self.relative(real), mode)
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+
+    @contextmanager
+    def open_dir(self, real: Path) -> Iterator[int]:
+        """A directory fd for the resolved directory `real`, reached without following links."""
+        parent, name = self._open_parent(real, create=False)
+        if name is None:
+            fd = parent
+        else:
+            try:
+                fd = self._open_at(parent, name, _DIR_FLAGS, real)
+            finally:
+                os.close(parent)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def write_atomic(self, real: Path, data: bytes) -> bool:
+        """Replace (or create) the file at `real` with `data` atomically; True if created.
+
+        Missing parent directories are made inside the workspace. The data goes to a
+        temporary file in the same directory, is fsynced, and renamed over the target,
+        so readers see the old or the new content, never a mix. An existing file's
+        permission bits are kept.
+        """
+        parent, name = self._open_parent(real, create=True)
+        shown = self.relative(real)
+        try:
+            if name is None:
+                raise _is_a_directory(shown)
+            try:
+                existing: os.stat_result | None = os.stat(
+                    name, dir_fd=parent, follow_symlinks=False
+                )
+            except FileNotFoundError:
+                existing = None
+            if existing is not None:
+                if stat.S_ISLNK(existing.st_mode):
+                    raise _changed(shown)
+                if stat.S_ISDIR(existing.st_mode):
+                    raise _is_a_directory(shown)
+                if not stat.S_ISREG(existing.st_mode):
+                    raise _not_regular(shown, existing.st_mode)
+            mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666
+            temp = f".{secrets.token_hex(8)}.toolbridge-tmp"
+            fd = os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                mode, dir_fd=parent,
+            )  # fmt: skip
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+                    out.flush()
+                    if existing is not None:
+                        os.fchmod(out.fileno(), mode)
+                    os.fsync(out.fileno())
+                os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+            except BaseException:
+                _unlink_quietly(temp, parent)
+                raise
+            os.fsync(parent)
+        except IsADirectoryError:
+            raise _is_a_directory(shown) from None
+        finally:
+            os.close(parent)
+        return existing is None
+
+    def walk(
+        self, real: Path, *, max_depth: int, skip_dirs: frozenset[str] = frozenset()
+    ) -> Generator[WalkEntry, None, None]:
+        """Entries below the resolved directory `real`, depth first, sorted by name.
+
+        Symlinks are reported but never followed, so a walk cannot leave the workspace
+        and ends on symlink loops. Directories named in `skip_dirs` are reported but not
+        entered. Unreadable directories are skipped.
+        """
+        with self.open_dir(real) as fd:
+            yield from self._walk_fd(fd, real, 1, max_depth, skip_dirs)
+
+    def _walk_fd(
+        self, fd: int, real: Path, depth: int, max_depth: int, skip_dirs: frozenset[str]
+    ) -> Iterator[WalkEntry]:
+        try:
+            with os.scandir(fd) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            logger.debug("cannot list %s: %s", real, exc)
+            return
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            kind = _kind(info.st_mode)
+            path = real / entry.name
+            yield WalkEntry(path, kind, info.st_size if kind == "file" else 0, depth)
+            if kind != "dir" or depth >= max_depth or entry.name in skip_dirs:
+                continue
+            try:
+                child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:  # replaced by a symlink meanwhile, or unreadable
+                logger.debug("not descending into %s: %s", path, exc)
+                continue
+            try:
+                yield from self._walk_fd(child, path, depth + 1, max_depth, skip_dirs)
+            finally:
+                os.close(child)
+
+    def _open_root(self) -> int:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != self._identity:
+            os.close(fd)
+            raise WorkspaceViolation(
+                f"the workspace directory {self.root} was replaced after it was opened",
+                target=str(self.root),
+            )
+        return fd
+
+    def _open_parent(self, real: Path, *, create: bool) -> tuple[int, str | None]:
+        """A directory fd of `real`'s parent, walked from the root with no-follow.
+
+        Returns the root fd and None when `real` is the root itself.
+        """
+        if not self.contains(real):
+            raise WorkspaceViolation(
+                f"{real} is outside the workspace ({self.root})", target=str(real)
+            )
+        parts = real.relative_to(self.root).parts
+        fd = self._open_root()
+        if not parts:
+            return fd, None
+        try:
+            for index, part in enumerate(parts[:-1]):
+                if create:
+                    with suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                below = self.root.joinpath(*parts[: index + 1])
+                next_fd = self._open_at(fd, part, _DIR_FLAGS, below)
+                os.close(fd)
+                fd = next_fd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, parts[-1]
+
+    def _open_at(self, dir_fd: int, name: str, flags: int, real: Path) -> int:
+        shown = self.relative(real)
+        try:
+            return os.open(name, flags, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise ToolExecutionError(
+                f"{shown} does not exist",
+                hint="Check the path with list_dir or glob; paths are relative to the "
+                "workspace root.",
+            ) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _changed(shown) from None
+            if exc.errno == errno.ENOTDIR:
+                raise ToolExecutionError(
+                    f"{shown}: a part of the path is not a directory",
+                    hint="Check the path with list_dir.",
+                ) from None
+            if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing
+                raise WorkspaceViolation(
+                    f"{shown} is not a regular file; only regular files can be opened",
+                    target=shown,
+                ) from None
+            raise ToolExecutionError(
+                f"{shown} cannot be opened: {exc.strerror}", hint="Try another path."
+            ) from None
+
+
+def _show(path: str, limit: int = 200) -> str:
+    return repr(path if len(path) <= limit else path[:limit] + "…")
+
+
+def _is_a_directory(shown: str) -> ToolExecutionError:
+    return ToolExecutionError(
+        f"{shown} is a directory, not a file",
+        hint="Use list_dir to see what it contains, then name a file inside it.",
+    )
+
+
+def _not_regular(shown: str, mode: int) -> WorkspaceViolation:
+    return WorkspaceViolation(
+        f"{shown} is {_describe_mode(mode)}; only regular files can be opened", target=shown
+    )
+
+
+def _changed(shown: str) -> WorkspaceViolation:
+    return WorkspaceViolation(
+        f"{shown} changed while it was being opened (a symlink appeared on the path); "
+        "refused rather than followed",
+        target=shown,
+    )
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        logger.warning("could not remove temporary file %s: %s", name, exc)
