@@ -92,7 +92,8 @@ def decode_arguments(text: str) -> Any:
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             reason = f"extra text after the JSON value at position {exc.pos}"
-        elif exc.pos >= len(text.rstrip()):
+        elif exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            # An unterminated string runs to the end of the text: it was cut inside it.
             reason = "the text ends before the JSON value is complete (was it cut off?)"
         else:
             reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
