@@ -275,7 +275,7 @@ class _Compiler:
 
     _COMPOSITION = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 
-    def __init__(self, root: Mapping[str, Any], validators: Any) -> None:
+    def __init__(self, root: Mapping[str, Any], validators: _SubschemaValidators) -> None:
         self.root = root
         self.validators = validators
         self.by_pointer: dict[str, list[Caster | None]] = {}
@@ -374,7 +374,7 @@ class _Compiler:
         array_caster = self._array(schema, pointer) if "array" in types else None
         integral = "integer" in types and "number" not in types
         casts = [(t, _SCALAR_CASTS[t]) for t in types if t in _SCALAR_CASTS]
-        validator = self.validators.get(f"#{pointer}") if len(casts) > 1 else None
+        is_valid = self.validators.checker(pointer) if len(casts) > 1 else None
 
         def descend(value: Any, path: Path, state: _CastState) -> Any:
             if object_caster is not None and isinstance(value, dict):
@@ -396,7 +396,7 @@ class _Compiler:
                     continue
                 trial = _CastState()
                 new = descend(new, path, trial)
-                if validator is not None and not validator.is_valid(new):
+                if is_valid is not None and not is_valid(new):
                     continue
                 action = "decode_json" if name in ("object", "array") else "cast"
                 _record(state, path, action, value, new)
@@ -491,28 +491,58 @@ class _Compiler:
         return cast_array
 
     def _union(self, branches: list[Any], pointer: str) -> Caster | None:
-        compiled = []
-        for index, branch in enumerate(branches):
-            validator = self.validators.get(f"#{pointer}/{index}")
-            caster = self.node(branch, f"{pointer}/{index}", strict_keys=False)
-            compiled.append((caster, validator))
-        if not any(c for c, _ in compiled) or any(v is None for _, v in compiled):
+        casters = [
+            self.node(branch, f"{pointer}/{index}", strict_keys=False)
+            for index, branch in enumerate(branches)
+        ]
+        if not any(casters):
             return None
+        checks = [self.validators.checker(f"{pointer}/{i}") for i in range(len(branches))]
+        tried = [(caster, check) for caster, check in zip(casters, checks, strict=True) if caster]
 
         def cast_union(value: Any, path: Path, state: _CastState) -> Any:
-            if any(v.is_valid(value) for _, v in compiled):
-                return value
-            for caster, validator in compiled:
-                if caster is None:
-                    continue
+            candidates = []
+            for caster, check in tried:
                 trial = _CastState()
                 new = caster(value, path, trial)
-                if new is not value and validator.is_valid(new):
+                if new is not value:
+                    candidates.append((new, check, trial))
+            # No branch would change the value: nothing to decide (and nothing validated).
+            if not candidates or any(check(value) for check in checks):
+                return value
+            for new, check, trial in candidates:
+                if check(new):
                     state.repairs.extend(trial.repairs)
                     return new
             return value
 
         return cast_union
+
+
+class _SubschemaValidators:
+    """Validators for subschemas by JSON pointer, compiled on first use.
+
+    Only casting that has to choose between union branches needs them, so most tools
+    never pay for the map (about three times the memory of the main validator).
+    """
+
+    __slots__ = ("_map", "_options", "_schema")
+
+    def __init__(self, schema: dict[str, Any], options: dict[str, Any]) -> None:
+        self._schema = schema
+        self._options = options
+        self._map: Any = None
+
+    def checker(self, pointer: str) -> Callable[[Any], bool]:
+        key = f"#{pointer}"
+
+        def is_valid(value: Any) -> bool:
+            if self._map is None:
+                self._map = jsonschema_rs.validator_map_for(self._schema, **self._options)
+            validator = self._map.get(key)
+            return validator is not None and bool(validator.is_valid(value))
+
+        return is_valid
 
 
 def _escape(name: str) -> str:
@@ -553,10 +583,10 @@ class CompiledSchema:
         options: dict[str, Any] = {"validate_formats": True}
         try:
             self._validator = jsonschema_rs.validator_for(plain, **options)
-            validators = jsonschema_rs.validator_map_for(plain, **options)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
             message = getattr(exc, "message", None) or str(exc).splitlines()[0]
             raise ToolDefinitionError(f"parameters schema cannot be compiled: {message}") from None
+        validators = _SubschemaValidators(plain, options)
         self._caster = _Compiler(plain, validators).node(plain, "", strict_keys=True)
 
     def coerce(self, value: dict[str, Any]) -> Coerced:
