@@ -182,7 +182,8 @@ class ToolExecutor:
     """Runs batches of calls against one registry under one `ExecutionPolicy`.
 
     Each executor owns its approvals, loop guard, concurrency limit and result store;
-    nothing is shared between two executors.
+    nothing is shared between two executors. `hooks` see every call, `listeners` get
+    every `ToolEvent`, and `tracer_provider` (OpenTelemetry) defaults to the global one.
     """
 
     def __init__(
@@ -192,6 +193,7 @@ class ToolExecutor:
         *,
         hooks: Iterable[ExecutorHook] = (),
         listeners: Iterable[EventListener] = (),
+        tracer_provider: Any = None,
     ) -> None:
         self.registry = registry
         self.policy = policy = policy or ExecutionPolicy()
@@ -208,7 +210,7 @@ class ToolExecutor:
         self._on_error = [h for h in hooks if _overrides(h, "on_error")]
         self._limit = asyncio.Semaphore(policy.max_concurrency) if policy.max_concurrency else None
         self._gate = ExclusiveGate()
-        self._tracer = call_tracer() if policy.tracing else None
+        self._tracer = call_tracer(tracer_provider) if policy.tracing else None
         ctx = registry.context
         self.results = (
             ResultStore(

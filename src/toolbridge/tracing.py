@@ -45,8 +45,8 @@ class CallTracer:
         span.set_status(self._status_error(message))
 
 
-def call_tracer() -> CallTracer | None:
-    """A tracer on the global OpenTelemetry provider, or None without opentelemetry-api."""
+def call_tracer(provider: Any = None) -> CallTracer | None:
+    """A tracer on `provider` (default: the global one), or None without opentelemetry-api."""
     try:
         from opentelemetry import trace
     except ImportError:
@@ -55,4 +55,4 @@ def call_tracer() -> CallTracer | None:
     def status_error(message: str) -> Any:
         return trace.Status(trace.StatusCode.ERROR, message)
 
-    return CallTracer(trace.get_tracer(TRACER_NAME), status_error)
+    return CallTracer(trace.get_tracer(TRACER_NAME, tracer_provider=provider), status_error)
