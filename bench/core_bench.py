@@ -5,7 +5,7 @@ virtual environment per peer under bench/.venvs/, from PyPI, on the first run):
 
     python3.11 bench/core_bench.py
 
-Options: --repetitions N (default 7), --batch-ms MS (default 150), --only PEER ...,
+Options: --repetitions N (default 15), --batch-ms MS (default 60), --only PEER ...,
 --profile (add a cProfile of toolbridge's W1/W2 path), --no-docs (do not touch
 docs/benchmarks.md), --reinstall (rebuild the peer environments).
 
@@ -254,7 +254,12 @@ def render(run: dict[str, Any]) -> str:
         if peer in reports:
             packages = ", ".join(f"{k} {v}" for k, v in reports[peer]["packages"].items())
             lines.append(f"- {reports[peer]['label']}: {packages}")
-    notes = [note for peer in PEER_KEYS for note in reports.get(peer, {}).get("notes", [])]
+    notes = [
+        f"{reports[peer]['label']}: {note}"
+        for peer in PEER_KEYS
+        if peer in reports
+        for note in reports[peer]["notes"]
+    ]
     if notes:
         lines += ["", "Notes:", ""] + [f"- {note}" for note in notes]
     memory = run.get("memory")
@@ -273,7 +278,8 @@ def render(run: dict[str, Any]) -> str:
         lines += [
             "",
             f"Peak RSS {memory['peak_rss_mb']:.1f} MiB, {memory['loaded_modules']} modules "
-            f"loaded. Target < 40 MB after import + 100 tools: {met}.",
+            f"loaded. Target < 40 MiB after import + 100 tools: {met} ({final:.1f} MiB, "
+            f"{final * 1.048576:.1f} MB).",
         ]
     return "\n".join(lines) + "\n"
 
@@ -302,8 +308,8 @@ def write_section(section: str) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repetitions", type=int, default=7)
-    parser.add_argument("--batch-ms", type=float, default=150.0)
+    parser.add_argument("--repetitions", type=int, default=15)
+    parser.add_argument("--batch-ms", type=float, default=60.0)
     parser.add_argument("--only", nargs="+", choices=PEER_KEYS, default=list(PEER_KEYS))
     parser.add_argument("--profile", action="store_true", help="cProfile toolbridge's W1/W2")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")

@@ -38,8 +38,8 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    repetitions: int = 7
-    batch_ms: float = 150.0
+    repetitions: int = 15
+    batch_ms: float = 60.0
 
 
 @dataclass(slots=True)

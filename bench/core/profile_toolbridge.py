@@ -1,14 +1,15 @@
-"""cProfile of toolbridge's hot path: `ToolRegistry.execute` on W1 and W2.
+"""cProfile of toolbridge's hot path: `ToolRegistry.execute` on W1 and W2 (or the given ones).
 
 Prints the top functions by cumulative time (and by own time) for each workload, to
 show where a call's microseconds go. cProfile slows every Python call down, so read
 the shares, not the absolute numbers.
 
-    bench/.venvs/toolbridge/bin/python bench/core/profile_toolbridge.py [calls] [top]
+    bench/.venvs/toolbridge/bin/python bench/core/profile_toolbridge.py [--calls N] [W1 W4 ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import cProfile
 import io
@@ -44,9 +45,13 @@ def profile_workload(key: str, calls: int, top: int) -> str:
 
 
 def main() -> None:
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
-    sys.stdout.write("\n".join(profile_workload(key, calls, top) for key in ("W1", "W2")))
+    parser = argparse.ArgumentParser(description="cProfile of ToolRegistry.execute")
+    parser.add_argument("workloads", nargs="*", default=["W1", "W2"])
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    reports = [profile_workload(key, args.calls, args.top) for key in args.workloads]
+    sys.stdout.write("\n".join(reports))
 
 
 if __name__ == "__main__":
