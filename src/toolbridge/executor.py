@@ -82,7 +82,7 @@ class ExecutionPolicy:
     results_max_count: int = 200
     loop_guard: bool = True
     warn_after: int = 2
-    block_after: int = 3
+    block_after: int = 2
     tracing: bool = True
 
     def __post_init__(self) -> None:

@@ -24,7 +24,7 @@ class LoopGuard:
     fast path of healthy batches.
     """
 
-    def __init__(self, *, warn_after: int = 2, block_after: int = 3) -> None:
+    def __init__(self, *, warn_after: int = 2, block_after: int = 2) -> None:
         if not 1 <= warn_after <= block_after:
             raise ValueError("the loop guard needs 1 <= warn_after <= block_after")
         self.warn_after = warn_after

@@ -24,11 +24,22 @@ def _process_is_gone(pid: int) -> bool:
     return False
 
 
-async def _wait_for_file(path: Path) -> str:
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return int(text) if text else None
+
+
+async def _wait_for_pid(path: Path) -> int:
+    """The pid a worker process wrote; another process cannot set an asyncio.Event."""
     async with asyncio.timeout(60):  # a hang guard: process start-up on a busy machine
-        while not path.exists() or not path.read_text():
+        while True:
+            pid = await asyncio.to_thread(_read_pid, path)
+            if pid is not None:
+                return pid
             await asyncio.sleep(0.01)
-    return path.read_text()
 
 
 async def test_an_async_tool_over_its_limit_is_cancelled_and_reported(
@@ -109,7 +120,7 @@ async def test_cancelling_a_batch_kills_an_isolated_worker(
         [ToolCallRequest("t", "sleep_forever", {"pid_file": str(pid_file)})]
     )
     task = asyncio.create_task(batch.run())
-    pid = int(await _wait_for_file(pid_file))
+    pid = await _wait_for_pid(pid_file)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
