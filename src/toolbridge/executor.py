@@ -44,7 +44,7 @@ from toolbridge.outcomes import (
     tool_result_messages,
 )
 from toolbridge.registry import PreparedCall, ToolRegistry, describe_exception
-from toolbridge.results import ResultStore, cap_result, text_length
+from toolbridge.results import PAGE_METADATA_KEY, ResultStore, cap_result, text_length
 from toolbridge.scheduling import ExclusiveGate
 from toolbridge.tool import ToolResult
 from toolbridge.tracing import call_tracer
@@ -361,7 +361,8 @@ class ToolExecutor:
                     self._tracer.failed(span, kind, kind.value)
         duration = time.perf_counter() - start
         result, error = invocation.result, invocation.error
-        if text_length(result) > self.policy.max_result_chars:
+        limit = self.policy.max_result_chars
+        if text_length(result) > limit and PAGE_METADATA_KEY not in result.metadata:
             result = await self._cap(result, call.id)
         if result.is_error and error is None:  # the tool returned an error result itself
             error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)

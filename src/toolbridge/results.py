@@ -28,6 +28,7 @@ from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool
 
 __all__ = [
     "EMPTY_RESULT",
+    "PAGE_METADATA_KEY",
     "RESULTS_DIR",
     "ResultPage",
     "ResultStore",
@@ -74,13 +75,21 @@ def json_default(value: Any) -> Any:
     return str(value)
 
 
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, default=json_default)
+
+
 def to_json_text(value: Any) -> str:
     """JSON for the model: non-ASCII kept, models and dataclasses dumped, the rest str()."""
-    return json.dumps(value, ensure_ascii=False, default=json_default)
+    return _JSON_ENCODER.encode(value)
 
 
 def to_tool_result(value: Any) -> ToolResult:
     """Convert a tool's return value to a `ToolResult`."""
+    cls = type(value)
+    if cls is str:
+        return ToolResult(value if value.strip() else EMPTY_RESULT)
+    if cls is int:
+        return ToolResult(str(value))
     if isinstance(value, ToolResult):
         content = value.content
         if not (content.strip() if isinstance(content, str) else content):
@@ -119,6 +128,8 @@ def _is_block_list(value: Any) -> bool:
 # --- length cap, preview and persistence ----------------------------------------------
 
 RESULTS_DIR = Path(".toolbridge") / "results"
+PAGE_METADATA_KEY = "toolbridge.page"
+"""Set in a result's metadata by a pager: it is a slice the model asked for, never re-capped."""
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}\Z")
 _WRITE_CHUNK = 1 << 20  # characters encoded and written at a time: no full bytes copy
 
@@ -244,15 +255,16 @@ class ResultStore:
         return len(doomed)
 
     def _check_inside_workspace(self, directory: Path, *, create: bool) -> None:
-        if create:
-            directory.mkdir(parents=True, exist_ok=True)
         workspace = self.workspace.resolve()
-        resolved = directory.resolve()
-        if resolved != workspace and workspace not in resolved.parents:
-            raise WorkspaceViolation(
-                f"the results folder {directory} resolves outside the workspace",
-                target=str(resolved),
-            )
+        for check in ("before", "after") if create else ("before",):
+            resolved = directory.resolve()
+            if resolved != workspace and workspace not in resolved.parents:
+                raise WorkspaceViolation(
+                    f"the results folder {directory} resolves outside the workspace",
+                    target=str(resolved),
+                )
+            if check == "before" and create:
+                directory.mkdir(parents=True, exist_ok=True)
 
 
 def _is_continuation(byte: int) -> bool:

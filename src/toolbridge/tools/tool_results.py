@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolbridge.errors import ToolExecutionError
-from toolbridge.results import ResultStore
-from toolbridge.tool import Tool, current_context, tool_parameters
+from toolbridge.results import PAGE_METADATA_KEY, ResultStore
+from toolbridge.tool import Tool, ToolResult, current_context, tool_parameters
 
 __all__ = ["ReadToolResult"]
 
@@ -55,7 +55,7 @@ class ReadToolResult(Tool):
     )
     read_only = True
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def execute(self, **kwargs: Any) -> ToolResult:
         call_id: str = kwargs["call_id"]
         offset: int = kwargs.get("offset", 0)
         limit: int = kwargs.get("limit", 20_000)
@@ -74,4 +74,8 @@ class ReadToolResult(Tool):
         else:
             footer = f"[more: call read_tool_result with offset={page.next_offset}]"
         header = f"[bytes {page.offset:,}-{page.next_offset:,} of {page.size:,}]"
-        return f"{header}\n{page.text}\n{footer}"
+        # A page is what the model asked for: the executor must not cap it into a file again.
+        return ToolResult(
+            f"{header}\n{page.text}\n{footer}",
+            metadata={PAGE_METADATA_KEY: {"call_id": call_id, "next_offset": page.next_offset}},
+        )
