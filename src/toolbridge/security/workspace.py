@@ -18,7 +18,7 @@ import secrets
 import stat
 from collections import deque
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -211,7 +211,15 @@ class Workspace:
                         f"{MAX_SYMLINK_HOPS} links followed)",
                         "The symlink points back at itself; use another path.",
                     )
-                target = os.readlink(candidate)
+                try:
+                    target = os.readlink(candidate)
+                except OSError as exc:  # the link changed since lstat
+                    raise self._problem(
+                        original,
+                        candidate,
+                        f"{_show(original)} changed while it was being resolved: {exc.strerror}",
+                        "Try again once the files stop changing.",
+                    ) from None
                 if target.startswith("/"):
                     current = "/"
                 pending.extendleft(reversed(target.split("/")))
@@ -288,42 +296,16 @@ class Workspace:
         try:
             if name is None:
                 raise _is_a_directory(shown)
-            try:
-                existing: os.stat_result | None = os.stat(
-                    name, dir_fd=parent, follow_symlinks=False
-                )
-            except FileNotFoundError:
-                existing = None
-            if existing is not None:
-                if stat.S_ISLNK(existing.st_mode):
-                    raise _changed(shown)
-                if stat.S_ISDIR(existing.st_mode):
-                    raise _is_a_directory(shown)
-                if not stat.S_ISREG(existing.st_mode):
-                    raise _not_regular(shown, existing.st_mode)
-            mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666
-            temp = f".{secrets.token_hex(8)}.toolbridge-tmp"
-            fd = os.open(
-                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                mode, dir_fd=parent,
-            )  # fmt: skip
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                    out.flush()
-                    if existing is not None:
-                        os.fchmod(out.fileno(), mode)
-                    os.fsync(out.fileno())
-                os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
-            except BaseException:
-                _unlink_quietly(temp, parent)
-                raise
-            os.fsync(parent)
+            return _replace_at(parent, name, shown, data)
         except IsADirectoryError:
             raise _is_a_directory(shown) from None
+        except OSError as exc:
+            raise ToolExecutionError(
+                f"{shown} could not be written: {exc.strerror}",
+                hint="Check that its directory still exists and is writable, then try again.",
+            ) from None
         finally:
             os.close(parent)
-        return existing is None
 
     def walk(
         self, real: Path, *, max_depth: int, skip_dirs: frozenset[str] = frozenset()
@@ -392,10 +374,9 @@ class Workspace:
             return fd, None
         try:
             for index, part in enumerate(parts[:-1]):
-                if create:
-                    with suppress(FileExistsError):
-                        os.mkdir(part, 0o777, dir_fd=fd)
                 below = self.root.joinpath(*parts[: index + 1])
+                if create:
+                    _make_directory(fd, part, self.relative(below))
                 next_fd = self._open_at(fd, part, _DIR_FLAGS, below)
                 os.close(fd)
                 fd = next_fd
@@ -415,7 +396,10 @@ class Workspace:
                 "workspace root.",
             ) from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            # O_NOFOLLOW meets a symlink: ELOOP, or ENOTDIR when O_DIRECTORY is also set.
+            if exc.errno == errno.ELOOP or (
+                exc.errno == errno.ENOTDIR and _is_symlink_at(dir_fd, name)
+            ):
                 raise _changed(shown) from None
             if exc.errno == errno.ENOTDIR:
                 raise ToolExecutionError(
@@ -455,6 +439,57 @@ def _changed(shown: str) -> WorkspaceViolation:
         "refused rather than followed",
         target=shown,
     )
+
+
+def _replace_at(parent: int, name: str, shown: str, data: bytes) -> bool:
+    """Write `data` to a temporary file in `parent`, fsync it, and rename it over `name`."""
+    try:
+        existing: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None:
+        if stat.S_ISLNK(existing.st_mode):
+            raise _changed(shown)
+        if stat.S_ISDIR(existing.st_mode):
+            raise _is_a_directory(shown)
+        if not stat.S_ISREG(existing.st_mode):
+            raise _not_regular(shown, existing.st_mode)
+    mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666
+    temp = f".{secrets.token_hex(8)}.toolbridge-tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, mode, dir_fd=parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            if existing is not None:
+                os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        _unlink_quietly(temp, parent)
+        raise
+    os.fsync(parent)
+    return existing is None
+
+
+def _make_directory(dir_fd: int, name: str, shown: str) -> None:
+    try:
+        os.mkdir(name, 0o777, dir_fd=dir_fd)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise ToolExecutionError(
+            f"the directory {shown} could not be created: {exc.strerror}",
+            hint="Check that the parent directory exists and is writable.",
+        ) from None
+
+
+def _is_symlink_at(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
