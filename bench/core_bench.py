@@ -5,16 +5,18 @@ virtual environment per peer under bench/.venvs/, from PyPI, on the first run):
 
     python3.11 bench/core_bench.py
 
-Options: --repetitions N (default 15), --batch-ms MS (default 60), --only PEER ...,
---profile (add a cProfile of toolbridge's W1/W2 path), --no-docs (do not touch
-docs/benchmarks.md), --reinstall (rebuild the peer environments).
+Options: --repetitions N (default 15), --rounds N (default 3), --batch-ms MS (default 60),
+--only PEER ..., --profile (add a cProfile of toolbridge's W1/W2 path), --no-docs (do not
+touch docs/benchmarks.md), --reinstall (rebuild the peer environments).
 
 Each peer and the floor run in their own process and interpreter (bench/core/peer_*.py),
-one after the other so they never compete for the CPU. Every case is timed as batches
-of N sequential awaits in one event loop; the table shows the median of the
-repetitions in microseconds per call with the min-max spread. Results go to
+one after the other so they never compete for the CPU, in rounds (every peer once per
+round) so that a burst of load from elsewhere hits all of them alike. Every case is
+timed as batches of N sequential awaits in one event loop; the table shows the median
+of all repetitions in microseconds per call with the min-max spread. Results go to
 docs/benchmarks.md (section "Core: prepare + execute per call"), raw JSON to
-bench/results/. This is not a test: the test suite never runs it.
+bench/results/. toolbridge is an editable install: it measures the working tree.
+This is not a test: the test suite never runs it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -119,6 +122,7 @@ def machine() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_before": os.getloadavg(),
     }
 
 
@@ -204,9 +208,12 @@ def render(run: dict[str, Any]) -> str:
         SECTION,
         "",
         f"Measured {info['date']} on {info['cpu']} ({info['cores']} cores), "
-        f"{info['platform']}, Python {run['python']}. Command: `python3.11 bench/core_bench.py`.",
+        f"{info['platform']}, Python {run['python']}, load average "
+        f"{info['load_before'][0]:.2f} before and {info['load_after'][0]:.2f} after. "
+        "Command: `python3.11 bench/core_bench.py`.",
         "",
-        f"µs per call, median of {settings.get('repetitions', '?')} repetitions (min–max), "
+        f"µs per call, median of {settings.get('repetitions', '?')} repetitions in "
+        f"{run['rounds']} interleaved rounds (min–max), "
         f"each a batch of sequential awaits in one event loop lasting about "
         f"{settings.get('batch_ms', '?')} ms, after a warm-up. Each row ran in its own "
         "process and virtual environment. `err` marks a call that came back as an error "
@@ -310,6 +317,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=15)
     parser.add_argument("--batch-ms", type=float, default=60.0)
+    parser.add_argument("--rounds", type=int, default=3, help="interleave peers over N rounds")
     parser.add_argument("--only", nargs="+", choices=PEER_KEYS, default=list(PEER_KEYS))
     parser.add_argument("--profile", action="store_true", help="cProfile toolbridge's W1/W2")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/benchmarks.md alone")
@@ -317,6 +325,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repetitions < 5:
         parser.error("--repetitions must be at least 5")
+    if not 1 <= args.rounds <= args.repetitions:
+        parser.error("--rounds must be between 1 and --repetitions")
     return args
 
 
@@ -326,21 +336,29 @@ def main(argv: list[str]) -> int:
         "machine": machine(),
         "python": platform.python_version(),
         "workloads": workloads_by_key(),
+        "rounds": args.rounds,
         "reports": {},
         "failures": {},
     }
-    for peer in PEERS:
-        if peer.key not in args.only:
-            continue
-        python = ensure_venv(peer, reinstall=args.reinstall)
-        log(f"timing {peer.key}")
-        try:
-            run["reports"][peer.key] = run_json(
-                python, peer.runner, str(args.repetitions), str(args.batch_ms)
-            )
-        except RuntimeError as exc:
-            log(str(exc))
-            run["failures"][peer.key] = str(exc)
+    peers = [peer for peer in PEERS if peer.key in args.only]
+    pythons = {peer.key: ensure_venv(peer, reinstall=args.reinstall) for peer in peers}
+    per_round = -(-args.repetitions // args.rounds)
+    for round_number in range(1, args.rounds + 1):
+        for peer in peers:
+            if peer.key in run["failures"]:
+                continue
+            log(f"round {round_number}/{args.rounds}: timing {peer.key}")
+            try:
+                report = run_json(
+                    pythons[peer.key], peer.runner, str(per_round), str(args.batch_ms)
+                )
+            except RuntimeError as exc:
+                log(str(exc))
+                run["failures"][peer.key] = str(exc)
+                run["reports"].pop(peer.key, None)
+                continue
+            run["reports"][peer.key] = merge(run["reports"].get(peer.key), report)
+    run["machine"]["load_after"] = os.getloadavg()
     if "toolbridge" in args.only:
         toolbridge_python = venv_python(PEERS[0])
         log("measuring memory")
@@ -363,6 +381,23 @@ def main(argv: list[str]) -> int:
         write_section(section)
         log(f"updated {DOCS.relative_to(REPO)}")
     return 1 if run["failures"] else 0
+
+
+def merge(earlier: dict[str, Any] | None, report: dict[str, Any]) -> dict[str, Any]:
+    """Add one round's samples to the earlier rounds' and recompute median, min and max."""
+    if earlier is None:
+        return report
+    for old, new in zip(earlier["cases"], report["cases"], strict=True):
+        samples = old["samples_us"] + new["samples_us"]
+        old.update(
+            samples_us=samples,
+            median_us=statistics.median(samples),
+            min_us=min(samples),
+            max_us=max(samples),
+            repetitions=len(samples),
+        )
+    earlier["settings"]["repetitions"] = earlier["cases"][0]["repetitions"]
+    return earlier
 
 
 def workloads_by_key() -> dict[str, str]:

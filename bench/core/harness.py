@@ -129,9 +129,10 @@ def run_cases(
     notes: Sequence[str] = (),
 ) -> None:
     """Build and time every case in one event loop, then print the JSON report."""
+    default = Settings()
     settings = Settings(
-        repetitions=int(sys.argv[1]) if len(sys.argv) > 1 else Settings.repetitions,
-        batch_ms=float(sys.argv[2]) if len(sys.argv) > 2 else Settings.batch_ms,
+        repetitions=int(sys.argv[1]) if len(sys.argv) > 1 else default.repetitions,
+        batch_ms=float(sys.argv[2]) if len(sys.argv) > 2 else default.batch_ms,
     )
 
     async def main() -> list[CaseResult]:

@@ -54,7 +54,7 @@ class FillerTool(Tool):
         self._name = name
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     async def execute(self, **kwargs: Any) -> Any:

@@ -10,7 +10,7 @@ span" to stderr; the runner silences that warning so W3 times the SDK, not the t
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typed_tools
@@ -29,7 +29,7 @@ def describe(result: Any) -> tuple[str, str]:
 
 async def build() -> Sequence[Case]:
     logging.getLogger("openai.agents").setLevel(logging.ERROR)
-    functions = [typed_tools.add, typed_tools.schedule_meeting]
+    functions: list[Callable[..., Any]] = [typed_tools.add, typed_tools.schedule_meeting]
     functions += [typed_tools.make_filler(name) for name in FILLER_NAMES]
     tools: dict[str, FunctionTool] = {fn.__name__: function_tool(fn) for fn in functions}
 
