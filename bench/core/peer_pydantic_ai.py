@@ -56,4 +56,5 @@ if __name__ == "__main__":
         "pydantic-ai ToolManager",
         build,
         ["pydantic-ai-slim", "pydantic", "pydantic-core"],
+        ["Errors are ToolRetryError; their prompt text is rendered later, untimed."],
     )
