@@ -15,7 +15,6 @@ finished, `close()` the ones still open when the stream ends.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,13 +40,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+
+def _is_high_surrogate(char: str) -> bool:
+    return "\ud800" <= char <= "\udbff"
 
 
 def _join(fragments: list[str]) -> str:
-    """Join fragments once; pair up surrogate halves that arrived in separate events."""
+    """Join fragments once; pair up surrogate halves that arrived in separate events.
+
+    A pair can only be split where one fragment ends, so only fragment ends are checked.
+    """
     text = "".join(fragments)
-    if _SURROGATE.search(text):
+    if any(fragment and _is_high_surrogate(fragment[-1]) for fragment in fragments):
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     return text
 
@@ -208,7 +212,7 @@ class ToolCallAssembler:
         buffer.fragments = [text]  # later joins start from one piece
         if not text.strip():
             return None
-        if _SURROGATE.match(text[-1]):
+        if _is_high_surrogate(text[-1]):
             text = text[:-1]  # half of a pair whose other half has not arrived yet
         import jiter
 

@@ -81,10 +81,14 @@ class CallCollector:
         arguments: Any,
         call_id: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        *,
+        id_basis: str | None = None,
     ) -> None:
         """Add a call; `arguments` stays raw (text or value) for the registry to judge.
 
-        A generated id is flagged with ``extra["generated_id"] = True``.
+        A generated id hashes `id_basis` (the call's own text, cheaper than re-encoding
+        decoded arguments) or else the arguments, and is flagged with
+        ``extra["generated_id"] = True``.
         """
         extra = dict(extra or {})
         if not call_id:
@@ -92,7 +96,7 @@ class CallCollector:
             call_id = generated_call_id(
                 len(self.calls),
                 name,
-                arguments,
+                arguments if id_basis is None else id_basis,
                 salt=self._salt,
                 alphanumeric9=self._alphanumeric9,
             )
@@ -116,7 +120,7 @@ class CallCollector:
             return False
         arguments = value.get("arguments", value.get("parameters"))
         call_id = value.get("id") if isinstance(value.get("id"), str) else None
-        self.add(value["name"], {} if arguments is None else arguments, call_id)
+        self.add(value["name"], {} if arguments is None else arguments, call_id, id_basis=json_text)
         return True
 
     def problem(self, message: str) -> None:
