@@ -252,8 +252,9 @@ class ToolExecutor:
         open_group: list[tuple[int, PreparedCall]] | None = None
         concurrency = self.policy.concurrency
         for index, call in enumerate(batch.calls):
-            prepared = await self._admit(batch, index, call)
-            if prepared is None:
+            prepared = self._admit(call)
+            if isinstance(prepared, ToolOutcome):
+                await self._settle(batch, index, prepared)
                 continue
             tool = prepared.tool
             assert tool is not None
@@ -269,7 +270,8 @@ class ToolExecutor:
             if batch.fatal_index < group[0][0]:
                 await self._skip(batch, group)
                 continue
-            await self._gate.acquire(exclusive)
+            if not self._gate.try_enter(exclusive):
+                await self._gate.acquire(exclusive)
             try:
                 if len(group) == 1:
                     await self._execute(batch, *group[0])
@@ -278,33 +280,28 @@ class ToolExecutor:
             finally:
                 self._gate.release(exclusive)
 
-    async def _admit(
-        self, batch: ToolBatch, index: int, call: ToolCallRequest
-    ) -> PreparedCall | None:
-        """Prepare a call; settle it now (error, blocked, approval) or return it to run."""
+    def _admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
+        """Prepare a call: the prepared call to run, or the outcome that settles it now."""
         prepared = self.registry.prepare_call(call.name, call.arguments)
         if prepared.error is not None:
-            await self._settle(batch, index, failed_outcome(call, prepared.error, prepared.repairs))
-            return None
+            return failed_outcome(call, prepared.error, prepared.repairs)
         tool, args = prepared.tool, prepared.arguments
         assert tool is not None and args is not None
         guard = self.loop_guard
         if guard is not None:
             blocked = guard.check(tool.name, args)
             if blocked is not None:
-                await self._settle(batch, index, failed_outcome(call, blocked, prepared.repairs))
-                return None
+                return failed_outcome(call, blocked, prepared.repairs)
         if self.policy.approval(tool, args):
             digest = arguments_digest(tool.name, args)
             decision = self.approvals.take(tool.name, digest)
             if decision is None:
                 request = ApprovalRequest(call.id, tool.name, args, digest)
-                await self._settle(batch, index, pending_outcome(call, request, prepared.repairs))
-                return None
+                return pending_outcome(call, request, prepared.repairs)
             if decision is not True:
-                denied = denied_error(tool.name, str(decision))
-                await self._settle(batch, index, failed_outcome(call, denied, prepared.repairs))
-                return None
+                return failed_outcome(
+                    call, denied_error(tool.name, str(decision)), prepared.repairs
+                )
         return prepared
 
     async def _skip(self, batch: ToolBatch, group: list[tuple[int, PreparedCall]]) -> None:
@@ -414,13 +411,17 @@ class ToolExecutor:
             outcome.fatal = True
             batch.fatal, batch.fatal_index = outcome, index
         batch.outcomes[index] = outcome
+        if self._after or self._on_error:
+            await self._after_hooks(outcome, failed)
+        if batch.listeners:
+            self._emit(batch.listeners, finished_event(outcome))
+
+    async def _after_hooks(self, outcome: ToolOutcome, failed: bool) -> None:
         for hook in self._after:
             await _safe_hook(hook.after_call, outcome)
         if failed:
             for hook in self._on_error:
                 await _safe_hook(hook.on_error, outcome)
-        if batch.listeners:
-            self._emit(batch.listeners, finished_event(outcome))
 
     def _emit(self, listeners: list[EventListener], event: ToolEvent) -> None:
         for listener in listeners:

@@ -21,9 +21,15 @@ class ExclusiveGate:
         self._exclusive = False
         self._waiters: deque[tuple[bool, asyncio.Future[None]]] = deque()
 
-    async def acquire(self, exclusive: bool) -> None:
+    def try_enter(self, exclusive: bool) -> bool:
+        """Enter without waiting if nobody waits and the gate is free; the fast path."""
         if not self._waiters and self._free_for(exclusive):
             self._enter(exclusive)
+            return True
+        return False
+
+    async def acquire(self, exclusive: bool) -> None:
+        if self.try_enter(exclusive):
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append((exclusive, waiter))

@@ -46,11 +46,20 @@ class CallTracer:
 
 
 def call_tracer(provider: Any = None) -> CallTracer | None:
-    """A tracer on `provider` (default: the global one), or None without opentelemetry-api."""
+    """A tracer on `provider` (default: the global one), or None when nothing would record.
+
+    None without opentelemetry-api, and None while no SDK provider is configured: the
+    API's no-op spans still cost microseconds per call. Configure OpenTelemetry before
+    building the executor (or pass `provider`) to get spans.
+    """
     try:
         from opentelemetry import trace
     except ImportError:
         return None
+    if provider is None:
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return None
 
     def status_error(message: str) -> Any:
         return trace.Status(trace.StatusCode.ERROR, message)
