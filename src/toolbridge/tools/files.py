@@ -192,7 +192,8 @@ class WriteFileTool(WorkspaceTool):
         created = self.workspace.write_atomic(real, data)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         action = "Created" if created else "Replaced"
-        return f"{action} {self.workspace.relative(real)}: {len(data)} bytes, {lines} lines."
+        noun = "line" if lines == 1 else "lines"
+        return f"{action} {self.workspace.relative(real)}: {len(data)} bytes, {lines} {noun}."
 
 
 def _encode(text: str, field: str) -> bytes:
@@ -330,7 +331,8 @@ def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
     for ratio, start in chosen:
         end = min(start + size, len(lines))
         same = "; differs only in indentation or spacing" if ratio == 1.0 else ""
-        parts.append(f"lines {start + 1}-{end} ({ratio:.0%} similar{same}):")
+        where = f"line {end}" if end == start + 1 else f"lines {start + 1}-{end}"
+        parts.append(f"{where} ({ratio:.0%} similar{same}):")
         parts.extend(f"{n + 1:>6}\t{lines[n]}" for n in range(start, end))
     return ToolExecutionError(
         "\n".join(parts),

@@ -1,0 +1,177 @@
+"""read_file and write_file through `ToolRegistry.execute`: cast, validate, run, error text."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from toolbridge import ErrorKind, ToolContext, ToolLoader, ToolRegistry
+from toolbridge.tools.files import ReadFileTool
+
+
+async def test_read_file_numbers_lines(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\ntwo\r\nthree")
+    result = await registry.execute("read_file", {"path": "a.txt"})
+    assert not result.is_error
+    assert result.text == "     1\tone\n     2\ttwo\n     3\tthree"
+
+
+async def test_read_file_range_with_string_numbers(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("".join(f"line {n}\n" for n in range(1, 11)))
+    result = await registry.execute("read_file", '{"path": "a.txt", "offset": "4", "limit": "2"}')
+    assert result.text.splitlines() == [
+        "     4\tline 4",
+        "     5\tline 5",
+        "… lines 4-5 shown; a.txt continues: read on with offset=6",
+    ]
+    tail = await registry.execute("read_file", {"path": "a.txt", "offset": 9, "limit": 5})
+    assert tail.text.splitlines() == ["     9\tline 9", "    10\tline 10"]
+
+
+async def test_read_file_offset_past_the_end(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x\ny\n")
+    result = await registry.execute("read_file", {"path": "a.txt", "offset": 5})
+    assert result.is_error and result.error_kind is ErrorKind.EXECUTION_ERROR
+    assert "offset 5 is past the end of a.txt, which has 2 lines" in result.text
+    assert "between 1 and 2" in result.text
+
+
+async def test_read_file_empty_and_bom(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "empty.txt").write_bytes(b"")
+    (workspace / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\n")
+    assert (
+        await registry.execute("read_file", {"path": "empty.txt"})
+    ).text == "(empty.txt is empty)"
+    assert (await registry.execute("read_file", {"path": "bom.txt"})).text == "     1\thello"
+
+
+async def test_read_file_size_cap_says_how_to_read_a_range(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "big.txt").write_text("0123456789\n" * 30_000)  # 330 KB
+    result = await registry.execute("read_file", {"path": "big.txt"})
+    assert result.is_error
+    assert "more than read_file returns at once" in result.text
+    assert "offset=1 and limit=" in result.text
+    ranged = await registry.execute("read_file", {"path": "big.txt", "offset": 29_999})
+    assert ranged.text.splitlines() == [" 29999\t0123456789", " 30000\t0123456789"]
+
+
+async def test_read_file_stops_at_the_output_cap(workspace: Path) -> None:
+    from toolbridge.security.workspace import Workspace
+
+    tool = ReadFileTool(Workspace(workspace))
+    tool.max_bytes = 100
+    (workspace / "a.txt").write_text("x" * 30 + "\n" + "y" * 30 + "\n" + "z" * 30 + "\n" + "w\n")
+    text = await tool.execute(path="a.txt", offset=1)
+    assert text.splitlines()[-1] == (
+        "… lines 1-2 shown (size limit reached); a.txt continues: read on with offset=3"
+    )
+
+
+async def test_read_file_cuts_over_long_lines(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "min.js").write_text("é" * 50_000 + "\nnext\n")
+    result = await registry.execute("read_file", {"path": "min.js"})
+    first, second = result.text.splitlines()
+    assert first.startswith("     1\té") and first.endswith("… [line cut: too long]")
+    assert len(first) < 2100
+    assert second == "     2\tnext"
+
+
+async def test_read_file_refuses_binary_and_non_utf8(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "img.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (workspace / "latin.txt").write_bytes("café\n".encode("latin-1"))
+    binary = await registry.execute("read_file", {"path": "img.bin"})
+    assert binary.is_error and "looks like a binary file" in binary.text
+    latin = await registry.execute("read_file", {"path": "latin.txt"})
+    assert latin.is_error and "is not UTF-8 text (line 1" in latin.text
+
+
+async def test_read_file_ordinary_errors(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "dir").mkdir()
+    missing = await registry.execute("read_file", {"path": "nope.txt"})
+    assert missing.error_kind is ErrorKind.EXECUTION_ERROR
+    assert missing.text.startswith("Error: nope.txt does not exist")
+    assert "list_dir" in missing.text
+    directory = await registry.execute("read_file", {"path": "dir"})
+    assert "dir is a directory, not a file" in directory.text
+
+
+async def test_read_file_violations(registry: ToolRegistry, workspace: Path, outside: Path) -> None:
+    (workspace / "escape").symlink_to(outside)
+    os.mkfifo(workspace / "pipe")
+    for path in ("../outside/secret.txt", "escape/secret.txt", str(outside / "secret.txt"), "pipe"):
+        result = await registry.execute("read_file", {"path": path})
+        assert result.is_error and result.error_kind is ErrorKind.WORKSPACE_VIOLATION, path
+        assert "OUTSIDE-SECRET" not in result.text
+        assert "hard boundary" in result.text
+
+
+async def test_read_file_invalid_arguments(registry: ToolRegistry) -> None:
+    for args in ({"path": "a", "offset": 0}, {}, {"path": "a", "limit": "1.5"}, {"path": ""}):
+        result = await registry.execute("read_file", args)
+        assert result.error_kind is ErrorKind.INVALID_ARGUMENTS, args
+
+
+async def test_write_file_creates_parents_atomically(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    result = await registry.execute(
+        "write_file", {"path": "src/pkg/mod.py", "content": "print('hi')\nx = 1\n"}
+    )
+    assert result.text == "Created src/pkg/mod.py: 18 bytes, 2 lines."
+    assert (workspace / "src" / "pkg" / "mod.py").read_text() == "print('hi')\nx = 1\n"
+    again = await registry.execute("write_file", {"path": "src/pkg/mod.py", "content": "ü"})
+    assert again.text == "Replaced src/pkg/mod.py: 2 bytes, 1 line."
+    assert sorted(p.name for p in (workspace / "src" / "pkg").iterdir()) == ["mod.py"]
+
+
+async def test_write_file_keeps_the_mode(registry: ToolRegistry, workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o700)
+    await registry.execute("write_file", {"path": "run.sh", "content": "#!/bin/sh\necho\n"})
+    assert stat.S_IMODE(script.stat().st_mode) == 0o700
+
+
+async def test_write_file_outside_is_refused_and_creates_nothing(
+    registry: ToolRegistry, workspace: Path, outside: Path
+) -> None:
+    (workspace / "escape").symlink_to(outside)
+    (workspace / "dangling").symlink_to(outside / "planted.txt")
+    for path in ("../outside/planted.txt", "escape/planted.txt", "dangling", "escape/sub/x"):
+        result = await registry.execute("write_file", {"path": path, "content": "x"})
+        assert result.error_kind is ErrorKind.WORKSPACE_VIOLATION, path
+    assert os.listdir(outside) == ["secret.txt"]
+
+
+async def test_write_file_errors(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "dir").mkdir()
+    directory = await registry.execute("write_file", {"path": "dir", "content": "x"})
+    assert "dir is a directory" in directory.text
+    surrogate = await registry.execute("write_file", '{"path": "a.txt", "content": "\\ud800"}')
+    assert surrogate.is_error and "lone surrogate" in surrogate.text
+    assert not (workspace / "a.txt").exists()
+
+
+async def test_the_loader_finds_the_tools_with_truthful_flags(workspace: Path) -> None:
+    loader = ToolLoader()
+    tools = {t.name: t for t in loader.load(ToolContext(workspace=workspace))}
+    flags = {
+        name: (tools[name].read_only, tools[name].exclusive)
+        for name in ("read_file", "write_file", "edit_file", "list_dir", "glob", "grep")
+    }
+    assert flags == {
+        "read_file": (True, False),
+        "write_file": (False, False),
+        "edit_file": (False, False),
+        "list_dir": (True, False),
+        "glob": (True, False),
+        "grep": (True, False),
+    }
+    (workspace / "x.txt").write_text("loaded\n")
+    registry = ToolRegistry(tools.values(), context=ToolContext(workspace=workspace))
+    assert (await registry.execute("read_file", {"path": "x.txt"})).text == "     1\tloaded"

@@ -1,0 +1,171 @@
+"""glob and grep through `ToolRegistry.execute`, the glob matcher, and the grep deadline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from toolbridge import ErrorKind, ToolExecutionError, ToolRegistry
+from toolbridge.security.workspace import Workspace
+from toolbridge.tools.search import GrepTool, glob_match, pattern_parts
+
+
+def _tree(workspace: Path, outside: Path) -> None:
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    (workspace / "src" / "pkg" / "core.py").write_text("import os\nTOKEN = 'needle'\n")
+    (workspace / "src" / "app.py").write_text("def main():\n    return 'Needle'\n")
+    (workspace / "README.md").write_text("a needle in a haystack\n")
+    (workspace / "data.bin").write_bytes(b"needle\x00\x01")
+    (workspace / "node_modules" / "lib").mkdir(parents=True)
+    (workspace / "node_modules" / "lib" / "x.py").write_text("needle\n")
+    (outside / "leak.py").write_text("needle OUTSIDE-SECRET\n")
+    (workspace / "escape").symlink_to(outside)
+    (workspace / "escape.py").symlink_to(outside / "leak.py")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("**/*.py", "a/b/c.py", True),
+        ("**/*.py", "c.py", True),
+        ("*.py", "a/c.py", False),
+        ("src/**", "src/a/b", True),
+        ("src/*/x", "src/a/b/x", False),
+        ("a/**/b/**/c", "a/x/b/y/z/c", True),
+        ("[ab]?.txt", "b1.txt", True),
+    ],
+)
+def test_glob_match(pattern: str, path: str, expected: bool) -> None:
+    assert glob_match(pattern_parts(pattern), tuple(path.split("/"))) is expected
+
+
+def test_glob_match_stays_polynomial_on_hostile_patterns() -> None:
+    parts = pattern_parts("/".join(["**"] * 3 + ["*a*a*a*a*a*a*a*a*a*a*b"] * 3))
+    assert glob_match(parts, tuple(["a" * 60] * 30)) is False
+
+
+def test_bad_glob_patterns() -> None:
+    for pattern, message in (("/etc/*", "absolute"), ("../*", "'..'"), ("./", "matches nothing")):
+        with pytest.raises(ToolExecutionError, match=message):
+            pattern_parts(pattern)
+
+
+async def test_glob_finds_paths_without_following_symlinks(
+    registry: ToolRegistry, workspace: Path, outside: Path
+) -> None:
+    _tree(workspace, outside)
+    result = await registry.execute("glob", {"pattern": "**/*.py"})
+    assert result.text.splitlines() == ["escape.py", "src/app.py", "src/pkg/core.py"]
+    top = await registry.execute("glob", {"pattern": "*", "max_results": "2"})
+    assert top.text.splitlines() == [
+        "README.md",
+        "data.bin",
+        "… stopped at 2 matches; narrow the pattern or path",
+    ]
+    dirs = await registry.execute("glob", {"pattern": "src/*", "path": "."})
+    assert dirs.text.splitlines() == ["src/app.py", "src/pkg/"]
+    none = await registry.execute("glob", {"pattern": "*.rs", "path": "src"})
+    assert none.text == "No paths match '*.rs' under src."
+
+
+async def test_glob_errors(registry: ToolRegistry, workspace: Path) -> None:
+    absolute = await registry.execute("glob", {"pattern": "/etc/*"})
+    assert absolute.is_error and "is absolute" in absolute.text
+    escape = await registry.execute("glob", {"pattern": "*", "path": "../.."})
+    assert escape.error_kind is ErrorKind.WORKSPACE_VIOLATION
+
+
+async def test_grep_finds_lines_and_skips_what_it_should(
+    registry: ToolRegistry, workspace: Path, outside: Path
+) -> None:
+    _tree(workspace, outside)
+    result = await registry.execute("grep", {"pattern": "needle"})
+    assert result.text.splitlines() == [
+        "README.md:1: a needle in a haystack",
+        "src/pkg/core.py:2: TOKEN = 'needle'",
+        "… skipped files: 1 binary or non-UTF-8",
+    ]
+    assert "OUTSIDE" not in result.text
+
+
+async def test_grep_options(registry: ToolRegistry, workspace: Path, outside: Path) -> None:
+    _tree(workspace, outside)
+    folded = await registry.execute(
+        "grep", {"pattern": "needle", "include": "*.py", "ignore_case": "true"}
+    )
+    assert folded.text.splitlines() == [
+        "src/app.py:2:     return 'Needle'",
+        "src/pkg/core.py:2: TOKEN = 'needle'",
+    ]
+    by_path = await registry.execute("grep", {"pattern": "^import", "include": "src/pkg/*.py"})
+    assert by_path.text == "src/pkg/core.py:1: import os"
+    one_file = await registry.execute("grep", {"pattern": "main", "path": "src/app.py"})
+    assert one_file.text == "src/app.py:1: def main():"
+    capped = await registry.execute("grep", {"pattern": ".", "path": "src", "max_results": 1})
+    assert capped.text.splitlines() == [
+        "src/app.py:1: def main():",
+        "… stopped at 1 matches; narrow the pattern, path or include",
+    ]
+    none = await registry.execute("grep", {"pattern": "absent", "path": "src"})
+    assert none.text == "No matches for 'absent' in src (2 files searched)."
+
+
+async def test_grep_cuts_long_lines_around_the_match(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "min.js").write_text("x" * 5000 + "FOUND" + "y" * 5000 + "\n")
+    result = await registry.execute("grep", {"pattern": "FOUND"})
+    assert "FOUND" in result.text
+    assert result.text.startswith("min.js:1: …x")
+    assert len(result.text) < 400
+
+
+async def test_grep_errors(registry: ToolRegistry, workspace: Path) -> None:
+    invalid = await registry.execute("grep", {"pattern": "(unclosed"})
+    assert invalid.is_error and "not a valid regular expression" in invalid.text
+    assert "escape special characters" in invalid.text
+    escape = await registry.execute("grep", {"pattern": "x", "path": "/etc"})
+    assert escape.error_kind is ErrorKind.WORKSPACE_VIOLATION
+    missing = await registry.execute("grep", {"pattern": "x", "path": "nope"})
+    assert "nope does not exist" in missing.text
+
+
+def _grep_workers() -> list[int]:
+    """Live grep worker processes started by this test process."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        parent = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid"))
+        if b"grep_worker.py" in cmdline and int(parent) == os.getpid():
+            found.append(int(pid))
+    return found
+
+
+async def test_a_catastrophic_pattern_is_stopped_and_its_worker_killed(workspace: Path) -> None:
+    (workspace / "evil.txt").write_text(("a" * 40 + "!\n") * 3)
+    tool = GrepTool(Workspace(workspace))
+    tool.deadline = 0.5
+    with pytest.raises(ToolExecutionError) as caught:
+        await tool.execute(pattern="(a+)+$")
+    assert "did not finish within 0.5 s" in caught.value.message
+    assert "nested quantifiers" in caught.value.hint
+    assert _grep_workers() == []
+
+
+async def test_results_found_before_the_deadline_are_kept(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("needle here\n")
+    (workspace / "b.txt").write_text("a" * 40 + "!\n")
+    tool = GrepTool(Workspace(workspace))
+    tool.deadline = 0.5
+    text = await tool.execute(pattern="needle|(a+)+$")
+    assert text.splitlines() == [
+        "a.txt:1: needle here",
+        "… the search was stopped at its 0.5 s limit after 1 of 2 files; results are incomplete",
+    ]
+    assert _grep_workers() == []
