@@ -81,9 +81,11 @@ class _TextExtractor(HTMLParser):
         if tag == "pre":
             self._pre_depth += 1
         elif tag == "a":
-            href = dict(attrs).get("href")
-            self._links.append(href)
-            if href:
+            href = dict(attrs).get("href") or ""
+            target = urljoin(self.base_url, href) if href else ""
+            link = target if target.startswith(("http://", "https://")) else None
+            self._links.append(link)
+            if link:
                 self.parts.append("[")
 
     def _void(self, tag: str, attrs: dict[str, str | None]) -> None:
@@ -114,12 +116,9 @@ class _TextExtractor(HTMLParser):
             self._pre_depth = max(0, self._pre_depth - 1)
             self.parts.append("\n\n")
         elif tag == "a" and self._links:
-            href = self._links.pop()
-            target = urljoin(self.base_url, href) if href else ""
-            if target.startswith(("http://", "https://")):
-                self.parts.append(f"]({target})")
-            elif href:
-                self.parts.append("]")
+            link = self._links.pop()
+            if link:
+                self.parts.append(f"]({link})")
         elif tag in _HEADINGS or tag in _BLOCKS:
             self.parts.append("\n")
 

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from toolbridge.errors import ErrorKind, ToolConfigError
 from toolbridge.process import CommandResult, run_command, scrub_environment
@@ -34,7 +34,9 @@ class ExecConfig(BaseModel):
 
     enabled: bool = Field(default=True, description="Set to false to leave the shell tool out.")
     default_timeout: float = Field(
-        default=60.0, gt=0, description="Seconds when the model sets none."
+        default=60.0,
+        gt=0,
+        description="Seconds when the model sets none (max_timeout still applies).",
     )
     max_timeout: float = Field(
         default=600.0, gt=0, description="Upper bound on the model's timeout."
@@ -59,15 +61,6 @@ class ExecConfig(BaseModel):
     sandbox_network: bool = Field(
         default=False, description="Let sandboxed commands use the network."
     )
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> ExecConfig:
-        if self.default_timeout > self.max_timeout:
-            raise ValueError(
-                f"default_timeout ({self.default_timeout:g}) is above max_timeout "
-                f"({self.max_timeout:g})"
-            )
-        return self
 
 
 def bwrap_argv(bwrap: str, command_argv: list[str], *, workspace: Path, network: bool) -> list[str]:
