@@ -65,7 +65,7 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
     for index, block in enumerate(content):
-        if not isinstance(block, Mapping):
+        if not isinstance(block, dict):
             raise FormatError(f"content[{index}] is not an object")
         if block.get("type") == "text":
             texts.append(block.get("text", ""))

@@ -64,19 +64,19 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
     """A ``Converse`` response -> text and ``toolUse`` calls (``input`` as sent)."""
     data = as_payload(payload, "Bedrock Converse")
     output = data.get("output")
-    message = output.get("message") if isinstance(output, Mapping) else None
-    content = message.get("content") if isinstance(message, Mapping) else None
+    message = output.get("message") if isinstance(output, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         raise FormatError('a Converse response needs "output.message.content" as a list')
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
     for index, block in enumerate(content):
-        if not isinstance(block, Mapping):
+        if not isinstance(block, dict):
             raise FormatError(f"content[{index}] is not an object")
         if isinstance(block.get("text"), str):
             texts.append(block["text"])
         use = block.get("toolUse")
-        if isinstance(use, Mapping):
+        if isinstance(use, dict):
             name, arguments = use.get("name", ""), use.get("input")
             call_id = use.get("toolUseId")
             if isinstance(call_id, str) and call_id:

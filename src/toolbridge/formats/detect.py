@@ -6,7 +6,6 @@ the order only matters for hand-made payloads that mix them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from toolbridge.formats.types import FormatError, FormatName, as_payload
@@ -25,12 +24,12 @@ def detect_format(payload: Any) -> FormatName:
     if isinstance(data.get("candidates"), list) or "promptFeedback" in data:
         return "gemini"
     output = data.get("output")
-    if isinstance(output, Mapping) and isinstance(output.get("message"), Mapping):
+    if isinstance(output, dict) and isinstance(output.get("message"), dict):
         return "bedrock"
     if data.get("type") == "message" and isinstance(data.get("content"), list):
         return "anthropic"
     message = data.get("message")
-    if isinstance(message, Mapping) and ("done" in data or "done_reason" in data):
+    if isinstance(message, dict) and ("done" in data or "done_reason" in data):
         return "ollama"
     keys = ", ".join(sorted(data)[:8]) or "none"
     raise FormatError(
@@ -45,5 +44,5 @@ def _is_response_output(output: Any) -> bool:
     return (
         isinstance(output, list)
         and bool(output)
-        and all(isinstance(item, Mapping) and "type" in item for item in output)
+        and all(isinstance(item, dict) and "type" in item for item in output)
     )

@@ -93,24 +93,24 @@ def parse_response(payload: Any, *, candidate: int = 0, id_salt: str = "") -> Pa
     candidates = data.get("candidates")
     if not candidates:
         feedback = data.get("promptFeedback")
-        if isinstance(feedback, Mapping) and "blockReason" in feedback:
+        if isinstance(feedback, dict) and "blockReason" in feedback:
             reason = feedback["blockReason"]
             return ParsedResponse("", (), reason, False, data)
         raise FormatError('a Gemini response needs a "candidates" list')
     if not isinstance(candidates, list) or candidate >= len(candidates):
         raise FormatError(f"the response has no candidate {candidate}")
     chosen = candidates[candidate]
-    content = chosen.get("content") if isinstance(chosen, Mapping) else None
-    parts = content.get("parts") if isinstance(content, Mapping) else None
+    content = chosen.get("content") if isinstance(chosen, dict) else None
+    parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
     for index, part in enumerate(parts or []):
-        if not isinstance(part, Mapping):
+        if not isinstance(part, dict):
             raise FormatError(f"parts[{index}] is not an object")
         if isinstance(part.get("text"), str) and not part.get("thought"):
             texts.append(part["text"])
         call = part.get("functionCall")
-        if isinstance(call, Mapping):
+        if isinstance(call, dict):
             calls.append(_call(call, part.get("thoughtSignature"), len(calls), id_salt))
     finish = chosen.get("finishReason")
     if finish == "MALFORMED_FUNCTION_CALL" and not texts and chosen.get("finishMessage"):

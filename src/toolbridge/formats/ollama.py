@@ -10,7 +10,7 @@ matter. Calls usually come without an id and get a generated one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
@@ -52,15 +52,15 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
     """A non-streamed ``/api/chat`` response -> text (thinking left out) and calls."""
     data = as_payload(payload, "Ollama")
     message = data.get("message")
-    if not isinstance(message, Mapping):
+    if not isinstance(message, dict):
         raise FormatError('an Ollama chat response needs a "message" object')
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise FormatError('"tool_calls" must be a list')
     calls = []
     for position, raw in enumerate(raw_calls):
-        function = raw.get("function") if isinstance(raw, Mapping) else None
-        if not isinstance(function, Mapping):
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if not isinstance(function, dict):
             raise FormatError(f'tool_calls[{position}] has no "function" object')
         name, arguments = function.get("name", ""), function.get("arguments")
         call_id = raw.get("id")

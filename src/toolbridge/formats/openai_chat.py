@@ -119,7 +119,7 @@ def parse_response(
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise FormatError('an OpenAI chat completion needs a non-empty "choices" list')
-    if not all(isinstance(c, Mapping) for c in choices):
+    if not all(isinstance(c, dict) for c in choices):
         raise FormatError('every entry of "choices" must be an object')
     picked = next((c for c in choices if c.get("index") == choice), None)
     if picked is None:
@@ -127,7 +127,7 @@ def parse_response(
             raise FormatError(f"the response has no choice {choice}")
         picked = choices[choice]
     message = picked.get("message")
-    if not isinstance(message, Mapping):
+    if not isinstance(message, dict):
         raise FormatError(f'choice {choice} has no "message" object')
     calls = parse_message_calls(message, id_salt=id_salt)
     if tools is not None:
@@ -147,7 +147,7 @@ def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
 
 
@@ -160,18 +160,23 @@ def parse_message_calls(
     if not isinstance(raw_calls, list):
         raise FormatError('"tool_calls" must be a list')
     for position, raw in enumerate(raw_calls):
-        if not isinstance(raw, Mapping):
+        body = raw.get("function") if type(raw) is dict else None
+        call_id = raw.get("id") if body is not None else None
+        if type(body) is dict and type(call_id) is str and call_id:  # the common case, fast
+            calls.append(ToolCallRequest(call_id, body.get("name", ""), body.get("arguments")))
+            continue
+        if not isinstance(raw, dict):
             raise FormatError(f"tool_calls[{position}] is not an object")
         kind = raw.get("type", "function")
         body = raw.get("custom") if kind == "custom" else raw.get("function")
-        if not isinstance(body, Mapping):
+        if not isinstance(body, dict):
             raise FormatError(f'tool_calls[{position}] has no "{kind}" object')
         name = body.get("name", "")
         arguments = body.get("input") if kind == "custom" else body.get("arguments")
         extra: dict[str, Any] = {"type": "custom"} if kind == "custom" else {}
         calls.append(_call(raw.get("id"), name, arguments, position, extra=extra, salt=id_salt))
     legacy = message.get("function_call")
-    if isinstance(legacy, Mapping):
+    if isinstance(legacy, dict):
         name, arguments = legacy.get("name", ""), legacy.get("arguments")
         extra = {"legacy_function_call": True}
         calls.append(_call(None, name, arguments, len(calls), extra=extra, salt=id_salt))

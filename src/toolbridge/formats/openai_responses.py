@@ -82,14 +82,14 @@ def parse_response(
     calls: list[ToolCallRequest] = []
     cut_call = False
     for index, item in enumerate(output):
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise FormatError(f"output[{index}] is not an object")
         kind = item.get("type")
         if kind == "message":
             texts.extend(
                 part.get("text", "")
                 for part in item.get("content") or []
-                if isinstance(part, Mapping) and part.get("type") == "output_text"
+                if isinstance(part, dict) and part.get("type") == "output_text"
             )
         elif kind in _CALL_TYPES:
             calls.append(_call(item, len(calls), id_salt))
@@ -98,7 +98,7 @@ def parse_response(
     if tools is not None:
         parsed_calls = restore_strict_arguments(parsed_calls, tools, strict=strict)
     details = data.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
+    reason = details.get("reason") if isinstance(details, dict) else None
     return ParsedResponse(
         text="".join(texts),
         calls=parsed_calls,
