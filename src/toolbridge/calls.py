@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ __all__ = [
     "Repair",
     "ToolCallRequest",
     "decode_arguments",
+    "format_path",
     "parse_tool_arguments",
     "repair_arguments_for_replay",
 ]
@@ -38,16 +40,42 @@ class ToolCallRequest:
 
 
 RepairAction = Literal["unwrap_arguments", "decode_json", "cast"]
+Location = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Repair:
-    """One change made to the model's arguments before validation, for tracing and tests."""
+    """One change made to the model's arguments before validation, for tracing and tests.
 
-    path: str
+    `location` is the key/index path inside the arguments (``()`` for the whole object);
+    `path` renders it as a JSON path, only when someone reads it.
+    """
+
+    location: Location
     action: RepairAction
     before: Any
     after: Any
+
+    @property
+    def path(self) -> str:
+        return format_path(self.location)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def format_path(location: Sequence[str | int]) -> str:
+    """``["a", 0, "b c"]`` -> ``$.a[0]["b c"]`` (long keys shortened)."""
+    out = ["$"]
+    for part in location:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _PLAIN_KEY.match(part) and len(part) <= 60:
+            out.append(f".{part}")
+        else:
+            shown = part if len(part) <= 60 else f"{part[:40]}…{part[-10:]}"
+            out.append(f"[{json.dumps(shown, ensure_ascii=False)}]")
+    return "".join(out)
 
 
 class ArgumentsDecodeError(ValueError):

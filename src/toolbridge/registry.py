@@ -206,18 +206,18 @@ class ToolRegistry:
         if entry is None:
             return PreparedCall(name, None, None, self._unknown_tool(name))
         tool = entry.tool
-        repairs: list[Repair] = []
+        unwrapped: tuple[Repair, ...] = ()
 
         if params is None:
             params = {}
-        elif isinstance(params, str):
+        elif type(params) is str:
             params, error = _decode(name, params)
             if error is not None:
                 return PreparedCall(name, tool, None, error)
 
         if (
             entry.unwrap_arguments
-            and isinstance(params, dict)
+            and type(params) is dict
             and len(params) == 1
             and "arguments" in params
         ):
@@ -227,29 +227,34 @@ class ToolRegistry:
                 if error is not None:
                     return PreparedCall(name, tool, None, error)
             inner = {} if inner is None else inner
-            repairs.append(Repair("$", "unwrap_arguments", params, inner))
+            unwrapped = (Repair((), "unwrap_arguments", params, inner),)
             params = inner
 
         if not isinstance(params, dict):
-            return PreparedCall(name, tool, None, _not_an_object(name, tool, params))
+            return PreparedCall(name, tool, None, _not_an_object(name, tool, params), unwrapped)
 
+        schema = entry.schema
         try:
-            coerced = entry.schema.coerce(params)
-            params = coerced.value
-            repairs.extend(coerced.repairs)
-            issues = _merge_issues(coerced.issues, entry.schema.issues(params, coerced.issues))
+            params, repairs, unknown_keys = schema.coerce(params)
+            valid = not unknown_keys and schema.is_valid(params)
+            issues = (
+                () if valid else _merge_issues(unknown_keys, schema.issues(params, unknown_keys))
+            )
         except RecursionError:
-            issues = [ArgumentIssue("$", "the arguments are nested too deeply")]
+            repairs, issues = (), [ArgumentIssue("$", "the arguments are nested too deeply")]
+        if unwrapped:
+            repairs = unwrapped + repairs
         if issues:
-            return PreparedCall(name, tool, None, _invalid(name, issues), tuple(repairs))
+            return PreparedCall(name, tool, None, _invalid(name, issues), repairs)
 
         if entry.converts:
             try:
                 params = tool.convert_arguments(params)
             except ValueError as exc:
-                error = _invalid(name, conversion_issues(exc))
-                return PreparedCall(name, tool, None, error, tuple(repairs))
-        return PreparedCall(name, tool, params, None, tuple(repairs))
+                return PreparedCall(
+                    name, tool, None, _invalid(name, conversion_issues(exc)), repairs
+                )
+        return PreparedCall(name, tool, params, None, repairs)
 
     async def execute(self, name: Any, params: Any, *, call_id: str | None = None) -> ToolResult:
         """Prepare and run one call. Failures come back as error results, never raised.
@@ -390,6 +395,7 @@ def _not_an_object(name: str, tool: Tool, value: Any) -> ToolError:
 def _merge_issues(
     cast_issues: tuple[ArgumentIssue, ...], validation: list[ArgumentIssue]
 ) -> list[ArgumentIssue]:
+    """Unknown keys first, then the validator's errors; at most `MAX_ISSUES` lines."""
     issues = list(cast_issues) + validation
     if len(issues) > MAX_ISSUES:
         more = len(issues) - MAX_ISSUES

@@ -17,12 +17,18 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import jsonschema_rs
 
-from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments
+from toolbridge.calls import (
+    ArgumentsDecodeError,
+    Location,
+    Repair,
+    RepairAction,
+    decode_arguments,
+    format_path,
+)
 from toolbridge.errors import ArgumentIssue, ToolDefinitionError
 
 __all__ = [
@@ -130,28 +136,7 @@ def check_parameters_schema(schema: object, *, owner: str) -> None:
         raise ToolDefinitionError(f"{owner}: parameters has an unknown $schema: {exc}") from None
 
 
-# --- paths --------------------------------------------------------------------------
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def format_path(parts: Sequence[str | int]) -> str:
-    """``["a", 0, "b c"]`` -> ``$.a[0]["b c"]``."""
-    out = ["$"]
-    for part in parts:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _PLAIN_KEY.match(part):
-            out.append(f".{part}")
-        else:
-            out.append(f"[{_quote(part)}]")
-    return "".join(out)
-
-
-def _quote(text: str) -> str:
-    import json
-
-    return json.dumps(_shorten(text, 60), ensure_ascii=False)
+# --- messages -------------------------------------------------------------------------
 
 
 def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
@@ -164,8 +149,6 @@ def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
 
 # --- casting ------------------------------------------------------------------------
 
-Path = tuple[str | int, ...]
-
 
 class _CastState:
     """What one cast pass collects: the repairs made and the unknown keys found."""
@@ -177,7 +160,7 @@ class _CastState:
         self.issues: list[ArgumentIssue] = []
 
 
-Caster = Callable[[Any, Path, _CastState], Any]
+Caster = Callable[[Any, Location, _CastState], Any]
 
 _NOTHING: Any = object()
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
@@ -185,24 +168,29 @@ _NUMBER_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?
 _BOOL_TEXT = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
 
 
-def _json_type_matches(value: Any, type_name: str) -> bool:
-    if type_name == "string":
-        return isinstance(value, str)
-    if type_name == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if type_name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if type_name == "boolean":
-        return isinstance(value, bool)
-    if type_name == "object":
-        return isinstance(value, dict)
-    if type_name == "array":
-        return isinstance(value, list)
-    if type_name == "null":
-        return value is None
-    return False
+def _is_integer(value: Any) -> bool:
+    cls = type(value)
+    if cls is int:
+        return True
+    if cls is float:
+        return bool(value.is_integer())
+    return isinstance(value, int) and cls is not bool
+
+
+def _is_number(value: Any) -> bool:
+    cls = type(value)
+    return cls is int or cls is float or (isinstance(value, int | float) and cls is not bool)
+
+
+_MATCHES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "integer": _is_integer,
+    "number": _is_number,
+    "boolean": lambda value: isinstance(value, bool),
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "null": lambda value: value is None,
+}
 
 
 def _to_integer(value: Any) -> Any:
@@ -256,7 +244,7 @@ def _json_text_to(expected: type) -> Callable[[Any], Any]:
     return convert
 
 
-_SCALAR_CASTS: dict[str, Callable[[Any], Any]] = {
+_CONVERTS: dict[str, Callable[[Any], Any]] = {
     "integer": _to_integer,
     "number": _to_number,
     "boolean": _to_boolean,
@@ -266,8 +254,26 @@ _SCALAR_CASTS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _record(state: _CastState, path: Path, action: str, before: Any, after: Any) -> None:
-    state.repairs.append(Repair(format_path(path), action, before, after))  # type: ignore[arg-type]
+def _scalar_caster(type_name: str) -> Caster:
+    """The caster of a node with one scalar type and nothing below it: the hot case."""
+    matches = _MATCHES[type_name]
+    convert = _CONVERTS[type_name]
+    integral = type_name == "integer"
+    action: RepairAction = "decode_json" if type_name in ("object", "array") else "cast"
+
+    def cast_scalar(value: Any, location: Location, state: _CastState) -> Any:
+        if matches(value):
+            if integral and type(value) is float:
+                state.repairs.append(Repair(location, "cast", value, int(value)))
+                return int(value)
+            return value
+        new = convert(value)
+        if new is _NOTHING:
+            return value
+        state.repairs.append(Repair(location, action, value, new))
+        return new
+
+    return cast_scalar
 
 
 class _Compiler:
@@ -279,6 +285,11 @@ class _Compiler:
         self.root = root
         self.validators = validators
         self.by_pointer: dict[str, list[Caster | None]] = {}
+        self.strictness: dict[str, set[bool]] = {}
+        # Object nodes that refuse unknown keys by toolbridge's rule (no additionalProperties).
+        self.closed_by_rule: set[str] = set()
+        # Whether casting can change a value that already validates (3.0 -> 3 for integers).
+        self.normalizes = False
 
     def resolve(self, ref: str) -> tuple[Mapping[str, Any], str] | None:
         if not ref.startswith("#"):
@@ -297,6 +308,7 @@ class _Compiler:
     def node(self, schema: Any, pointer: str, strict_keys: bool) -> Caster | None:
         if not isinstance(schema, Mapping):
             return None
+        self.strictness.setdefault(pointer, set()).add(strict_keys)
         key = f"{pointer}|{strict_keys}"
         known = self.by_pointer.get(key)
         if known is not None:  # recursion through $ref: defer to the finished caster
@@ -335,9 +347,9 @@ class _Compiler:
         if len(steps) == 1:
             return steps[0]
 
-        def chain(value: Any, path: Path, state: _CastState) -> Any:
+        def chain(value: Any, location: Location, state: _CastState) -> Any:
             for step in steps:
-                value = step(value, path, state)
+                value = step(value, location, state)
             return value
 
         return chain
@@ -355,7 +367,7 @@ class _Compiler:
             types = []
             for value in values:
                 for name in ("boolean", "integer", "number", "string", "null"):
-                    if _json_type_matches(value, name) and name not in types:
+                    if _MATCHES[name](value) and name not in types:
                         types.append(name)
                         break
         if schema.get("nullable") is True and "null" not in types:
@@ -372,42 +384,66 @@ class _Compiler:
             return None
         object_caster = self._object(schema, pointer, strict_keys) if "object" in types else None
         array_caster = self._array(schema, pointer) if "array" in types else None
+        if "integer" in types and "number" not in types:
+            self.normalizes = True
+        if object_caster is None and array_caster is None:
+            if len(types) == 1:
+                return _scalar_caster(types[0]) if types[0] in _CONVERTS else None
+        elif types == ["object"] and object_caster is not None:
+            return _container_caster(dict, object_caster)
+        elif types == ["array"] and array_caster is not None:
+            return _container_caster(list, array_caster)
+        matchers = [_MATCHES[t] for t in types if t in _MATCHES]
+        casts = [(t, _CONVERTS[t]) for t in types if t in _CONVERTS]
         integral = "integer" in types and "number" not in types
-        casts = [(t, _SCALAR_CASTS[t]) for t in types if t in _SCALAR_CASTS]
         is_valid = self.validators.checker(pointer) if len(casts) > 1 else None
 
-        def descend(value: Any, path: Path, state: _CastState) -> Any:
+        def descend(value: Any, location: Location, state: _CastState) -> Any:
             if object_caster is not None and isinstance(value, dict):
-                return object_caster(value, path, state)
+                return object_caster(value, location, state)
             if array_caster is not None and isinstance(value, list):
-                return array_caster(value, path, state)
+                return array_caster(value, location, state)
             return value
 
-        def cast(value: Any, path: Path, state: _CastState) -> Any:
-            for name in types:
-                if _json_type_matches(value, name):
-                    if integral and isinstance(value, float):
-                        _record(state, path, "cast", value, int(value))
-                        return int(value)
-                    return descend(value, path, state)
+        def cast_types(value: Any, location: Location, state: _CastState) -> Any:
+            if any(matches(value) for matches in matchers):
+                if integral and type(value) is float:
+                    state.repairs.append(Repair(location, "cast", value, int(value)))
+                    return int(value)
+                return descend(value, location, state)
             for name, convert in casts:
                 new = convert(value)
                 if new is _NOTHING:
                     continue
                 trial = _CastState()
-                new = descend(new, path, trial)
+                new = descend(new, location, trial)
                 if is_valid is not None and not is_valid(new):
                     continue
-                action = "decode_json" if name in ("object", "array") else "cast"
-                _record(state, path, action, value, new)
+                action: RepairAction = "decode_json" if name in ("object", "array") else "cast"
+                state.repairs.append(Repair(location, action, value, new))
                 state.repairs.extend(trial.repairs)
                 state.issues.extend(trial.issues)
                 return new
             return value
 
-        if object_caster is None and array_caster is None and not casts:
-            return None
-        return cast
+        return cast_types
+
+    def validation_schema(self) -> tuple[dict[str, Any], bool]:
+        """The schema to validate with, and whether validity alone proves nothing to cast.
+
+        Nodes closed by toolbridge's rule get ``additionalProperties: false`` so the compiled
+        validator refuses unknown keys itself; a node that is also reached where that rule
+        does not hold (an allOf branch) stays open, and then every call needs the cast pass.
+        """
+        schema = thaw(self.root)
+        complete = not self.normalizes
+        for pointer in self.closed_by_rule:
+            node = _at_pointer(schema, pointer)
+            if self.strictness.get(pointer) == {True} and isinstance(node, dict):
+                node["additionalProperties"] = False
+            else:
+                complete = False
+        return schema, complete
 
     def _object(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
         raw_props = schema.get("properties")
@@ -439,10 +475,14 @@ class _Compiler:
             )
         ) and "patternProperties" not in schema
         allowed = tuple(props)
+        if closed and extra_schema is not False:
+            self.closed_by_rule.add(pointer)
         if not (casters or patterns or extra or closed):
             return None
 
-        def cast_object(value: dict[str, Any], path: Path, state: _CastState) -> dict[str, Any]:
+        def cast_object(
+            value: dict[str, Any], location: Location, state: _CastState
+        ) -> dict[str, Any]:
             out: dict[str, Any] | None = None
             for key, item in value.items():
                 caster = casters.get(key)
@@ -450,12 +490,12 @@ class _Compiler:
                     if key in props:
                         continue
                     if closed:
-                        state.issues.append(_unknown_key(key, allowed, path))
+                        state.issues.append(_unknown_key(key, allowed, location))
                         continue
                     caster = next((c for p, c in patterns if p.search(key)), extra)
                     if caster is None:
                         continue
-                new = caster(item, (*path, key), state)
+                new = caster(item, (*location, key), state)
                 if new is not item:
                     if out is None:
                         out = dict(value)
@@ -475,13 +515,13 @@ class _Compiler:
         if items is None and not any(prefix_casters):
             return None
 
-        def cast_array(value: list[Any], path: Path, state: _CastState) -> list[Any]:
+        def cast_array(value: list[Any], location: Location, state: _CastState) -> list[Any]:
             out: list[Any] | None = None
             for index, item in enumerate(value):
                 caster = prefix_casters[index] if index < len(prefix_casters) else items
                 if caster is None:
                     continue
-                new = caster(item, (*path, index), state)
+                new = caster(item, (*location, index), state)
                 if new is not item:
                     if out is None:
                         out = list(value)
@@ -500,11 +540,11 @@ class _Compiler:
         checks = [self.validators.checker(f"{pointer}/{i}") for i in range(len(branches))]
         tried = [(caster, check) for caster, check in zip(casters, checks, strict=True) if caster]
 
-        def cast_union(value: Any, path: Path, state: _CastState) -> Any:
+        def cast_union(value: Any, location: Location, state: _CastState) -> Any:
             candidates = []
             for caster, check in tried:
                 trial = _CastState()
-                new = caster(value, path, trial)
+                new = caster(value, location, trial)
                 if new is not value:
                     candidates.append((new, check, trial))
             # No branch would change the value: nothing to decide (and nothing validated).
@@ -526,10 +566,10 @@ class _SubschemaValidators:
     never pay for the map (about three times the memory of the main validator).
     """
 
-    __slots__ = ("_map", "_options", "_schema")
+    __slots__ = ("_map", "_options", "schema")
 
-    def __init__(self, schema: dict[str, Any], options: dict[str, Any]) -> None:
-        self._schema = schema
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.schema: dict[str, Any] = {}
         self._options = options
         self._map: Any = None
 
@@ -538,33 +578,60 @@ class _SubschemaValidators:
 
         def is_valid(value: Any) -> bool:
             if self._map is None:
-                self._map = jsonschema_rs.validator_map_for(self._schema, **self._options)
+                self._map = jsonschema_rs.validator_map_for(self.schema, **self._options)
             validator = self._map.get(key)
             return validator is not None and bool(validator.is_valid(value))
 
         return is_valid
 
 
+def _at_pointer(document: Any, pointer: str) -> Any:
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(document, dict):
+            document = document.get(part)
+        elif isinstance(document, list) and part.isdigit() and int(part) < len(document):
+            document = document[int(part)]
+        else:
+            return None
+    return document
+
+
 def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _unknown_key(key: str, allowed: Sequence[str], path: Path) -> ArgumentIssue:
+def _container_caster(expected: type, inner: Caster) -> Caster:
+    """The caster of an object-only or array-only node: descend, or decode JSON text."""
+    decode = _CONVERTS["object" if expected is dict else "array"]
+
+    def cast_container(value: Any, location: Location, state: _CastState) -> Any:
+        if isinstance(value, expected):
+            return inner(value, location, state)
+        new = decode(value)
+        if new is _NOTHING:
+            return value
+        state.repairs.append(Repair(location, "decode_json", value, new))
+        return inner(new, location, state)
+
+    return cast_container
+
+
+def _unknown_key(key: str, allowed: Sequence[str], location: Location) -> ArgumentIssue:
     shown = _shorten(key, 60)
     if not allowed:
-        return ArgumentIssue(format_path(path), f"unknown key {shown!r}: this takes no keys")
+        return ArgumentIssue(format_path(location), f"unknown key {shown!r}: this takes no keys")
     message = f"unknown key {shown!r}; allowed keys: {', '.join(allowed)}"
     close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     if close:
         message += f" (did you mean {close[0]!r}?)"
-    return ArgumentIssue(format_path(path), message)
+    return ArgumentIssue(format_path(location), message)
 
 
 # --- the compiled schema ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Coerced:
+class Coerced(NamedTuple):
     """The outcome of casting: the (possibly new) value, what changed, and key problems."""
 
     value: Any
@@ -573,21 +640,28 @@ class Coerced:
 
 
 class CompiledSchema:
-    """A parameters schema compiled once: `coerce` casts, `issues` validates."""
+    """A parameters schema compiled once: `coerce` casts, `issues` validates.
 
-    __slots__ = ("_caster", "_validator", "schema")
+    `settled` says that a value the validator accepts needs no cast pass at all, so the
+    registry can skip it on the hot path.
+    """
+
+    __slots__ = ("_caster", "_validator", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         plain = thaw(schema)  # jsonschema-rs takes exact dicts and lists, not subclasses
         options: dict[str, Any] = {"validate_formats": True}
+        validators = _SubschemaValidators(options)
+        compiler = _Compiler(plain, validators)
+        self._caster = compiler.node(plain, "", strict_keys=True)
+        checked, self.settled = compiler.validation_schema()
+        validators.schema = checked
         try:
-            self._validator = jsonschema_rs.validator_for(plain, **options)
+            self._validator = jsonschema_rs.validator_for(checked, **options)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
             message = getattr(exc, "message", None) or str(exc).splitlines()[0]
             raise ToolDefinitionError(f"parameters schema cannot be compiled: {message}") from None
-        validators = _SubschemaValidators(plain, options)
-        self._caster = _Compiler(plain, validators).node(plain, "", strict_keys=True)
 
     def coerce(self, value: dict[str, Any]) -> Coerced:
         """Cast `value` by the schema. A value that already satisfies it comes back as is."""
@@ -595,7 +669,8 @@ class CompiledSchema:
             return Coerced(value, (), ())
         state = _CastState()
         new = self._caster(value, (), state)
-        return Coerced(new, tuple(state.repairs), tuple(state.issues))
+        repairs, issues = state.repairs, state.issues
+        return Coerced(new, tuple(repairs) if repairs else (), tuple(issues) if issues else ())
 
     def is_valid(self, value: Any) -> bool:
         return bool(self._validator.is_valid(value))
@@ -606,8 +681,6 @@ class CompiledSchema:
         Unknown keys already `reported` by `coerce` (with the allowed keys named) are
         not reported a second time.
         """
-        if self._validator.is_valid(value):
-            return []
         seen = {issue.path for issue in reported}
         return list(_render_errors(self._validator.iter_errors(value), seen))
 

@@ -1,4 +1,9 @@
-"""Property tests: a value that already satisfies its schema comes back unchanged."""
+"""Property tests: a value that already satisfies its schema comes back unchanged.
+
+toolbridge refuses keys a schema does not declare unless it explicitly allows extras,
+so these schemas say ``additionalProperties`` everywhere: hypothesis-jsonschema then
+generates exactly the values toolbridge calls valid.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +36,10 @@ SCHEMAS: list[dict[str, Any]] = [
             "nested": {
                 "type": "object",
                 "properties": {"x": {"type": "number"}, "y": {"type": "array"}},
+                "additionalProperties": False,
             },
         },
+        "additionalProperties": False,
     },
     {
         "type": "object",
@@ -41,6 +48,7 @@ SCHEMAS: list[dict[str, Any]] = [
                 "type": "object",
                 "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
                 "required": ["name"],
+                "additionalProperties": False,
             }
         },
         "properties": {
@@ -48,6 +56,7 @@ SCHEMAS: list[dict[str, Any]] = [
             "lead": {"anyOf": [{"$ref": "#/$defs/Person"}, {"type": "null"}]},
             "free": {"type": "object", "additionalProperties": {"type": "number"}},
         },
+        "additionalProperties": False,
     },
 ]
 

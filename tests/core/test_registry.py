@@ -465,3 +465,33 @@ async def test_two_registries_share_no_state() -> None:
     b.register(Recorder("other"))
     assert "other" not in a
     assert a.get_definitions() is not b.get_definitions()
+
+
+def test_nested_objects_refuse_unknown_keys_unless_open() -> None:
+    class People(Tool):
+        name = "people"
+        parameters = {
+            "type": "object",
+            "$defs": {"Person": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "properties": {
+                "lead": {"$ref": "#/$defs/Person"},
+                "tags": {"type": "object", "additionalProperties": True},
+                "mixed": {"allOf": [{"$ref": "#/$defs/Person"}, {"required": ["name"]}]},
+            },
+        }
+
+    registry = ToolRegistry([People()])
+    error = registry.prepare_call("people", {"lead": {"name": "a", "nmae": "b"}}).error
+    assert error is not None
+    assert "- at $.lead: unknown key 'nmae'; allowed keys: name (did you mean 'name'?)" in (
+        error.render()
+    )
+    assert registry.prepare_call("people", {"tags": {"anything": 1}}).error is None
+    # a definition also reached through allOf stays open there, as JSON Schema says
+    assert registry.prepare_call("people", {"mixed": {"name": "a", "x": 1}}).error is None
+
+
+def test_valid_arguments_pass_through_without_a_copy(registry: ToolRegistry) -> None:
+    args = {"n": 3, "tags": ["x"]}
+    prepared = registry.prepare_call("record", args)
+    assert prepared.arguments is args and prepared.repairs == ()
