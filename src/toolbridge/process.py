@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import re
@@ -135,6 +136,44 @@ class _PipeReader(asyncio.Protocol):
             self.closed.set_result(None)
 
 
+async def _spawn(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    output_fd: int,
+    pipe: io.FileIO,
+) -> asyncio.subprocess.Process:
+    """Start `argv` in a new session writing to `output_fd`; a cancelled start still cleans up.
+
+    The start is shielded: when the caller is cancelled half-way, the process may be
+    born anyway, so its group is killed as soon as the start completes.
+    """
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=output_fd,
+            stderr=output_fd,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    )
+    spawn.add_done_callback(lambda _: os.close(output_fd))
+    try:
+        return await asyncio.shield(spawn)
+    except BaseException:
+        pipe.close()
+        spawn.add_done_callback(_kill_if_started)
+        raise
+
+
+def _kill_if_started(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    if not spawn.cancelled() and spawn.exception() is None:
+        kill_group(spawn.result().pid)
+
+
 def kill_group(process_group: int) -> None:
     """SIGKILL every process in `process_group`; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError):
@@ -160,32 +199,19 @@ async def run_command(
     capture = OutputCapture(output_limit)
     reader = _PipeReader(capture, kill_after_bytes)
     read_fd, write_fd = os.pipe()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
+    pipe = os.fdopen(read_fd, "rb", 0)
+    process = await _spawn(argv, cwd=cwd, env=env, output_fd=write_fd, pipe=pipe)
     reader.process_group = process.pid
-    transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(read_fd, "rb", 0))
+    transport: asyncio.BaseTransport | None = None
     timed_out = False
     try:
+        transport, _ = await loop.connect_read_pipe(lambda: reader, pipe)
         try:
             async with asyncio.timeout(time_limit):
                 await process.wait()
         except TimeoutError:
             timed_out = True
-        finally:
-            kill_group(process.pid)
+        kill_group(process.pid)
         exit_code = await process.wait()
         try:
             async with asyncio.timeout(DRAIN_SECONDS):
@@ -193,7 +219,11 @@ async def run_command(
         except TimeoutError:
             logger.warning("a process that left the group of %r still holds its output", argv)
     finally:
-        transport.close()
+        kill_group(process.pid)  # also when cancelled or failing half-way
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
     return CommandResult(
         exit_code=exit_code,
         output=capture.text(),
