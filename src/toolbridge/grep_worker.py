@@ -33,10 +33,19 @@ def main() -> None:
     request = json.loads(source.readline())
     flags = re.IGNORECASE if request["ignore_case"] else 0
     regex = re.compile(request["pattern"], flags)
+    # One scan of the whole text (in C) rules out most files before the per-line loop.
+    # A line that matches on its own then also matches inside the text, unless the
+    # pattern sees past the line: \A, \Z, negative lookarounds, or a CR before the LF.
+    prefilter = None
+    if not re.search(r"\\[AZ]|\(\?(<[=!]|!)", request["pattern"]):
+        prefilter = re.compile(request["pattern"], flags | re.MULTILINE)
     remaining: int = request["max_matches"]
     max_chars: int = request["max_chars"]
     for raw in source:
         path, text = json.loads(raw)
+        if prefilter is not None and "\r" not in text and prefilter.search(text) is None:
+            out.write(json.dumps(["done", path]) + "\n")
+            continue
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()

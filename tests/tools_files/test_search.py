@@ -169,3 +169,14 @@ async def test_results_found_before_the_deadline_are_kept(workspace: Path) -> No
         "… the search was stopped at its 0.5 s limit after 1 of 2 files; results are incomplete",
     ]
     assert _grep_workers() == []
+
+
+async def test_grep_matches_each_line_on_its_own(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "crlf.txt").write_bytes(b"foo\r\nbar foo\r\n")
+    (workspace / "lf.txt").write_text("foo\nbar\n")
+    ends = await registry.execute("grep", {"pattern": "foo$", "include": "crlf.txt"})
+    assert ends.text.splitlines() == ["crlf.txt:1: foo", "crlf.txt:2: bar foo"]
+    starts = await registry.execute("grep", {"pattern": r"\Abar", "include": "lf.txt"})
+    assert starts.text == "lf.txt:2: bar"
+    last = await registry.execute("grep", {"pattern": r"o(?![\s\S])", "include": "lf.txt"})
+    assert last.text == "lf.txt:1: foo"
