@@ -1,39 +1,65 @@
-"""Near-name suggestions for unknown tool names. They feed error text, never execution."""
+"""Near-name suggestions for unknown tool names. They feed error text, never execution.
+
+A `NameIndex` is built once per set of names (the registry caches it), so an unknown
+name costs a few set operations, not an edit-distance pass over every tool.
+"""
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 
-__all__ = ["suggest_names"]
+__all__ = ["NameIndex"]
 
 # Namespaces models invent in front of a real name: "functions.read_file",
 # "default_api:read_file", "tools/read_file", "mcp.server.read_file".
 _NAMESPACE = re.compile(r".*[.:/]")
 _MAX_NAME = 200
+_MIN_SIMILARITY = 0.6
 
 
 def _fold(name: str) -> str:
     return name.strip().lower().replace("-", "_").replace(" ", "_")
 
 
-def suggest_names(name: str, names: Sequence[str], limit: int = 3) -> list[str]:
-    """Registered names the model probably meant, best first; empty when none is close."""
-    if not names or not name:
-        return []
-    name = name[:_MAX_NAME]
-    by_fold: dict[str, str] = {}
-    for registered in names:
-        by_fold.setdefault(_fold(registered), registered)
-        by_fold.setdefault(_fold(registered).replace("_", ""), registered)
-    stripped = _NAMESPACE.sub("", name)
-    for candidate in (name, stripped):
-        folded = _fold(candidate)
-        for key in (folded, folded.replace("_", "")):
-            if key in by_fold:
-                return [by_fold[key]]
-    folded = _fold(stripped)
-    choices = [_fold(n) for n in names]
-    close = difflib.get_close_matches(folded, choices, n=limit, cutoff=0.75)
-    return [names[choices.index(c)] for c in close]
+def _bigrams(text: str) -> frozenset[str]:
+    return frozenset(text[i : i + 2] for i in range(len(text) - 1)) or frozenset({text})
+
+
+class NameIndex:
+    """Registered names folded for exact look-up and split into bigrams for similarity."""
+
+    __slots__ = ("_by_fold", "_grams")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._by_fold: dict[str, str] = {}
+        for name in names:
+            folded = _fold(name)
+            self._by_fold.setdefault(folded, name)
+            self._by_fold.setdefault(folded.replace("_", ""), name)
+        self._grams = [(name, _bigrams(_fold(name))) for name in names]
+
+    def suggest(self, name: str, limit: int = 3) -> list[str]:
+        """Names the model probably meant, best first; empty when none is close.
+
+        Case, ``-``/``_`` and invented namespaces are ignored; otherwise names are ranked
+        by the Dice similarity of their character bigrams (typos, transpositions, a
+        missing or extra letter score high).
+        """
+        if not name or not self._grams:
+            return []
+        name = name[:_MAX_NAME]
+        stripped = _NAMESPACE.sub("", name)
+        for candidate in (name, stripped):
+            folded = _fold(candidate)
+            for key in (folded, folded.replace("_", "")):
+                if key in self._by_fold:
+                    return [self._by_fold[key]]
+        grams = _bigrams(_fold(stripped))
+        scored = []
+        for registered, other in self._grams:
+            score = 2 * len(grams & other) / (len(grams) + len(other))
+            if score >= _MIN_SIMILARITY:
+                scored.append((-score, registered))
+        scored.sort()
+        return [registered for _, registered in scored[:limit]]

@@ -28,7 +28,7 @@ from toolbridge.errors import (
     ToolError,
     ToolExecutionError,
 )
-from toolbridge.naming import suggest_names
+from toolbridge.naming import NameIndex
 from toolbridge.results import to_tool_result
 from toolbridge.schema import (
     MAX_ISSUES,
@@ -108,6 +108,9 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = (), *, context: ToolContext | None = None):
         self.context = context or ToolContext()
         self._entries: dict[str, _Entry] = {}
+        # Derived views, rebuilt on first use after a change.
+        self._names: tuple[str, ...] | None = None
+        self._name_index: NameIndex | None = None
         self._definitions: _Definitions | None = None
         for tool in tools:
             self.register(tool)
@@ -142,14 +145,24 @@ class ToolRegistry:
             hooks=cls.before_execute is not Tool.before_execute
             or cls.after_execute is not Tool.after_execute,
         )
-        self._definitions = None
+        self._changed()
         return tool
 
     def unregister(self, name: str) -> Tool:
         """Remove and return the tool called `name`; KeyError if there is none."""
         entry = self._entries.pop(name)
-        self._definitions = None
+        self._changed()
         return entry.tool
+
+    def _changed(self) -> None:
+        self._names = None
+        self._name_index = None
+        self._definitions = None
+
+    def _sorted_names(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = tuple(sorted(self._entries, key=lambda n: (n.startswith(MCP_PREFIX), n)))
+        return self._names
 
     def get(self, name: str) -> Tool | None:
         entry = self._entries.get(name)
@@ -165,18 +178,16 @@ class ToolRegistry:
         return len(self._entries)
 
     def __iter__(self) -> Iterator[Tool]:
-        return (self._entries[name].tool for name in self.tool_names)
+        return (self._entries[name].tool for name in self._sorted_names())
 
     @property
     def tool_names(self) -> list[str]:
         """Names in definition order: built-ins sorted, then ``mcp_*`` sorted."""
-        return sorted(self._entries, key=lambda n: (n.startswith(MCP_PREFIX), n))
-
-    # --- definitions ----------------------------------------------------------------
+        return list(self._sorted_names())
 
     def _cached_definitions(self) -> _Definitions:
         if self._definitions is None:
-            items = freeze([self._entries[n].tool.to_schema() for n in self.tool_names])
+            items = freeze([self._entries[n].tool.to_schema() for n in self._sorted_names()])
             canonical = json.dumps(items, sort_keys=True, separators=(",", ":"))
             digest = hashlib.sha256(canonical.encode()).hexdigest()
             self._definitions = _Definitions(items, digest)
@@ -318,7 +329,7 @@ class ToolRegistry:
         return Invocation(result, value, error, exception)
 
     def _unknown_tool(self, name: Any) -> ToolError:
-        names = self.tool_names
+        names = self._sorted_names()
         available = ", ".join(names[:50]) + (" ..." if len(names) > 50 else "")
         hint = f"Call one of the available tools by its exact name: {available}."
         if not names:
@@ -328,7 +339,9 @@ class ToolRegistry:
             return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
         shown = name if len(name) <= 80 else f"{name[:60]}…({len(name)} characters)"
         message = f"unknown tool {shown!r}."
-        suggestions = suggest_names(name, names)
+        if self._name_index is None:
+            self._name_index = NameIndex(names)
+        suggestions = self._name_index.suggest(name)
         if suggestions:
             message += " Did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
         return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
