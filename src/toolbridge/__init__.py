@@ -4,6 +4,7 @@ Find the tool, turn the model's raw arguments into typed, validated ones, run th
 call safely, and hand every outcome back as a well-formed tool result.
 """
 
+from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import (
     Repair,
     ToolCallRequest,
@@ -24,9 +25,19 @@ from toolbridge.errors import (
     ToolExecutionError,
     WorkspaceViolation,
 )
+from toolbridge.executor import ExecutionPolicy, ExecutorHook, ToolBatch, ToolExecutor
 from toolbridge.function_tool import FunctionTool, tool
+from toolbridge.isolation import IsolatedFunctionTool, isolated_tool
 from toolbridge.loader import ToolLoader
+from toolbridge.outcomes import (
+    EventType,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    tool_result_messages,
+)
 from toolbridge.registry import PreparedCall, ToolRegistry
+from toolbridge.results import ResultStore
 from toolbridge.tool import (
     ContentBlock,
     ImageBlock,
@@ -42,26 +53,37 @@ from toolbridge.tool import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalRequest",
     "ArgumentIssue",
     "ArgumentsError",
     "ContentBlock",
     "ErrorKind",
+    "EventType",
+    "ExecutionPolicy",
+    "ExecutorHook",
     "FunctionTool",
     "ImageBlock",
+    "IsolatedFunctionTool",
     "JsonBlock",
     "NetworkViolation",
+    "OutcomeStatus",
     "PolicyViolation",
     "PreparedCall",
     "Repair",
+    "ResultStore",
     "TextBlock",
     "Tool",
+    "ToolBatch",
     "ToolCallRequest",
     "ToolConfigError",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolEvent",
     "ToolExecutionError",
+    "ToolExecutor",
     "ToolLoader",
+    "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
     "ToolbridgeError",
@@ -69,8 +91,10 @@ __all__ = [
     "__version__",
     "current_context",
     "decode_arguments",
+    "isolated_tool",
     "parse_tool_arguments",
     "repair_arguments_for_replay",
     "tool",
     "tool_parameters",
+    "tool_result_messages",
 ]

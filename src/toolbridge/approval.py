@@ -45,7 +45,7 @@ def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:
 
 def requires_approval_flag(tool: Tool, args: Mapping[str, Any]) -> bool:
     """The default rule: a tool asks for approval by setting ``requires_approval = True``."""
-    return bool(getattr(tool, "requires_approval", False))
+    return tool.requires_approval
 
 
 def writes_need_approval(tool: Tool, args: Mapping[str, Any]) -> bool:

@@ -35,6 +35,7 @@ class FunctionTool(Tool):
         exclusive: bool = False,
         concurrency_safe: bool | None = None,
         timeout: float | None = None,
+        requires_approval: bool = False,
     ) -> None:
         signature = function_signature(fn, context_type=ToolContext)
         self.fn = fn
@@ -44,6 +45,7 @@ class FunctionTool(Tool):
         self.read_only = read_only
         self.exclusive = exclusive
         self.timeout = timeout
+        self.requires_approval = requires_approval
         self._concurrency_safe = concurrency_safe
         self._converters = signature.converters
         self._context_param = signature.context_param
@@ -106,6 +108,7 @@ def tool(
     exclusive: bool = False,
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 

@@ -154,6 +154,7 @@ class Tool:
     read_only: bool = False
     exclusive: bool = False
     timeout: float | None = None
+    requires_approval: bool = False
 
     # Plugin metadata, read by the loader.
     scopes: ClassVar[frozenset[str]] = frozenset({"default"})
