@@ -7,6 +7,7 @@ name costs a few set operations, not an edit-distance pass over every tool.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 __all__ = ["NameIndex"]
@@ -29,7 +30,7 @@ def _bigrams(text: str) -> frozenset[str]:
 class NameIndex:
     """Registered names folded for exact look-up and split into bigrams for similarity."""
 
-    __slots__ = ("_by_fold", "_grams")
+    __slots__ = ("_by_fold", "_grams", "_letters")
 
     def __init__(self, names: Sequence[str]) -> None:
         self._by_fold: dict[str, str] = {}
@@ -38,13 +39,15 @@ class NameIndex:
             self._by_fold.setdefault(folded, name)
             self._by_fold.setdefault(folded.replace("_", ""), name)
         self._grams = [(name, _bigrams(_fold(name))) for name in names]
+        self._letters = {name: Counter(_fold(name)) for name in names}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """Names the model probably meant, best first; empty when none is close.
 
         Case, ``-``/``_`` and invented namespaces are ignored; otherwise names are ranked
-        by the Dice similarity of their character bigrams (typos, transpositions, a
-        missing or extra letter score high).
+        by the Dice similarity of their character bigrams (typos, a missing or extra
+        letter score high), and names of about the same length by their letters (swapped
+        letters, which break bigrams in short names).
         """
         if not name or not self._grams:
             return []
@@ -55,10 +58,16 @@ class NameIndex:
             for key in (folded, folded.replace("_", "")):
                 if key in self._by_fold:
                     return [self._by_fold[key]]
-        grams = _bigrams(_fold(stripped))
+        folded = _fold(stripped)
+        grams = _bigrams(folded)
+        letters: Counter[str] | None = None
         scored = []
         for registered, other in self._grams:
             score = 2 * len(grams & other) / (len(grams) + len(other))
+            if score < _MIN_SIMILARITY and abs(len(registered) - len(folded)) <= 1:
+                letters = letters or Counter(folded)
+                same = (letters & self._letters[registered]).total()
+                score = 0.9 * 2 * same / (len(folded) + len(registered))
             if score >= _MIN_SIMILARITY:
                 scored.append((-score, registered))
         scored.sort()

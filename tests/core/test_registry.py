@@ -268,7 +268,7 @@ def test_exact_name_only_suggestions_in_text() -> None:
         prepared = registry.prepare_call(wrong, {"n": 1})
         assert prepared.tool is None and prepared.arguments is None
         assert prepared.error is not None and prepared.error.kind is ErrorKind.UNKNOWN_TOOL
-        assert f"Did you mean {right!r}?" in prepared.error.render(), wrong
+        assert f"Did you mean {right!r}" in prepared.error.render(), wrong
     far = registry.prepare_call("launch_rockets", {}).error
     assert far is not None and "Did you mean" not in far.render()
     assert "read_file, write_file" in far.render()
