@@ -17,8 +17,7 @@ venv: $(BIN)/toolbridge
 
 run: venv
 	$(BIN)/toolbridge tools
-	$(BIN)/toolbridge call read_file '{"path": "README.md", "limit": "5"}'
-	-$(BIN)/toolbridge call read_file '{"path": "../../etc/passwd"}'
+	$(BIN)/toolbridge exec examples/openai_chat_response.json
 
 check: venv
 	$(BIN)/ruff check src tests bench

@@ -21,6 +21,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
     ) from exc
 
+from toolbridge.executor import ToolExecutor
+from toolbridge.formats import FormatError, detect_format, provider_format
 from toolbridge.loader import ToolLoader
 from toolbridge.registry import ToolRegistry
 from toolbridge.tool import ToolContext, ToolResult
@@ -66,7 +68,7 @@ def tools_command(
     """List the registered tools (or print their definitions with --json)."""
     registry = _registry(workspace, scope)
     if as_json:
-        _out.print_json(json.dumps(registry.get_definitions()))
+        typer.echo(json.dumps(registry.get_definitions(), indent=2, ensure_ascii=False))
         return
     table = Table("name", "flags", "description", title=f"{len(registry)} tools")
     for tool in registry:
@@ -108,9 +110,48 @@ def call_command(
         result = ToolResult.error(prepared.error)
     else:
         result = asyncio.run(registry.invoke(prepared, call_id="cli"))
-    _out.print(result.text, markup=False, highlight=False)
+    typer.echo(result.text)  # plain: rich would turn the tabs of numbered lines into spaces
     if result.is_error:
         raise typer.Exit(1)
+
+
+@app.command("exec")
+def exec_command(
+    source: Annotated[
+        str, typer.Argument(help="A provider response as JSON: a file path, or '-' for stdin.")
+    ] = "-",
+    provider: Annotated[
+        str | None,
+        typer.Option("--format", help="Provider format; detected from the response if omitted."),
+    ] = None,
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    scope: ScopeOption = "default",
+) -> None:
+    """Execute the tool calls of a provider response and print the result messages.
+
+    The messages come out in the same provider's format, ready to append to the
+    conversation; a summary of each call goes to stderr.
+    """
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    try:
+        name = provider or detect_format(text)
+        module = provider_format(name)
+        parsed = module.parse_response(text)
+    except (FormatError, ValueError) as exc:
+        _err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if parsed.truncated:
+        _err.print("warning: the response was cut off (length limit); calls may be incomplete")
+    registry = _registry(workspace, scope)
+    outcomes = asyncio.run(ToolExecutor(registry).run(parsed.calls))
+    for outcome in outcomes:
+        kind = f" ({outcome.error.kind})" if outcome.error is not None else ""
+        _err.print(
+            f"{outcome.status}{kind}: {outcome.call.name} [{outcome.call.id}]",
+            markup=False,
+            highlight=False,
+        )
+    typer.echo(json.dumps(module.result_messages(outcomes), indent=2, ensure_ascii=False))
 
 
 def main() -> None:

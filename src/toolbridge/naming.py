@@ -17,6 +17,7 @@ __all__ = ["NameIndex"]
 _NAMESPACE = re.compile(r".*[.:/]")
 _MAX_NAME = 200
 _MIN_SIMILARITY = 0.6
+_SHORT = 8  # bigrams say little about names this short
 
 
 def _fold(name: str) -> str:
@@ -30,7 +31,7 @@ def _bigrams(text: str) -> frozenset[str]:
 class NameIndex:
     """Registered names folded for exact look-up and split into bigrams for similarity."""
 
-    __slots__ = ("_by_fold", "_grams", "_letters")
+    __slots__ = ("_by_fold", "_grams", "_letters", "_words")
 
     def __init__(self, names: Sequence[str]) -> None:
         self._by_fold: dict[str, str] = {}
@@ -40,14 +41,16 @@ class NameIndex:
             self._by_fold.setdefault(folded.replace("_", ""), name)
         self._grams = [(name, _bigrams(_fold(name))) for name in names]
         self._letters = {name: Counter(_fold(name)) for name in names}
+        self._words = {name: frozenset(_fold(name).split("_")) - {""} for name in names}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """Names the model probably meant, best first; empty when none is close.
 
         Case, ``-``/``_`` and invented namespaces are ignored; otherwise names are ranked
         by the Dice similarity of their character bigrams (typos, a missing or extra
-        letter score high), and names of about the same length by their letters (swapped
-        letters, which break bigrams in short names).
+        letter score high), short names of the same length by their letters (swapped
+        letters break bigrams there), and names whose words all appear in
+        the other (``grep_files`` for ``grep``).
         """
         if not name or not self._grams:
             return []
@@ -61,13 +64,17 @@ class NameIndex:
         folded = _fold(stripped)
         grams = _bigrams(folded)
         letters: Counter[str] | None = None
+        words = frozenset(folded.split("_")) - {""}
         scored = []
         for registered, other in self._grams:
             score = 2 * len(grams & other) / (len(grams) + len(other))
-            if score < _MIN_SIMILARITY and abs(len(registered) - len(folded)) <= 1:
+            if score < _MIN_SIMILARITY and len(registered) == len(folded) <= _SHORT:
                 letters = letters or Counter(folded)
                 same = (letters & self._letters[registered]).total()
                 score = 0.9 * 2 * same / (len(folded) + len(registered))
+            own = self._words[registered]
+            if score < _MIN_SIMILARITY and own and words and (own <= words or words <= own):
+                score = 0.8
             if score >= _MIN_SIMILARITY:
                 scored.append((-score, registered))
         scored.sort()
