@@ -123,7 +123,15 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "load_before": os.getloadavg(),
+        "toolbridge_revision": git_revision(),
     }
+
+
+def git_revision() -> str:
+    """The commit of the measured working tree, marked ``-dirty`` with uncommitted changes."""
+    command = ["git", "describe", "--always", "--dirty", "--abbrev=12"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
 
 
 # --- reading the results ------------------------------------------------------------
@@ -209,7 +217,8 @@ def render(run: dict[str, Any]) -> str:
         "",
         f"Measured {info['date']} on {info['cpu']} ({info['cores']} cores), "
         f"{info['platform']}, Python {run['python']}, load average "
-        f"{info['load_before'][0]:.2f} before and {info['load_after'][0]:.2f} after. "
+        f"{info['load_before'][0]:.2f} before and {info['load_after'][0]:.2f} after, "
+        f"toolbridge at `{info['toolbridge_revision']}`. "
         "Command: `python3.11 bench/core_bench.py`.",
         "",
         f"µs per call, median of {settings.get('repetitions', '?')} repetitions in "
