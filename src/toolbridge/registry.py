@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,11 +246,13 @@ class ToolRegistry:
 
         schema = entry.schema
         try:
-            params, repairs, unknown_keys = schema.coerce(params)
-            valid = not unknown_keys and schema.is_valid(params)
-            issues = (
-                () if valid else _merge_issues(unknown_keys, schema.issues(params, unknown_keys))
-            )
+            if schema.settled and schema.is_valid(params):
+                repairs: tuple[Repair, ...] = ()
+                issues: Sequence[ArgumentIssue] = ()
+            else:
+                params, repairs, unknown = schema.coerce(params)
+                valid = not unknown and schema.is_valid(params)
+                issues = () if valid else _merge_issues(unknown, schema.issues(params, unknown))
         except RecursionError:
             repairs, issues = (), [ArgumentIssue("$", "the arguments are nested too deeply")]
         if unwrapped:
@@ -416,7 +418,7 @@ def _merge_issues(
     return issues
 
 
-def _invalid(name: str, issues: list[ArgumentIssue]) -> ToolError:
+def _invalid(name: str, issues: Sequence[ArgumentIssue]) -> ToolError:
     return ToolError(
         ErrorKind.INVALID_ARGUMENTS,
         f"invalid arguments for {name!r}:",
