@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, overload
 
 from toolbridge.errors import ArgumentIssue, ArgumentsError
@@ -74,12 +74,14 @@ class FunctionTool(Tool):
             raise ArgumentsError(tuple(issues))
         return converted
 
-    async def execute(self, **kwargs: Any) -> Any:
+    def execute(self, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        # Not `async def`: handing back the function's own coroutine saves a frame per call.
         if self._context_param is not None:
             kwargs[self._context_param] = current_context()
         if self._is_async:
-            return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+            coroutine: Coroutine[Any, Any, Any] = self.fn(**kwargs)
+            return coroutine
+        return asyncio.to_thread(self.fn, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
