@@ -43,7 +43,7 @@ from toolbridge.outcomes import (
     pending_outcome,
     tool_result_messages,
 )
-from toolbridge.registry import PreparedCall, ToolRegistry, describe_exception
+from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
 from toolbridge.results import PAGE_METADATA_KEY, ResultStore, cap_result, text_length
 from toolbridge.scheduling import ExclusiveGate
 from toolbridge.tool import ToolResult
@@ -125,9 +125,16 @@ class ToolBatch:
     outcomes: list[ToolOutcome | None] = field(init=False)
     fatal: ToolOutcome | None = None
     fatal_index: int = field(default=sys.maxsize, init=False)
+    _clock: tuple[float, float] = field(init=False)
 
     def __post_init__(self) -> None:
         self.outcomes = [None] * len(self.calls)
+        self._clock = (time.time(), time.perf_counter())
+
+    def wall_clock(self, perf_counter: float) -> float:
+        """The wall-clock time of a `time.perf_counter()` reading taken during this batch."""
+        wall, perf = self._clock
+        return wall + (perf_counter - perf)
 
     @property
     def finished(self) -> list[ToolOutcome]:
@@ -211,6 +218,8 @@ class ToolExecutor:
         self._limit = asyncio.Semaphore(policy.max_concurrency) if policy.max_concurrency else None
         self._gate = ExclusiveGate()
         self._tracer = call_tracer(tracer_provider) if policy.tracing else None
+        # Settling is a plain store unless hooks or fail_on_tool_error watch outcomes.
+        self._plain_settle = not (policy.fail_on_tool_error or self._after or self._on_error)
         ctx = registry.context
         self.results = (
             ResultStore(
@@ -324,14 +333,7 @@ class ToolExecutor:
     # --- one call -------------------------------------------------------------------------
 
     async def _execute(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> None:
-        if self._limit is None:
-            outcome = await self._invoke(batch, index, prepared)
-        else:
-            async with self._limit:
-                outcome = await self._invoke(batch, index, prepared)
-        await self._settle(batch, index, outcome)
-
-    async def _invoke(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> ToolOutcome:
+        """Run one admitted call and settle its outcome (one coroutine: this is per call)."""
         call = batch.calls[index]
         tool = prepared.tool
         assert tool is not None
@@ -340,26 +342,24 @@ class ToolExecutor:
         for hook in self._before:
             refused = await _before_hook(hook, call, prepared, tool.name)
             if refused is not None:
-                return failed_outcome(call, refused, prepared.repairs)
+                await self._settle(batch, index, failed_outcome(call, refused, prepared.repairs))
+                return
         time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-        started_at = time.time()
         start = time.perf_counter()
-        if self._tracer is None:
+        if self._limit is not None:
+            async with self._limit:
+                invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+        elif self._tracer is None:
             invocation = await self.registry.run_prepared(
                 prepared, call_id=call.id, time_limit=time_limit
             )
         else:
-            with self._tracer.span(tool.name, call.id) as span:
-                invocation = await self.registry.run_prepared(
-                    prepared, call_id=call.id, time_limit=time_limit
-                )
-                if invocation.result.is_error:
-                    kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
-                    self._tracer.failed(span, kind, kind.value)
+            invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
         duration = time.perf_counter() - start
         result, error = invocation.result, invocation.error
-        limit = self.policy.max_result_chars
-        if text_length(result) > limit and PAGE_METADATA_KEY not in result.metadata:
+        if PAGE_METADATA_KEY not in result.metadata and (
+            text_length(result) > self.policy.max_result_chars
+        ):
             result = await self._cap(result, call.id)
         if result.is_error and error is None:  # the tool returned an error result itself
             error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
@@ -370,16 +370,36 @@ class ToolExecutor:
             warning = guard.record(tool.name, prepared.arguments or {}, error, target)
             if warning is not None:
                 result = append_note(result, warning)
-        return ToolOutcome(
+        outcome = ToolOutcome(
             call,
             OutcomeStatus.ERROR if result.is_error else OutcomeStatus.OK,
             result,
             error,
             invocation.value,
             prepared.repairs,
-            started_at,
+            batch.wall_clock(start),
             duration,
         )
+        if self._plain_settle and not batch.listeners:
+            batch.outcomes[index] = outcome
+        else:
+            await self._settle(batch, index, outcome)
+
+    async def _run_prepared(
+        self, tool_name: str, call_id: str, prepared: PreparedCall, time_limit: float | None
+    ) -> Invocation:
+        if self._tracer is None:
+            return await self.registry.run_prepared(
+                prepared, call_id=call_id, time_limit=time_limit
+            )
+        with self._tracer.span(tool_name, call_id) as span:
+            invocation = await self.registry.run_prepared(
+                prepared, call_id=call_id, time_limit=time_limit
+            )
+            if invocation.result.is_error:
+                kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
+                self._tracer.failed(span, kind, kind.value)
+            return invocation
 
     async def _cap(self, result: ToolResult, call_id: str) -> ToolResult:
         policy = self.policy
