@@ -14,8 +14,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, overload
 
-from toolbridge.errors import ArgumentIssue, ArgumentsError
-from toolbridge.schema import format_path, freeze
+from toolbridge.schema import freeze
 from toolbridge.signature import function_signature
 from toolbridge.tool import Tool, ToolContext, current_context
 
@@ -47,7 +46,7 @@ class FunctionTool(Tool):
         self.timeout = timeout
         self.requires_approval = requires_approval
         self._concurrency_safe = concurrency_safe
-        self._converters = signature.converters
+        self._converter = signature.converter
         self._context_param = signature.context_param
         self._is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
@@ -59,20 +58,14 @@ class FunctionTool(Tool):
         return self.read_only and not self.exclusive
 
     def convert_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Turn validated JSON values into the Python types the function declares."""
-        if not self._converters:
+        """Turn validated JSON values into the Python types the function declares.
+
+        Only parameters whose JSON value is not already the Python value (datetime, Enum,
+        models, tuples, ...) go through pydantic, all in one call.
+        """
+        if self._converter is None:
             return args
-        converted = dict(args)
-        issues: list[ArgumentIssue] = []
-        for key, convert in self._converters.items():
-            if key in converted:
-                try:
-                    converted[key] = convert(converted[key])
-                except ValueError as exc:
-                    issues.extend(_prefixed(key, exc))
-        if issues:
-            raise ArgumentsError(tuple(issues))
-        return converted
+        return {**args, **self._converter(args)}
 
     def execute(self, **kwargs: Any) -> Coroutine[Any, Any, Any]:
         # Not `async def`: handing back the function's own coroutine saves a frame per call.
@@ -85,16 +78,6 @@ class FunctionTool(Tool):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
-
-
-def _prefixed(key: str, exc: ValueError) -> list[ArgumentIssue]:
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return [ArgumentIssue(format_path([key]), str(exc))]
-    return [
-        ArgumentIssue(format_path([key, *err.get("loc", ())]), str(err.get("msg", "")))
-        for err in errors()
-    ]
 
 
 @overload

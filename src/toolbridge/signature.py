@@ -5,7 +5,8 @@ defaults, unions, Literal, Enum, nested models, TypedDict, dataclasses and the
 usual formats all work); parameter descriptions come from the docstring (Google,
 NumPy or Sphinx style). Parameters whose validated JSON value is already the
 Python value the function wants pass through untouched; the others (datetime,
-Enum, models, tuples, ...) get a pydantic converter compiled once.
+Enum, models, tuples, ...) are converted together by one pydantic validator,
+compiled once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import enum
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from toolbridge.errors import ToolDefinitionError
 
 __all__ = ["FunctionSignature", "function_signature"]
 
-Converter = Callable[[Any], Any]
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
 
 _NATIVE = (str, int, bool, type(None))
 _SCHEMA_KEYS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
@@ -35,12 +36,12 @@ class FunctionSignature:
 
     description: str
     schema: dict[str, Any]
-    converters: Mapping[str, Converter]
+    converter: Converter | None
     context_param: str | None
 
 
 def function_signature(fn: Callable[..., Any], *, context_type: type) -> FunctionSignature:
-    """Build the schema, description and converters of `fn`; errors name the parameter."""
+    """Build the schema, description and converter of `fn`; errors name the parameter."""
     from pydantic import ConfigDict, Field, TypeAdapter, create_model
 
     owner = getattr(fn, "__qualname__", repr(fn))
@@ -50,7 +51,7 @@ def function_signature(fn: Callable[..., Any], *, context_type: type) -> Functio
         raise ToolDefinitionError(f"{owner}: cannot resolve type hints: {exc}") from exc
     docs = _parse_docstring(fn)
     fields: dict[str, Any] = {}
-    converters: dict[str, Converter] = {}
+    to_convert: dict[str, Any] = {}
     context_param: str | None = None
 
     for param in inspect.signature(fn).parameters.values():
@@ -68,12 +69,7 @@ def function_signature(fn: Callable[..., Any], *, context_type: type) -> Functio
         field_info = Field(default, description=description) if description else Field(default)
         fields[param.name] = (annotation, field_info)
         if not _is_native(annotation):
-            try:
-                converters[param.name] = TypeAdapter(annotation).validate_python
-            except Exception as exc:
-                raise ToolDefinitionError(
-                    f"{owner}: parameter {param.name!r} has a type pydantic cannot handle: {exc}"
-                ) from exc
+            to_convert[param.name] = annotation
 
     try:
         model = create_model(
@@ -85,7 +81,16 @@ def function_signature(fn: Callable[..., Any], *, context_type: type) -> Functio
     except Exception as exc:
         raise ToolDefinitionError(f"{owner}: cannot build a JSON Schema: {exc}") from exc
     schema.setdefault("properties", {})
-    return FunctionSignature(docs.description, schema, converters, context_param)
+    converter = None
+    if to_convert:
+        from typing_extensions import TypedDict
+
+        # One TypedDict of the parameters to convert: one pydantic call per tool call.
+        make_typed_dict: Any = TypedDict
+        typed = make_typed_dict(f"{model.__name__}_typed", to_convert, total=False)
+        adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed)
+        converter = adapter.validate_python
+    return FunctionSignature(docs.description, schema, converter, context_param)
 
 
 @dataclass(frozen=True, slots=True)
