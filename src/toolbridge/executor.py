@@ -29,7 +29,7 @@ from toolbridge.approval import (
     requires_approval_flag,
 )
 from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind, PolicyViolation, ToolError, WorkspaceViolation
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.loop_guard import LoopGuard
 from toolbridge.outcomes import (
     EventType,
@@ -290,10 +290,18 @@ class ToolExecutor:
                 self._gate.release(exclusive)
 
     def _admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
-        """Prepare a call: the prepared call to run, or the outcome that settles it now."""
+        """Prepare a call: the prepared call to schedule, or the outcome that settles it now."""
         prepared = self.registry.prepare_call(call.name, call.arguments)
         if prepared.error is not None:
             return failed_outcome(call, prepared.error, prepared.repairs)
+        return prepared
+
+    def _screen(self, call: ToolCallRequest, prepared: PreparedCall) -> ToolOutcome | None:
+        """Just before a call runs: the loop guard and approval. None lets it run.
+
+        Done at run time, not when the batch is planned, so a repeat earlier in the same
+        batch counts and an approval is used up only by a call that really runs.
+        """
         tool, args = prepared.tool, prepared.arguments
         assert tool is not None and args is not None
         guard = self.loop_guard
@@ -301,17 +309,22 @@ class ToolExecutor:
             blocked = guard.check(tool.name, args)
             if blocked is not None:
                 return failed_outcome(call, blocked, prepared.repairs)
-        if self.policy.approval(tool, args):
-            digest = arguments_digest(tool.name, args)
-            decision = self.approvals.take(tool.name, digest)
-            if decision is None:
-                request = ApprovalRequest(call.id, tool.name, args, digest)
-                return pending_outcome(call, request, prepared.repairs)
-            if decision is not True:
-                return failed_outcome(
-                    call, denied_error(tool.name, str(decision)), prepared.repairs
-                )
-        return prepared
+        try:
+            needs_approval = self.policy.approval(tool, args)
+        except Exception as exc:  # a broken rule refuses the call: fail closed
+            logger.exception("the approval rule failed for call %r", call.id)
+            error = denied_error(tool.name, f"the approval rule failed ({type(exc).__name__})")
+            return failed_outcome(call, error, prepared.repairs)
+        if not needs_approval:
+            return None
+        digest = arguments_digest(tool.name, args)
+        decision = self.approvals.take(tool.name, digest)
+        if decision is None:
+            request = ApprovalRequest(call.id, tool.name, args, digest)
+            return pending_outcome(call, request, prepared.repairs)
+        if decision is not True:
+            return failed_outcome(call, denied_error(tool.name, str(decision)), prepared.repairs)
+        return None
 
     async def _skip(self, batch: ToolBatch, group: list[tuple[int, PreparedCall]]) -> None:
         error = ToolError(
@@ -337,23 +350,22 @@ class ToolExecutor:
         call = batch.calls[index]
         tool = prepared.tool
         assert tool is not None
-        if batch.listeners:
-            self._emit(batch.listeners, ToolEvent(EventType.CALL_STARTED, call))
+        screened = self._screen(call, prepared)
+        if screened is not None:
+            await self._settle(batch, index, screened)
+            return
         for hook in self._before:
             refused = await _before_hook(hook, call, prepared, tool.name)
             if refused is not None:
                 await self._settle(batch, index, failed_outcome(call, refused, prepared.repairs))
                 return
         time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-        start = time.perf_counter()
         if self._limit is not None:
             async with self._limit:
+                start = self._started(batch, call)
                 invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        elif self._tracer is None:
-            invocation = await self.registry.run_prepared(
-                prepared, call_id=call.id, time_limit=time_limit
-            )
         else:
+            start = self._started(batch, call)
             invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
         duration = time.perf_counter() - start
         result, error = invocation.result, invocation.error
@@ -385,6 +397,12 @@ class ToolExecutor:
         else:
             await self._settle(batch, index, outcome)
 
+    def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
+        """Mark a call as started (it holds its slot now): emit the event, read the clock."""
+        if batch.listeners:
+            self._emit(batch.listeners, ToolEvent(EventType.CALL_STARTED, call))
+        return time.perf_counter()
+
     async def _run_prepared(
         self, tool_name: str, call_id: str, prepared: PreparedCall, time_limit: float | None
     ) -> Invocation:
@@ -412,8 +430,8 @@ class ToolExecutor:
                 store=self.results,
                 preview_chars=policy.preview_chars,
             )
-        except (OSError, WorkspaceViolation) as exc:
-            logger.warning("could not save the long result of call %r: %s", call_id, exc)
+        except Exception as exc:  # saving is a convenience: the preview still goes back
+            logger.warning("could not save the long result of call %r: %r", call_id, exc)
             return cap_result(
                 result,
                 call_id=call_id,

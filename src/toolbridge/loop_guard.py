@@ -103,7 +103,9 @@ class LoopGuard:
 
 
 def _mentions(args: Mapping[str, Any], target: str) -> bool:
-    return any(target in text for text in _strings(args))
+    """Whether an argument names `target` itself: equality, not a substring, so a refused
+    "/" or "" does not block every later call that happens to contain one."""
+    return any(text.strip() == target for text in _strings(args))
 
 
 def _strings(value: Any) -> Iterator[str]:

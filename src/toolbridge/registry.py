@@ -352,8 +352,9 @@ class ToolRegistry:
 def _timed_out(tool_name: str, time_limit: float) -> ToolError:
     return ToolError(
         ErrorKind.TIMEOUT,
-        f"tool {tool_name!r} did not finish within its time limit of {time_limit:g} s and was "
-        "stopped.",
+        f"tool {tool_name!r} did not finish within its time limit of {time_limit:g} s; its "
+        "result was abandoned (work done so far, or a blocking tool still running in the "
+        "background, may have had effects).",
         "Do not repeat the same call unchanged: ask for less work at once (a smaller input, "
         "fewer items, a narrower query), or tell the user the operation takes too long.",
     )

@@ -199,7 +199,9 @@ class ResultStore:
         try:
             with os.fdopen(fd, "wb") as handle:
                 for start in range(0, len(text), _WRITE_CHUNK):
-                    handle.write(text[start : start + _WRITE_CHUNK].encode("utf-8"))
+                    chunk = text[start : start + _WRITE_CHUNK]
+                    # a lone surrogate cannot be UTF-8: store U+FFFD rather than fail the call
+                    handle.write(chunk.encode("utf-8", errors="replace"))
             os.replace(temp_name, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -233,7 +235,8 @@ class ResultStore:
         return ResultPage(chunk.decode("utf-8", errors="replace"), start + lead, start + end, size)
 
     def prune(self, *, keep: Path | None = None) -> int:
-        """Delete results older than `max_age` and all but the newest `max_count`."""
+        """Delete results older than `max_age` (any session) and all but this session's
+        newest `max_count`, so one busy session never deletes another's results."""
         if not self.root.is_dir():
             return 0
         now = time.time()
@@ -244,11 +247,9 @@ class ResultStore:
             except FileNotFoundError:
                 continue  # removed by a concurrent prune
         files.sort(reverse=True)
-        doomed = [
-            path
-            for rank, (mtime, path) in enumerate(files)
-            if path != keep and (rank >= self.max_count or now - mtime > self.max_age)
-        ]
+        doomed = [path for mtime, path in files if path != keep and now - mtime > self.max_age]
+        own = [path for _, path in files if path.parent == self.directory and path not in doomed]
+        doomed += [path for path in own[self.max_count :] if path != keep]
         for path in doomed:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

@@ -100,13 +100,16 @@ async def test_an_isolated_blocking_tool_is_killed_on_timeout(
     registry: ToolRegistry, blocking_module: ModuleType, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "worker.pid"
-    registry.register(IsolatedFunctionTool(blocking_module.sleep_forever, timeout=1.0))
+    # Long enough for a worker to start on a busy 2-core machine; the test waits for
+    # the worker's pid, not for a fixed time, so it does not depend on speed.
+    registry.register(IsolatedFunctionTool(blocking_module.sleep_forever, timeout=5.0))
     call = ToolCallRequest("t", "sleep_forever", {"pid_file": str(pid_file)})
 
-    [outcome] = await ToolExecutor(registry).run([call])
+    running = asyncio.create_task(ToolExecutor(registry).run([call]))
+    pid = await _wait_for_pid(pid_file)
+    [outcome] = await running
 
     assert outcome.kind is ErrorKind.TIMEOUT
-    pid = int(pid_file.read_text())
     assert pid != os.getpid()
     assert _process_is_gone(pid)
 
