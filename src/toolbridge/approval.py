@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.results import json_default
+from toolbridge.jsontext import json_default
 from toolbridge.tool import Tool
 
 __all__ = [

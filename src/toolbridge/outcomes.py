@@ -91,16 +91,17 @@ class ToolEvent:
 
 
 def tool_result_messages(outcomes: Iterable[ToolOutcome]) -> list[dict[str, Any]]:
-    """The ``role: tool`` messages (OpenAI chat shape) answering each call, in order."""
-    return [
-        {
-            "role": "tool",
-            "tool_call_id": outcome.call.id,
-            "name": str(outcome.call.name),
-            "content": outcome.result.text,
-        }
-        for outcome in outcomes
-    ]
+    """The OpenAI chat messages answering each call, in order, with the reference design's
+    ``name`` on every ``role: tool`` message (images follow in one user message)."""
+    from toolbridge.formats import openai_chat
+
+    outcomes = list(outcomes)
+    names = {outcome.call.id: str(outcome.call.name) for outcome in outcomes}
+    messages = openai_chat.result_messages(outcomes)
+    for message in messages:
+        if message["role"] == "tool":
+            message["name"] = names[message["tool_call_id"]]
+    return messages
 
 
 def failed_outcome(

@@ -11,9 +11,7 @@ kept in a `ResultStore` file the model can page through with ``read_tool_result`
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.errors import WorkspaceViolation
+from toolbridge.jsontext import to_json_text
 from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
 
 __all__ = [
@@ -35,11 +34,9 @@ __all__ = [
     "cap_result",
     "estimate_tokens",
     "image_media_type",
-    "json_default",
     "preview_text",
     "safe_file_name",
     "text_length",
-    "to_json_text",
     "to_tool_result",
 ]
 
@@ -61,26 +58,6 @@ def image_media_type(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return None
-
-
-def json_default(value: Any) -> Any:
-    """`json.dumps` fallback: pydantic models and dataclasses dumped, sets as lists, else str."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)
-
-
-_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, default=json_default)
-
-
-def to_json_text(value: Any) -> str:
-    """JSON for the model: non-ASCII kept, models and dataclasses dumped, the rest str()."""
-    return _JSON_ENCODER.encode(value)
 
 
 def to_tool_result(value: Any) -> ToolResult:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.jsontext import to_json_text
 from toolbridge.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class ToolResult:
             if isinstance(block, TextBlock):
                 parts.append(block.text)
             elif isinstance(block, JsonBlock):
-                parts.append(json.dumps(block.value, ensure_ascii=False, default=str))
+                parts.append(to_json_text(block.value))
             else:
                 parts.append(f"[image: {block.media_type}, {len(block.data)} bytes]")
         return "\n".join(parts)

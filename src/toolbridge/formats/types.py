@@ -16,9 +16,10 @@ from typing import Any, Literal, Protocol
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ToolbridgeError
+from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
 from toolbridge.results import EMPTY_RESULT
-from toolbridge.tool import ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
+from toolbridge.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
     "FormatError",
@@ -153,13 +154,9 @@ def result_parts(result: ToolResult) -> list[TextBlock | ImageBlock]:
         if isinstance(block, ImageBlock):
             parts.append(block)
             continue
-        text = block.text if isinstance(block, TextBlock) else _json_text(block)
+        text = block.text if isinstance(block, TextBlock) else to_json_text(block.value)
         if parts and isinstance(parts[-1], TextBlock):
             parts[-1] = TextBlock(parts[-1].text + "\n" + text)
         else:
             parts.append(TextBlock(text))
     return parts or [TextBlock(EMPTY_RESULT)]
-
-
-def _json_text(block: JsonBlock) -> str:
-    return json.dumps(block.value, ensure_ascii=False, default=str)
