@@ -31,8 +31,14 @@ def _originals(registry: ToolRegistry) -> dict[str, Any]:
     return {tool.name: thaw(tool.parameters) for tool in registry}
 
 
-def test_openai_chat_strict_where_exact(registry: ToolRegistry) -> None:
+def test_openai_chat_sends_schemas_as_they_are_by_default(registry: ToolRegistry) -> None:
     tools = openai_chat.definitions(registry)
+    assert [t["function"]["parameters"] for t in tools] == list(_originals(registry).values())
+    assert all(t["function"]["strict"] is False for t in tools)
+
+
+def test_openai_chat_strict_where_exact(registry: ToolRegistry) -> None:
+    tools = openai_chat.definitions(registry, strict=None)
     for item in tools:
         _typed_dict(ChatCompletionFunctionToolParam, item)
     by_name = {t["function"]["name"]: t["function"] for t in tools}
@@ -56,7 +62,8 @@ def test_strict_true_names_the_obstacle(registry: ToolRegistry) -> None:
 
 
 def test_responses_states_strict_on_every_tool(registry: ToolRegistry) -> None:
-    tools = openai_responses.definitions(registry)
+    assert all(t["strict"] is False for t in openai_responses.definitions(registry))
+    tools = openai_responses.definitions(registry, strict=None)
     for item in tools:
         _typed_dict(FunctionToolParam, item)
         assert isinstance(item["strict"], bool)  # the API would read a missing one as true

@@ -160,16 +160,17 @@ def test_parse_response_undoes_strict_nulls(registry: ToolRegistry) -> None:
         return {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
 
     forced = json.dumps({"path": "a", "limit": None, "encoding": None})
-    (call,) = openai_chat.parse_response(response(forced), tools=registry).calls
+    (call,) = openai_chat.parse_response(response(forced), tools=registry, strict=None).calls
     assert call.arguments == {"path": "a", "encoding": None}  # limit's default applies
     prepared = registry.prepare_call(call.name, call.arguments)
     assert prepared.ok and prepared.arguments == {"path": "a", "encoding": None}
     plain = '{"path": "a", "limit": 3, "encoding": null}'
-    assert openai_chat.parse_response(response(plain), tools=registry).calls[0].arguments == plain
+    strict_parse = {"tools": registry, "strict": None}
+    assert openai_chat.parse_response(response(plain), **strict_parse).calls[0].arguments == plain
     cut = '{"path": "a", "limit": nu'
-    assert openai_chat.parse_response(response(cut), tools=registry).calls[0].arguments == cut
+    assert openai_chat.parse_response(response(cut), **strict_parse).calls[0].arguments == cut
     untouched = openai_chat.parse_response(response(forced), tools=registry, strict=False)
     assert untouched.calls[0].arguments == forced
     open_tool = '{"labels": null}'
-    parsed = openai_chat.parse_response(response(open_tool, "tag"), tools=registry)
+    parsed = openai_chat.parse_response(response(open_tool, "tag"), **strict_parse)
     assert parsed.calls[0].arguments == open_tool  # sent with strict: false, so no undo

@@ -1,9 +1,10 @@
 """OpenAI Chat Completions: ``tools`` out, ``message.tool_calls`` in, ``role: tool`` back.
 
-Definitions use strict mode where the schema allows it exactly (see
-`toolbridge.formats.schemas`) and say ``strict: false`` elsewhere. Pass the same
-`tools` and `strict` to `parse_response` and it undoes strict mode's
-optional -> nullable mapping on the calls it parses.
+Definitions are sent as they are (``strict: false``) unless you ask: ``strict=None``
+uses strict mode where the schema allows it exactly (see `toolbridge.formats.schemas`),
+``strict=True`` demands it. Strict mode makes optional keys required and nullable,
+so a model then sends ``null`` for what it leaves out: pass the same `tools` and
+`strict` to `parse_response` and it undoes that mapping on the calls it parses.
 
 Tool messages carry text only in this API, so images a tool returned follow the
 tool messages as one user message of image parts, each introduced by its call id.
@@ -68,7 +69,7 @@ def adapt_parameters(spec: ToolSpec, strict: bool | None) -> tuple[dict[str, Any
         return thaw(spec.parameters), False
 
 
-def definitions(tools: ToolSource, *, strict: bool | None = None) -> list[dict[str, Any]]:
+def definitions(tools: ToolSource, *, strict: bool | None = False) -> list[dict[str, Any]]:
     """The ``tools`` array: one ``{"type": "function", "function": ...}`` per tool."""
     out = []
     for spec in tool_specs(tools):
@@ -106,7 +107,7 @@ def parse_response(
     payload: Any,
     *,
     tools: ToolSource | None = None,
-    strict: bool | None = None,
+    strict: bool | None = False,
     choice: int = 0,
     id_salt: str = "",
 ) -> ParsedResponse:
@@ -193,7 +194,7 @@ def _call(
 
 
 def restore_strict_arguments(
-    calls: Sequence[ToolCallRequest], tools: ToolSource, *, strict: bool | None = None
+    calls: Sequence[ToolCallRequest], tools: ToolSource, *, strict: bool | None = False
 ) -> tuple[ToolCallRequest, ...]:
     """Undo strict mode on calls to tools that were sent strict (same `strict` as sent).
 

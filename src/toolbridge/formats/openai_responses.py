@@ -37,7 +37,7 @@ _CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
 _KEPT_FIELDS = ("namespace", "caller")
 
 
-def definitions(tools: ToolSource, *, strict: bool | None = None) -> list[dict[str, Any]]:
+def definitions(tools: ToolSource, *, strict: bool | None = False) -> list[dict[str, Any]]:
     """The ``tools`` array: ``{"type": "function", "name", "parameters", "strict"}``."""
     out = []
     for spec in tool_specs(tools):
@@ -70,7 +70,7 @@ def parse_response(
     payload: Any,
     *,
     tools: ToolSource | None = None,
-    strict: bool | None = None,
+    strict: bool | None = False,
     id_salt: str = "",
 ) -> ParsedResponse:
     """A Responses API response -> text and calls (``call_id`` as the call's id)."""
