@@ -55,12 +55,15 @@ def arguments_until(text: str, pos: int, terminators: tuple[str, ...]) -> tuple[
     """Argument text starting at `pos` and the position just after it.
 
     A complete JSON value is taken whole, so a terminator inside one of its strings does
-    not cut it. Anything else (broken or cut-off JSON) is returned raw, up to the first
-    terminator, so that the registry reports it to the model instead of it being guessed.
+    not cut it. Anything else (broken or cut-off JSON, or values run together like
+    ``{..}{..}``) is returned raw, up to the first terminator, so that the registry
+    reports it to the model instead of one part being run.
     """
     found = scan_json(text, pos)
     if found is not None:
-        return found
+        after = skip_space(text, found[1])
+        if text.startswith(terminators, after) or not text.startswith(("{", "["), after):
+            return found
     ends = [index for marker in terminators if (index := text.find(marker, pos)) != -1]
     end = min(ends, default=len(text))
     return text[pos:end].strip(), end
