@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.types import (
     FormatError,
     ParsedResponse,
@@ -82,12 +82,9 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
 
 
 def _call(block: Mapping[str, Any], position: int, salt: str) -> ToolCallRequest:
-    name, arguments = block.get("name", ""), block.get("input")
-    call_id = block.get("id")
-    if isinstance(call_id, str) and call_id:
-        return ToolCallRequest(call_id, name, arguments)
-    generated = generated_call_id(position, str(name), arguments, salt=salt)
-    return ToolCallRequest(generated, name, arguments, {"generated_id": True})
+    return tool_call(
+        block.get("id"), block.get("name", ""), block.get("input"), position, salt=salt
+    )
 
 
 def result_blocks(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.types import (
     FormatError,
     ParsedResponse,
@@ -78,12 +78,7 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
         use = block.get("toolUse")
         if isinstance(use, dict):
             name, arguments = use.get("name", ""), use.get("input")
-            call_id = use.get("toolUseId")
-            if isinstance(call_id, str) and call_id:
-                calls.append(ToolCallRequest(call_id, name, arguments))
-            else:
-                generated = generated_call_id(len(calls), str(name), arguments, salt=id_salt)
-                calls.append(ToolCallRequest(generated, name, arguments, {"generated_id": True}))
+            calls.append(tool_call(use.get("toolUseId"), name, arguments, len(calls), salt=id_salt))
     stop = data.get("stopReason")
     return ParsedResponse(
         text="".join(texts),

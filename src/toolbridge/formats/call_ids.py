@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["generated_call_id"]
+from toolbridge.calls import ToolCallRequest
+
+__all__ = ["generated_call_id", "tool_call"]
 
 _ALPHANUMERIC = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -21,6 +24,24 @@ def _canonical(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments
     return json.dumps(arguments, sort_keys=True, default=repr)
+
+
+def tool_call(
+    call_id: Any,
+    name: Any,
+    arguments: Any,
+    position: int,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    salt: str = "",
+) -> ToolCallRequest:
+    """A `ToolCallRequest` with the provider's id, or, when it sent none, a generated
+    stable one flagged ``extra["generated_id"] = True`` (never sent back as if real)."""
+    kept = dict(extra or {})
+    if not isinstance(call_id, str) or not call_id:
+        call_id = generated_call_id(position, str(name), arguments, salt=salt)
+        kept["generated_id"] = True
+    return ToolCallRequest(call_id, name, arguments, kept)
 
 
 def generated_call_id(

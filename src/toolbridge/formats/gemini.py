@@ -19,7 +19,7 @@ from typing import Any
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ToolDefinitionError
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.schemas import UnsupportedSchema, gemini_parameters, json_schema_from_gemini
 from toolbridge.formats.types import (
     FormatError,
@@ -125,15 +125,9 @@ def parse_response(payload: Any, *, candidate: int = 0, id_salt: str = "") -> Pa
 
 
 def _call(call: Mapping[str, Any], signature: Any, position: int, salt: str) -> ToolCallRequest:
+    extra = {"thought_signature": signature} if signature else None
     name, arguments = call.get("name", ""), call.get("args")
-    extra: dict[str, Any] = {}
-    if signature:
-        extra["thought_signature"] = signature
-    call_id = call.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        call_id = generated_call_id(position, str(name), arguments, salt=salt)
-        extra["generated_id"] = True
-    return ToolCallRequest(call_id, name, arguments, extra)
+    return tool_call(call.get("id"), name, arguments, position, extra, salt=salt)
 
 
 def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:

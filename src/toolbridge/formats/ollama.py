@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from toolbridge.calls import ToolCallRequest
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import parse_definitions
 from toolbridge.formats.types import (
     FormatError,
@@ -63,12 +62,7 @@ def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
         if not isinstance(function, dict):
             raise FormatError(f'tool_calls[{position}] has no "function" object')
         name, arguments = function.get("name", ""), function.get("arguments")
-        call_id = raw.get("id")
-        extra: dict[str, Any] = {}
-        if not isinstance(call_id, str) or not call_id:
-            call_id = generated_call_id(position, str(name), arguments, salt=id_salt)
-            extra["generated_id"] = True
-        calls.append(ToolCallRequest(call_id, name, arguments, extra))
+        calls.append(tool_call(raw.get("id"), name, arguments, position, salt=id_salt))
     done_reason = data.get("done_reason")
     content = message.get("content")
     return ParsedResponse(

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.errors import ToolDefinitionError
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.schemas import UnsupportedSchema, drop_strict_nulls, openai_strict
 from toolbridge.formats.types import (
     FormatError,
@@ -175,22 +175,13 @@ def parse_message_calls(
         name = body.get("name", "")
         arguments = body.get("input") if kind == "custom" else body.get("arguments")
         extra: dict[str, Any] = {"type": "custom"} if kind == "custom" else {}
-        calls.append(_call(raw.get("id"), name, arguments, position, extra=extra, salt=id_salt))
+        calls.append(tool_call(raw.get("id"), name, arguments, position, extra, salt=id_salt))
     legacy = message.get("function_call")
     if isinstance(legacy, dict):
         name, arguments = legacy.get("name", ""), legacy.get("arguments")
         extra = {"legacy_function_call": True}
-        calls.append(_call(None, name, arguments, len(calls), extra=extra, salt=id_salt))
+        calls.append(tool_call(None, name, arguments, len(calls), extra, salt=id_salt))
     return tuple(calls)
-
-
-def _call(
-    call_id: Any, name: Any, arguments: Any, position: int, *, extra: dict[str, Any], salt: str
-) -> ToolCallRequest:
-    if not isinstance(call_id, str) or not call_id:
-        call_id = generated_call_id(position, str(name), arguments, salt=salt)
-        extra = {**extra, "generated_id": True}
-    return ToolCallRequest(call_id, name, arguments, extra)
 
 
 def restore_strict_arguments(

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
-from toolbridge.formats.call_ids import generated_call_id
+from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import adapt_parameters, restore_strict_arguments
 from toolbridge.formats.types import (
     FormatError,
@@ -117,11 +117,7 @@ def _call(item: Mapping[str, Any], position: int, salt: str) -> ToolCallRequest:
         extra["item_id"] = item["id"]
     if kind == "custom_tool_call":
         extra["type"] = "custom"
-    call_id = item.get("call_id")
-    if not isinstance(call_id, str) or not call_id:
-        call_id = generated_call_id(position, str(name), arguments, salt=salt)
-        extra["generated_id"] = True
-    return ToolCallRequest(call_id, name, arguments, extra)
+    return tool_call(item.get("call_id"), name, arguments, position, extra, salt=salt)
 
 
 def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
