@@ -16,7 +16,6 @@ import logging
 import pkgutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from toolbridge.errors import ToolConfigError
@@ -67,6 +66,8 @@ class ToolLoader:
 
     def discover_plugins(self) -> list[tuple[str, Candidate]]:
         """Plugin candidates from the entry-point group, each loaded in isolation."""
+        from importlib import metadata  # email, zipfile, csv...: only when plugins are asked for
+
         found: list[tuple[str, Candidate]] = []
         for entry_point in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
             source = f"entry point {entry_point.name!r} ({entry_point.value})"

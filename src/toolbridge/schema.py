@@ -13,7 +13,6 @@ validates against that branch.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from toolbridge.calls import (
     format_path,
 )
 from toolbridge.errors import ArgumentIssue, ToolDefinitionError
+from toolbridge.naming import NameIndex
 
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
@@ -622,7 +622,7 @@ def _unknown_key(key: str, allowed: Sequence[str], location: Location) -> Argume
     if not allowed:
         return ArgumentIssue(format_path(location), f"unknown key {shown!r}: this takes no keys")
     message = f"unknown key {shown!r}; allowed keys: {', '.join(allowed)}"
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    close = NameIndex(allowed).suggest(key, limit=1)
     if close:
         message += f" (did you mean {close[0]!r}?)"
     return ArgumentIssue(format_path(location), message)
