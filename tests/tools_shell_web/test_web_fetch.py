@@ -166,3 +166,38 @@ def test_html_to_text_structure() -> None:
         "https://example.com/",
     )
     assert page.text == "a\nb\n\nx   y\n  z\n\n| k | v\n\n[image: chart]j"
+
+
+async def test_compressed_bodies_are_refused_not_decoded(servers: Any, local_http: Any) -> None:
+    import gzip
+
+    server = await servers()
+    bomb = gzip.compress(b"\0" * 20_000_000)  # 20 MB behind about 20 KB
+    server.routes["/bomb"] = local_http.Reply(
+        headers={"Content-Type": "text/plain", "Content-Encoding": "gzip"}, body=bomb
+    )
+    url = f"http://public.example:{server.port}/bomb"
+    result = await fetcher(server).execute("web_fetch", {"url": url})
+    assert result.is_error and "gzip-compressed content" in result.text
+
+
+async def test_a_charset_that_is_no_text_encoding_falls_back(servers: Any, local_http: Any) -> None:
+    server = await servers()
+    server.routes["/b64"] = local_http.Reply(
+        headers={"Content-Type": "text/plain; charset=base64"}, body=b"plain words"
+    )
+    url = f"http://public.example:{server.port}/b64"
+    result = await fetcher(server).execute("web_fetch", {"url": url})
+    assert not result.is_error and "plain words" in result.text
+
+
+async def test_pathological_html_is_stopped_at_its_deadline(servers: Any, local_http: Any) -> None:
+    server = await servers()
+    # html.parser is quadratic on unclosed tags: this would hold a thread for minutes
+    server.routes["/slow"] = local_http.Reply(
+        headers={"Content-Type": "text/html"}, body=b"<html>" + b"<a" * 400_000
+    )
+    url = f"http://public.example:{server.port}/slow"
+    tools = fetcher(server, convert_timeout=0.5, max_bytes=2_000_000)
+    result = await tools.execute("web_fetch", {"url": url})
+    assert result.is_error and "could not be turned into text within 0.5 s" in result.text

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolbridge.errors import ToolExecutionError
-from toolbridge.html import html_to_text
+from toolbridge.html import HtmlText, html_to_text
+from toolbridge.isolation import run_in_subprocess
 from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
 
@@ -57,6 +58,9 @@ class WebFetchConfig(BaseModel):
         default=50_000, ge=100, description="Longest text returned to the model."
     )
     timeout: float = Field(default=30.0, gt=0, le=600, description="Seconds for the whole fetch.")
+    convert_timeout: float = Field(
+        default=10.0, gt=0, le=600, description="Seconds to turn a page's HTML into text."
+    )
     max_redirects: int = Field(default=MAX_REDIRECTS, ge=0, le=MAX_REDIRECTS)
     user_agent: str = "toolbridge-web-fetch/0.1"
 
@@ -145,7 +149,7 @@ class WebFetchTool(Tool):
         url: str = kwargs["url"]
         limit = min(kwargs.get("max_chars") or self.config.max_chars, self.config.max_chars)
         page, hops = await self._fetch(url)
-        return self._render(page, hops, limit)
+        return await self._render(page, hops, limit)
 
     async def _fetch(self, url: str) -> tuple[_Page, list[str]]:
         import httpx
@@ -181,6 +185,22 @@ class WebFetchTool(Tool):
                 f"fetching {url!r} failed: {type(exc).__name__}: {exc}", hint=_HINT_UNREACHABLE
             ) from None
 
+    async def _convert(self, html: str, url: str) -> HtmlText:
+        """HTML to text in a worker process with a deadline: the stdlib parser is quadratic
+        on some malformed input, and a thread could neither be stopped nor spare the loop."""
+        limit = self.config.convert_timeout
+        try:
+            async with asyncio.timeout(limit):
+                converted: HtmlText = await run_in_subprocess(
+                    html_to_text, {"html": html, "base_url": url}
+                )
+        except TimeoutError:
+            raise ToolExecutionError(
+                f"the HTML of {url!r} could not be turned into text within {limit:g} s",
+                hint="The page is too large or malformed; try a simpler page or a text version.",
+            ) from None
+        return converted
+
     async def _read(self, response: httpx.Response) -> _Page:
         url = str(response.url)
         if response.status_code >= 400:
@@ -195,6 +215,13 @@ class WebFetchTool(Tool):
                 f"{url!r} is {media_type} content, which web_fetch cannot show as text",
                 hint="web_fetch reads HTML and text; look for an HTML or text version.",
             )
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            # asked for identity: decoding a compressed body could expand it far past the cap
+            raise ToolExecutionError(
+                f"{url!r} sent {encoding}-compressed content although web_fetch asked for none",
+                hint="This server cannot be read safely with web_fetch; try another source.",
+            )
         body = bytearray()
         truncated = False
         async for chunk in response.aiter_bytes():
@@ -207,7 +234,7 @@ class WebFetchTool(Tool):
             url, response.status_code, media_type, bytes(body), response.charset_encoding, truncated
         )
 
-    def _render(self, page: _Page, hops: list[str], limit: int) -> ToolResult:
+    async def _render(self, page: _Page, hops: list[str], limit: int) -> ToolResult:
         kind = _kind(page.media_type) if page.media_type else _sniff(page.body)
         if kind == "binary":
             raise ToolExecutionError(
@@ -217,7 +244,7 @@ class WebFetchTool(Tool):
         text = page.body.decode(_charset(page), errors="replace")
         title = ""
         if kind == "html":
-            converted = html_to_text(text, page.url)
+            converted = await self._convert(text, page.url)
             title, text = converted.title, converted.text
         total = len(text)
         notes: list[str] = []
@@ -277,7 +304,9 @@ def _charset(page: _Page) -> str:
     for name in candidates:
         if name:
             try:
-                return codecs.lookup(name).name
+                codec = codecs.lookup(name)
             except LookupError:
                 continue
+            if getattr(codec, "_is_text_encoding", True):  # not base64, zlib and the like
+                return codec.name
     return "utf-8"
