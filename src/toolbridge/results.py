@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Sequence
@@ -196,7 +197,12 @@ class ResultStore:
             raise ValueError("offset must be >= 0 and limit >= 1")
         path = self.path_for(call_id)
         self._check_inside_workspace(path.parent, create=False)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # No-follow and non-blocking, then only a regular file: a symlink or a FIFO planted
+        # in the results folder can neither lead outside nor hang the read.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileNotFoundError(f"{path.name} is not a regular file")
         with os.fdopen(fd, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             start = min(offset, size)
@@ -218,11 +224,18 @@ class ResultStore:
             return 0
         now = time.time()
         files: list[tuple[float, Path]] = []
-        for path in self.root.glob("*/*.txt"):
-            try:
-                files.append((path.stat().st_mtime, path))
-            except FileNotFoundError:
-                continue  # removed by a concurrent prune
+        # Never follow links: a session folder or file linked out of the workspace (a
+        # cloned repository can carry one) must not get files outside deleted.
+        for session in self.root.iterdir():
+            if session.is_symlink() or not session.is_dir():
+                continue
+            for path in session.glob("*.txt"):
+                try:
+                    info = path.lstat()
+                except FileNotFoundError:
+                    continue  # removed by a concurrent prune
+                if stat.S_ISREG(info.st_mode):
+                    files.append((info.st_mtime, path))
         files.sort(reverse=True)
         doomed = [path for mtime, path in files if path != keep and now - mtime > self.max_age]
         own = [path for _, path in files if path.parent == self.directory and path not in doomed]

@@ -143,3 +143,33 @@ def test_count_pruning_keeps_other_sessions_results(workspace: Path) -> None:
     os.utime(kept, (stale, stale))
     busy.save("c9", "text")
     assert not kept.exists()  # age applies to every session
+
+
+async def test_a_fifo_planted_as_a_saved_result_is_refused(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    import asyncio
+
+    from toolbridge.tools.tool_results import ReadToolResult
+
+    store = ResultStore(workspace, "test-session")
+    store.directory.mkdir(parents=True)
+    os.mkfifo(store.path_for("x"))
+    registry.register(ReadToolResult())
+    async with asyncio.timeout(30):  # a hang guard only: the call must not block on the FIFO
+        result = await registry.execute("read_tool_result", {"call_id": "x"})
+    assert result.is_error and "no saved result for call id 'x'" in result.text
+
+
+def test_pruning_never_follows_a_linked_session_folder(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / "diary.txt"
+    precious.write_text("keep me")
+    stale = time.time() - 30 * 24 * 3600
+    os.utime(precious, (stale, stale))
+    store = ResultStore(workspace, "s", max_count=1)
+    store.save("first", "text")
+    (store.root / "evil").symlink_to(outside, target_is_directory=True)
+    store.save("second", "text")
+    assert precious.read_text() == "keep me"

@@ -6,6 +6,7 @@ the workspace and tells the model the call id; this tool reads it back page by p
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from toolbridge.errors import ToolExecutionError
@@ -62,7 +63,7 @@ class ReadToolResult(Tool):
         ctx = current_context()
         store = ResultStore(ctx.workspace, ctx.session)
         try:
-            page = store.read(call_id, offset, limit)
+            page = await asyncio.to_thread(store.read, call_id, offset, limit)
         except FileNotFoundError:
             raise ToolExecutionError(
                 f"no saved result for call id {call_id!r}.",
