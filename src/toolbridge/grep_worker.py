@@ -35,9 +35,10 @@ def main() -> None:
     regex = re.compile(request["pattern"], flags)
     # One scan of the whole text (in C) rules out most files before the per-line loop.
     # A line that matches on its own then also matches inside the text, unless the
-    # pattern sees past the line: \A, \Z, negative lookarounds, or a CR before the LF.
+    # pattern sees past the line: \A, \Z, negative lookarounds, an inline flag group
+    # that turns flags off (``(?-m:x$)`` undoes the MULTILINE added here), or a CR.
     prefilter = None
-    if not re.search(r"\\[AZ]|\(\?(<[=!]|!)", request["pattern"]):
+    if not re.search(r"\\[AZ]|\(\?(<[=!]|!)|\(\?[a-zA-Z]*-", request["pattern"]):
         prefilter = re.compile(request["pattern"], flags | re.MULTILINE)
     remaining: int = request["max_matches"]
     max_chars: int = request["max_chars"]

@@ -31,13 +31,14 @@ DRAIN_SECONDS = 2.0
 
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|AUTH|COOKIE|PRIVATE|SIGNING"
-    r"|(^|_)(PASS|PW|PWD)(_|$)",
+    r"|BEARER|JWT|DSN|WEBHOOK|PGPASS"
+    r"|(^|_)(PASS|PW|PWD|PAT|SK)(_|$)",
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(
-    r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"  # URL with user:password
+    r"[a-z][a-z0-9+.-]*://[^/\s@]+@"  # URL with userinfo: user:password@ or key@ (DSNs)
     r"|-----BEGIN [A-Z ]*PRIVATE KEY"
-    r"|^(ghp_|gho_|ghs_|github_pat_|glpat-|sk-|xox[abpr]-|AKIA[0-9A-Z]{16})",
+    r"|^(ghp_|gho_|ghs_|github_pat_|glpat-|sk-|sk_live_|rk_live_|xox[abpr]-|AKIA[0-9A-Z]{16})",
     re.IGNORECASE,
 )
 _NOT_SECRET = frozenset({"PWD", "OLDPWD"})

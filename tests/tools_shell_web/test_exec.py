@@ -152,6 +152,21 @@ async def test_the_environment_is_scrubbed_unless_allowed(workspace: Path) -> No
         assert secret not in result.text
 
 
+def test_scrub_catches_common_credential_spellings() -> None:
+    secrets = {
+        "GH_PAT": "x",
+        "AZURE_DEVOPS_EXT_PAT": "x",
+        "SENTRY_DSN": "https://key@o1.ingest.example/1",
+        "JWT": "a.b.c",
+        "SLACK_WEBHOOK_URL": "https://hooks.example/T/B/x",
+        "PGPASS": "p",
+        "STRIPE_SK": "rk_live_123",
+    }
+    kept, dropped = scrub_environment({**secrets, "PATH": "/bin", "PATTERN": "x", "SKIP": "1"})
+    assert sorted(dropped) == sorted(secrets)
+    assert kept == {"PATH": "/bin", "PATTERN": "x", "SKIP": "1"}
+
+
 def test_scrub_reports_dropped_names_and_keeps_pwd() -> None:
     kept, dropped = scrub_environment({"PWD": "/w", "OLDPWD": "/", "API_TOKEN": "t", "X": "1"})
     assert kept == {"PWD": "/w", "OLDPWD": "/", "X": "1"}
