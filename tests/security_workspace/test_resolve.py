@@ -182,3 +182,27 @@ def test_relative_and_contains(guard: Workspace, workspace: Path) -> None:
     assert guard.relative(workspace / "a" / "b") == "a/b"
     assert guard.contains(workspace / "a")
     assert not guard.contains(Path(os.path.dirname(workspace)))
+
+
+def test_paths_off_the_way_to_the_root_are_refused_without_looking(tmp_path: Path) -> None:
+    """No existence oracle: probing a sibling of the workspace answers the same whether
+    it exists or not (found in review)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("hi")
+    (tmp_path / "secretdir").mkdir()
+    guard = Workspace(workspace)
+    messages = []
+    for probe in ("secretdir", "nosuchdir"):
+        with pytest.raises(WorkspaceViolation) as caught:
+            guard.resolve(f"{tmp_path}/{probe}/../ws/README.md")
+        messages.append(str(caught.value).replace(probe, "X"))
+    assert messages[0] == messages[1]
+    assert guard.resolve(f"{workspace}/README.md") == workspace / "README.md"  # via ancestors
+
+
+@pytest.mark.parametrize("path", ["README.md/", "README.md/.", "README.md/./"])
+def test_a_trailing_slash_or_dot_after_a_file_is_an_error(tmp_path: Path, path: str) -> None:
+    (tmp_path / "README.md").write_text("hi")
+    with pytest.raises(ToolExecutionError, match="is a file, not a directory"):
+        Workspace(tmp_path).resolve(path)

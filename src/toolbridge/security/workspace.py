@@ -165,7 +165,7 @@ class Workspace:
         hops = 0
         while pending:
             part = pending.popleft()
-            if part in ("", "."):
+            if part in ("", ".") and is_dir:
                 continue
             if missing is not None and part == "..":
                 raise self._problem(
@@ -189,6 +189,10 @@ class Workspace:
             if missing is not None:
                 current = candidate
                 continue
+            if not self._on_the_way(candidate):
+                # Never look at what exists off the way to the root: which error came
+                # back would tell the model. Leaving that line is a violation at once.
+                raise self._problem(original, candidate, "", "")
             try:
                 info = os.lstat(candidate)
             except FileNotFoundError:
@@ -226,6 +230,11 @@ class Workspace:
                 continue
             current, is_dir = candidate, stat.S_ISDIR(info.st_mode)
         return Path(current)
+
+    def _on_the_way(self, path: str) -> bool:
+        """Inside the workspace, or one of the root's own ancestors."""
+        root = str(self.root)
+        return path == root or path.startswith(root + "/") or root.startswith(path + "/")
 
     def _problem(self, original: str, where: str, message: str, hint: str) -> Exception:
         # Outside the workspace every failure is the same violation, so that probing
