@@ -10,6 +10,7 @@ import asyncio
 import codecs
 import difflib
 import os
+import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -299,16 +300,25 @@ def _match_lines(text: str, needle: str) -> list[int]:
     return lines
 
 
+NEAR_LINES = 20
+NEAR_SECONDS = 2.0
+
+
 def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
     """The no-match error, showing the lines most like `needle` so the model can copy them."""
     lines = text.splitlines()
-    wanted = needle.strip("\n").splitlines() or [needle]
+    # Compare windows of at most NEAR_LINES lines, and stop at a time budget: the search
+    # runs in a thread that cannot be cancelled, so its cost must be bounded.
+    wanted = (needle.strip("\n").splitlines() or [needle])[:NEAR_LINES]
     size = len(wanted)
     target = "\n".join(line.strip() for line in wanted)
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(target[:4000])
     scored: list[tuple[float, int]] = []
+    deadline = time.monotonic() + NEAR_SECONDS
     for start in range(min(max(1, len(lines) - size + 1), 50_000)):
+        if start % 1000 == 999 and time.monotonic() > deadline:
+            break
         window = "\n".join(line.strip() for line in lines[start : start + size])
         matcher.set_seq1(window[:4000])
         if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
