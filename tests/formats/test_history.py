@@ -173,3 +173,27 @@ def test_anthropic_history() -> None:
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(FormatError, match="one of anthropic, openai_chat, openai_responses"):
         repair_history([], "cohere")
+
+
+def test_responses_history_with_ids_reused_across_turns() -> None:
+    """Kimi-style ids repeat every turn: each output answers the latest waiting call."""
+    call_id = "functions.get_weather:0"
+
+    def call(city: str) -> dict[str, Any]:
+        arguments = json.dumps({"city": city})
+        return {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": "get_weather",
+            "arguments": arguments,
+        }
+
+    def output(text: str) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+    items = [call("Paris"), output("sunny"), call("Rome"), output("rainy"), call("Oslo")]
+    repaired, changes = repair_history(items, "openai_responses")
+    outputs = [item.get("output") for item in repaired if item["type"] == "function_call_output"]
+    assert outputs[:2] == ["sunny", "rainy"]  # the second turn's real output is kept
+    assert len(outputs) == 3 and outputs[2] != "rainy"  # Oslo gets a synthetic error
+    assert [c.action for c in changes] == ["added_missing_result"]

@@ -227,8 +227,11 @@ def _chat_result(call_id: str) -> dict[str, Any]:
 
 def _repair_responses(items: Messages, log: _Log) -> Messages:
     out: Messages = []
-    open_calls: dict[str, int] = {}  # call_id -> index of the call item in the input
+    # Ids can repeat across turns (Kimi's "functions.name:0" in every turn), so an output
+    # answers the latest call with its id that is still waiting, never an earlier one.
+    waiting: dict[str, tuple[int, int]] = {}  # call_id -> (position in out, input index)
     answered: set[str] = set()
+    unanswered: list[tuple[int, str, int]] = []  # (position in out, call_id, input index)
     for index, item in enumerate(items):
         kind = item.get("type")
         if kind == "function_call":
@@ -236,30 +239,36 @@ def _repair_responses(items: Messages, log: _Log) -> Messages:
             if not isinstance(name, str) or not name:
                 log.add("removed_nameless_call", index, item.get("call_id"), "no name")
                 continue
-            item["call_id"] = _call_id(item.get("call_id"), index, 0, name, log)
-            item["arguments"] = _argument_text(item.get("arguments"), index, item["call_id"], log)
-            open_calls[item["call_id"]] = index
+            call_id = item["call_id"] = _call_id(item.get("call_id"), index, 0, name, log)
+            item["arguments"] = _argument_text(item.get("arguments"), index, call_id, log)
+            if call_id in waiting:  # a new call reuses the id of one never answered
+                earlier_position, earlier_index = waiting[call_id]
+                unanswered.append((earlier_position, call_id, earlier_index))
+            waiting[call_id] = (len(out), index)
+            answered.discard(call_id)
         elif kind == "function_call_output":
-            call_id = item.get("call_id")
-            if call_id in answered:
-                log.add("dropped_duplicate_result", index, call_id, "a second output")
+            output_id = item.get("call_id")
+            if output_id in waiting:
+                del waiting[output_id]
+                answered.add(output_id)
+            elif output_id in answered:
+                log.add("dropped_duplicate_result", index, output_id, "a second output")
                 continue
-            if call_id not in open_calls:
-                log.add("dropped_orphan_result", index, call_id, "no call before it has its id")
+            else:
+                log.add("dropped_orphan_result", index, output_id, "no call before it has its id")
                 continue
-            answered.add(call_id)
         out.append(item)
-    missing = [call_id for call_id in open_calls if call_id not in answered]
-    for call_id in reversed(missing):
-        position = next(i for i, it in enumerate(out) if it.get("call_id") == call_id)
-        while position + 1 < len(out) and out[position + 1].get("type") in (
+    unanswered += [(position, call_id, index) for call_id, (position, index) in waiting.items()]
+    for call_position, call_id, _ in sorted(unanswered, reverse=True):
+        after = call_position + 1  # after the run of calls and outputs the call is in
+        while after < len(out) and out[after].get("type") in (
             "function_call",
             "function_call_output",
         ):
-            position += 1
-        out.insert(position + 1, _responses_result(call_id))
-    for call_id in missing:
-        log.add("added_missing_result", open_calls[call_id], call_id, "synthetic error output")
+            after += 1
+        out.insert(after, _responses_result(call_id))
+    for _, call_id, index in sorted(unanswered, key=lambda entry: entry[2]):
+        log.add("added_missing_result", index, call_id, "synthetic error output")
     return out
 
 
