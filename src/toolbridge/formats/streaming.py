@@ -133,6 +133,12 @@ class ToolCallAssembler:
         self._last_key = key
         return finished
 
+    def rekey(self, old: Hashable, new: Hashable) -> None:
+        """File the open call under `old` under `new` from now on."""
+        self._open[new] = self._open.pop(old)
+        if self._last_key == old:
+            self._last_key = new
+
     def add_name(self, key: Hashable, fragment: str) -> None:
         self._buffer(key).name += fragment
 
@@ -269,10 +275,22 @@ class OpenAIChatStream(ToolCallAssembler):
         name = function.get("name") or ""
         arguments = function.get("arguments")
         index = fragment.get("index")
+        last = (
+            self._last_key if self._last_key is not None and self.is_open(self._last_key) else None
+        )
         if index is not None:
             key: Hashable = ("index", index)
-        elif self._last_key is not None and self.is_open(self._last_key):
-            key = self._last_key
+            # a server that leaves the index out of the first fragment only
+            if (
+                last is not None
+                and isinstance(last, tuple)
+                and last[0] == "unindexed"
+                and not self.is_open(key)
+                and (call_id is None or self._open[last].call_id in (None, call_id))
+            ):
+                self.rekey(last, key)
+        elif last is not None:
+            key = last
         else:
             key = ("unindexed", self.calls_started)
 
@@ -282,6 +300,17 @@ class OpenAIChatStream(ToolCallAssembler):
             if index is None:
                 key = ("unindexed", self.calls_started)
             current = None
+        elif (
+            current is not None
+            and index is None
+            and name
+            and current.name
+            and name != current.name
+            and current.fragments
+        ):
+            # no index and no id: another name after a call that has its arguments is
+            # the next call (servers that send whole calls one per chunk)
+            key, current = ("unindexed", self.calls_started), None
         if current is None:
             finished = self.open(key, call_id=call_id, name=name)
         else:
@@ -313,15 +342,22 @@ class OpenAIResponsesStream(ToolCallAssembler):
             self.add_text(data.get("delta") or "")
         elif kind == "response.output_item.added":
             return self._item(data, done=False)
-        elif kind == "response.function_call_arguments.delta":
+        elif kind in (
+            "response.function_call_arguments.delta",
+            "response.custom_tool_call_input.delta",
+        ):
             key = self._key(data)
             if not self.is_open(key):
                 self.open(key, extra=_item_extra(data.get("item_id")))
             self.add_arguments(key, data.get("delta") or "")
-        elif kind == "response.function_call_arguments.done":
+        elif kind in (
+            "response.function_call_arguments.done",
+            "response.custom_tool_call_input.done",
+        ):
             key = self._key(data)
-            if self.is_open(key) and isinstance(data.get("arguments"), str):
-                self.set_arguments(key, data["arguments"])
+            whole = data.get("arguments", data.get("input"))
+            if self.is_open(key) and isinstance(whole, str):
+                self.set_arguments(key, whole)
         elif kind == "response.output_item.done":
             return self._item(data, done=True)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -333,7 +369,8 @@ class OpenAIResponsesStream(ToolCallAssembler):
 
     def _item(self, data: Mapping[str, Any], *, done: bool) -> list[ToolCallRequest]:
         item = data.get("item") or {}
-        if item.get("type") != "function_call":
+        kind = item.get("type")
+        if kind not in ("function_call", "custom_tool_call"):
             return []
         key = self._key({"item_id": item.get("id"), "output_index": data.get("output_index")})
         finished: list[ToolCallRequest] = []
@@ -342,7 +379,9 @@ class OpenAIResponsesStream(ToolCallAssembler):
         buffer = self._open[key]
         buffer.call_id = item.get("call_id") or buffer.call_id
         buffer.name = item.get("name") or buffer.name
-        arguments = item.get("arguments")
+        if kind == "custom_tool_call":  # free-form input, as the whole-response parser keeps it
+            buffer.extra["type"] = "custom"
+        arguments = item.get("arguments" if kind == "function_call" else "input")
         if isinstance(arguments, str) and (done or arguments):
             self.set_arguments(key, arguments)
         if done:
