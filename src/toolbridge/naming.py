@@ -6,15 +6,12 @@ name costs a few set operations, not an edit-distance pass over every tool.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
 __all__ = ["NameIndex"]
 
-# Namespaces models invent in front of a real name: "functions.read_file",
-# "default_api:read_file", "tools/read_file", "mcp.server.read_file".
-_NAMESPACE = re.compile(r".*[.:/]")
 _MAX_NAME = 200
 _MIN_SIMILARITY = 0.6
 _SHORT = 8  # bigrams say little about names this short
@@ -25,7 +22,13 @@ def _fold(name: str) -> str:
 
 
 def _bigrams(text: str) -> frozenset[str]:
-    return frozenset(text[i : i + 2] for i in range(len(text) - 1)) or frozenset({text})
+    return frozenset(map("".join, pairwise(text))) or frozenset({text})
+
+
+def _without_namespace(name: str) -> str:
+    """Drop a namespace models invent in front of a real name: "functions.read_file",
+    "default_api:read_file", "tools/read_file", "mcp.server.read_file"."""
+    return name[max(name.rfind("."), name.rfind(":"), name.rfind("/")) + 1 :]
 
 
 class NameIndex:
@@ -55,7 +58,7 @@ class NameIndex:
         if not name or not self._grams:
             return []
         name = name[:_MAX_NAME]
-        stripped = _NAMESPACE.sub("", name)
+        stripped = _without_namespace(name)
         for candidate in (name, stripped):
             folded = _fold(candidate)
             for key in (folded, folded.replace("_", "")):
