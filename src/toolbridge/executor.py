@@ -14,6 +14,7 @@ after hooks and events.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import sys
 import time
@@ -92,6 +93,12 @@ class ExecutionPolicy:
             raise ValueError(f"default_timeout must be > 0 or None, got {self.default_timeout}")
         if self.max_result_chars < 100 or self.preview_chars < 1:
             raise ValueError("max_result_chars must be >= 100 and preview_chars >= 1")
+
+
+class _Mode(enum.Enum):
+    TOGETHER = "together"
+    IN_ORDER = "in_order"
+    EXCLUSIVE = "exclusive"
 
 
 class ExecutorHook:
@@ -257,8 +264,12 @@ class ToolExecutor:
     # --- the batch ------------------------------------------------------------------------
 
     async def _run_batch(self, batch: ToolBatch) -> None:
-        groups: list[tuple[bool, list[tuple[int, PreparedCall]]]] = []
-        open_group: list[tuple[int, PreparedCall]] | None = None
+        """Plan the batch into runs, then run them in order, each under the gate once.
+
+        A run is consecutive concurrency-safe calls (run together), consecutive other
+        calls (one after another), or one exclusive call (alone in the executor).
+        """
+        runs: list[tuple[_Mode, list[tuple[int, PreparedCall]]]] = []
         concurrency = self.policy.concurrency
         for index, call in enumerate(batch.calls):
             prepared = self._admit(call)
@@ -267,25 +278,32 @@ class ToolExecutor:
                 continue
             tool = prepared.tool
             assert tool is not None
-            if concurrency and tool.concurrency_safe and not tool.exclusive:
-                if open_group is None:
-                    open_group = []
-                    groups.append((False, open_group))
-                open_group.append((index, prepared))
+            if tool.exclusive:
+                mode = _Mode.EXCLUSIVE
+            elif concurrency and tool.concurrency_safe:
+                mode = _Mode.TOGETHER
             else:
-                open_group = None
-                groups.append((tool.exclusive, [(index, prepared)]))
-        for exclusive, group in groups:
-            if batch.fatal_index < group[0][0]:
-                await self._skip(batch, group)
+                mode = _Mode.IN_ORDER
+            if runs and runs[-1][0] is mode and mode is not _Mode.EXCLUSIVE:
+                runs[-1][1].append((index, prepared))
+            else:
+                runs.append((mode, [(index, prepared)]))
+        for mode, run in runs:
+            if batch.fatal_index < run[0][0]:
+                await self._skip(batch, run)
                 continue
+            exclusive = mode is _Mode.EXCLUSIVE
             if not self._gate.try_enter(exclusive):
                 await self._gate.acquire(exclusive)
             try:
-                if len(group) == 1:
-                    await self._execute(batch, *group[0])
-                else:
-                    await asyncio.gather(*(self._execute(batch, i, p) for i, p in group))
+                if mode is _Mode.TOGETHER and len(run) > 1:
+                    await asyncio.gather(*(self._execute(batch, i, p) for i, p in run))
+                    continue
+                for position, (index, prepared) in enumerate(run):
+                    if batch.fatal_index < index:
+                        await self._skip(batch, run[position:])
+                        break
+                    await self._execute(batch, index, prepared)
             finally:
                 self._gate.release(exclusive)
 
@@ -364,6 +382,11 @@ class ToolExecutor:
             async with self._limit:
                 start = self._started(batch, call)
                 invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+        elif self._tracer is None:  # the common case: no extra frame
+            start = self._started(batch, call)
+            invocation = await self.registry.run_prepared(
+                prepared, call_id=call.id, time_limit=time_limit
+            )
         else:
             start = self._started(batch, call)
             invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
