@@ -1,11 +1,11 @@
 # Two entry points, both self-contained on a machine with only Python 3.11:
 #   make run   - the main job: list the built-in tools and run calls over this directory
-#   make test  - the whole test suite (plus lint and type checks)
-PYTHON ?= python3.11
+#   make test  - the whole test suite (`make check`: ruff and mypy, as CI runs them)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check venv clean bench
+.PHONY: run test check venv clean
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
