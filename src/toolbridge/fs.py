@@ -1,10 +1,13 @@
 """Shared ground for the built-in file tools: the workspace-bound base class and text rules.
 
 Kept outside `toolbridge.tools` so that the loader, which builds every named tool it
-finds there, sees only real tools.
+finds there, sees only real tools. The text rules (`looks_binary`, `decode_text`) are
+also what `web_fetch` uses, so every tool draws the text/binary line in one place.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from toolbridge.errors import ToolExecutionError
 from toolbridge.security.workspace import Workspace
@@ -18,6 +21,7 @@ __all__ = [
     "decode_text",
     "human_size",
     "looks_binary",
+    "require_directory",
 ]
 
 BINARY_SNIFF_BYTES = 8192
@@ -59,11 +63,10 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
-def binary_file_error(shown: str) -> ToolExecutionError:
-    """The error for a file that holds NUL bytes, so is not text."""
+def binary_file_error(shown: str, where: str = "it contains NUL bytes") -> ToolExecutionError:
+    """The error for a file that holds NUL bytes, so is not text (`where` says where)."""
     return ToolExecutionError(
-        f"{shown} looks like a binary file (it contains NUL bytes); only text files can be "
-        "read or edited",
+        f"{shown} looks like a binary file ({where}); only text files can be read or edited",
         hint="Choose a text file, or use exec with a suitable program for binary data.",
     )
 
@@ -80,6 +83,27 @@ def decode_text(data: bytes, shown: str) -> str:
             "be binary or use another encoding",
             hint="Only UTF-8 text files can be read or edited with this tool.",
         ) from None
+
+
+def require_directory(real: Path, shown: str) -> None:
+    """Refuse, with a hint, a resolved `path` argument that is not an existing directory."""
+    if real.is_dir():
+        return
+    if real.is_file():
+        raise ToolExecutionError(
+            f"{shown} is a file, not a directory",
+            hint="Give a directory as path (list_dir shows what is there), or read the file "
+            "with read_file.",
+        )
+    if real.exists():
+        raise ToolExecutionError(
+            f"{shown} is not a directory",
+            hint="Give a directory as path; list_dir shows what is there.",
+        )
+    raise ToolExecutionError(
+        f"{shown} does not exist",
+        hint="List the workspace root with list_dir to see what is there.",
+    )
 
 
 def human_size(size: int) -> str:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 from toolbridge import ErrorKind, ToolRegistry
 
@@ -158,3 +165,80 @@ async def test_list_dir_errors(registry: ToolRegistry, workspace: Path) -> None:
     assert outside.error_kind is ErrorKind.WORKSPACE_VIOLATION
     bad = await registry.execute("list_dir", {"max_depth": 0})
     assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+
+
+# Run in a child process: drop every capability of this (single-threaded) process with
+# capset(2), so that file permission bits bind even for root, check that the locked
+# directory really cannot be opened, then list the workspace with the real tools.
+_UNPRIVILEGED_LISTING = textwrap.dedent(
+    """
+    import asyncio, ctypes, json, os, sys
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inherit")]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) != 0:
+        sys.exit(f"capset failed: {os.strerror(ctypes.get_errno())}")
+    root = sys.argv[1]
+    try:
+        os.close(os.open(os.path.join(root, "locked"), os.O_RDONLY | os.O_DIRECTORY))
+    except PermissionError:
+        pass
+    else:
+        sys.exit("SKIP: the locked directory can still be opened")
+
+    from toolbridge.security.workspace import Workspace
+    from toolbridge.tools.files import ListDirTool
+    from toolbridge.tools.search import GlobTool, GrepTool
+
+    guard = Workspace(root)
+    print(json.dumps({
+        "list_dir": asyncio.run(ListDirTool(guard).execute(recursive=True)),
+        "glob": asyncio.run(GlobTool(guard).execute(pattern="**/*.txt")),
+        "grep": asyncio.run(GrepTool(guard).execute(pattern="text")),
+    }))
+    """
+)
+
+
+def test_list_dir_reports_unreadable_directories(workspace: Path) -> None:
+    """A subdirectory the walk cannot open is reported as unreadable, not shown as empty.
+
+    Tests run as root here, and root's CAP_DAC_OVERRIDE ignores `chmod 000`. So the
+    listing runs in a child process that first drops all its capabilities with
+    capset(2): uid 0 then gets the owner bits like any user, and opening the
+    directory fails with a real EACCES (the child checks that it does, or skips).
+    """
+    (workspace / "a.txt").write_text("text\n")
+    (workspace / "locked").mkdir()
+    (workspace / "locked" / "hidden.txt").write_text("text\n")
+    (workspace / "open").mkdir()
+    (workspace / "open" / "inner.txt").write_text("text\n")
+    (workspace / "locked").chmod(0)
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", _UNPRIVILEGED_LISTING, str(workspace)],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    finally:
+        (workspace / "locked").chmod(0o755)
+    if child.stderr.startswith("SKIP: "):
+        pytest.skip(child.stderr.strip())
+    assert child.returncode == 0, child.stderr
+    results = json.loads(child.stdout)
+    assert results["list_dir"].splitlines() == [
+        "a.txt  (5 B)",
+        "locked/  (unreadable: permission denied)",
+        "open/",
+        "open/inner.txt  (5 B)",
+    ]
+    # the searches go on past it too
+    assert results["glob"].splitlines() == ["a.txt", "open/inner.txt"]
+    assert results["grep"].splitlines() == ["a.txt:1: text", "open/inner.txt:1: text"]

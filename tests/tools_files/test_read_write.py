@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 from toolbridge import ErrorKind, ToolContext, ToolLoader, ToolRegistry
+from toolbridge.fs import BINARY_SNIFF_BYTES
 from toolbridge.tools.files import ReadFileTool
 
 
@@ -88,6 +89,26 @@ async def test_read_file_refuses_binary_and_non_utf8(
     assert binary.is_error and "looks like a binary file" in binary.text
     latin = await registry.execute("read_file", {"path": "latin.txt"})
     assert latin.is_error and "is not UTF-8 text (line 1" in latin.text
+
+
+async def test_read_file_refuses_nul_bytes_past_the_sniffed_head(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    """Only the first 8 KB are sniffed for NUL bytes; the lines returned are checked too."""
+    lines = [f"line {n}" for n in range(1, 2001)] + ["bad\x00byte", "after"]
+    (workspace / "late.txt").write_text("\n".join(lines) + "\n")
+    assert (workspace / "late.txt").read_bytes().index(b"\x00") > BINARY_SNIFF_BYTES
+    for arguments in ({"offset": 2001}, {"offset": 1990, "limit": 20}):
+        result = await registry.execute("read_file", {"path": "late.txt", **arguments})
+        assert result.is_error, arguments
+        assert "late.txt looks like a binary file (line 2001 contains a NUL byte)" in result.text
+        assert "\x00" not in result.text
+    # lines around it that hold no NUL are still readable
+    before = await registry.execute("read_file", {"path": "late.txt"})
+    assert not before.is_error and "\x00" not in before.text
+    assert before.text.splitlines()[-1].endswith("read on with offset=2001")
+    after = await registry.execute("read_file", {"path": "late.txt", "offset": 2002})
+    assert after.text == "  2002\tafter"
 
 
 async def test_read_file_ordinary_errors(registry: ToolRegistry, workspace: Path) -> None:

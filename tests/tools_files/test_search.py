@@ -132,6 +132,30 @@ async def test_grep_errors(registry: ToolRegistry, workspace: Path) -> None:
     assert "nope does not exist" in missing.text
 
 
+async def test_directory_arguments_are_checked_alike(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    """list_dir, glob and grep share one check (and one wording) for a `path` directory."""
+    (workspace / "f.txt").write_text("x\n")
+    os.mkfifo(workspace / "pipe")
+    calls = [("list_dir", {}), ("glob", {"pattern": "*"}), ("grep", {"pattern": "x"})]
+    for name, arguments in calls:
+        missing = await registry.execute(name, {**arguments, "path": "nope"})
+        assert missing.text.startswith("Error: nope does not exist"), name
+        pipe = await registry.execute(name, {**arguments, "path": "pipe"})
+        assert pipe.text.startswith("Error: pipe is not a directory"), name
+    for name, arguments in calls[:2]:  # grep searches a single file instead
+        file = await registry.execute(name, {**arguments, "path": "f.txt"})
+        assert file.text.startswith("Error: f.txt is a file, not a directory"), name
+        assert "read_file" in file.text
+
+
+async def test_grep_drops_a_utf8_bom(registry: ToolRegistry, workspace: Path) -> None:
+    (workspace / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle\n")
+    result = await registry.execute("grep", {"pattern": "^needle"})
+    assert result.text == "bom.txt:1: needle"
+
+
 def _grep_workers() -> list[int]:
     """Live grep worker processes started by this test process."""
     found = []
@@ -170,6 +194,29 @@ async def test_results_found_before_the_deadline_are_kept(workspace: Path) -> No
         "a.txt:1: needle here",
         "… the search was stopped at its 5 s limit after 1 of 2 files; results are incomplete",
     ]
+    assert _grep_workers() == []
+
+
+async def test_the_grep_deadline_covers_the_walk(workspace: Path) -> None:
+    """The deadline starts before the walk for candidate files, not after it.
+
+    With no time at all the walk stops at its first entry and nothing is read or
+    searched; the error blames the size of the tree, not the pattern. (Before, the
+    whole tree was walked first and only the worker ran under the deadline.)
+    """
+    for n in range(20):
+        (workspace / f"d{n:02}").mkdir()
+        (workspace / f"d{n:02}" / "f.txt").write_text("needle\n")
+    tool = GrepTool(Workspace(workspace))
+    tool.deadline = 0
+    with pytest.raises(ToolExecutionError) as caught:
+        await tool.execute(pattern="needle")
+    assert caught.value.message == (
+        "the search for 'needle' was stopped at its 0 s limit while still listing the files "
+        "under . (1 entry visited); nothing was searched"
+    )
+    assert "narrow path" in caught.value.hint
+    assert "nested quantifiers" not in caught.value.hint
     assert _grep_workers() == []
 
 

@@ -43,12 +43,17 @@ EntryKind = Literal["file", "dir", "symlink", "other"]
 
 @dataclass(frozen=True, slots=True)
 class WalkEntry:
-    """One entry met by `Workspace.walk`: its real path, kind, size and depth (1 = child)."""
+    """One entry met by `Workspace.walk`: its real path, kind, size and depth (1 = child).
+
+    `error` is set on a directory the walk meant to enter but could not list (for
+    example "permission denied"): its contents are unknown, not empty.
+    """
 
     path: Path
     kind: EntryKind
     size: int
     depth: int
+    error: str | None = None
 
 
 def _kind(mode: int) -> EntryKind:
@@ -323,37 +328,59 @@ class Workspace:
 
         Symlinks are reported but never followed, so a walk cannot leave the workspace
         and ends on symlink loops. Directories named in `skip_dirs` are reported but not
-        entered. Unreadable directories are skipped.
+        entered. A directory that cannot be opened or listed is reported with `error`
+        set, and the walk goes on; only `real` itself failing is an error.
         """
         with self.open_dir(real) as fd:
-            yield from self._walk_fd(fd, real, 1, max_depth, skip_dirs)
+            try:
+                entries = _scan(fd)
+            except OSError as exc:
+                raise ToolExecutionError(
+                    f"{self.relative(real)} cannot be listed: {_reason(exc)}",
+                    hint="List another directory.",
+                ) from None
+            yield from self._walk_entries(
+                fd, entries, real, 1, max_depth=max_depth, skip_dirs=skip_dirs
+            )
 
-    def _walk_fd(
-        self, fd: int, real: Path, depth: int, max_depth: int, skip_dirs: frozenset[str]
+    def _walk_entries(
+        self,
+        fd: int,
+        entries: list[os.DirEntry[str]],
+        real: Path,
+        depth: int,
+        *,
+        max_depth: int,
+        skip_dirs: frozenset[str],
     ) -> Iterator[WalkEntry]:
-        try:
-            with os.scandir(fd) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError as exc:
-            logger.debug("cannot list %s: %s", real, exc)
-            return
         for entry in entries:
             try:
                 info = entry.stat(follow_symlinks=False)
-            except OSError:
+            except OSError:  # gone since it was listed
                 continue
             kind = _kind(info.st_mode)
             path = real / entry.name
-            yield WalkEntry(path, kind, info.st_size if kind == "file" else 0, depth)
+            size = info.st_size if kind == "file" else 0
             if kind != "dir" or depth >= max_depth or entry.name in skip_dirs:
+                yield WalkEntry(path, kind, size, depth)
                 continue
+            # Open and list the directory before reporting it, so that a failure is
+            # reported on its own entry instead of looking like an empty directory.
             try:
                 child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:  # replaced by a symlink meanwhile, or unreadable
-                logger.debug("not descending into %s: %s", path, exc)
+            except OSError as exc:  # unreadable, or replaced by a symlink meanwhile
+                yield WalkEntry(path, kind, size, depth, _reason(exc))
                 continue
             try:
-                yield from self._walk_fd(child, path, depth + 1, max_depth, skip_dirs)
+                try:
+                    below = _scan(child)
+                except OSError as exc:
+                    yield WalkEntry(path, kind, size, depth, _reason(exc))
+                    continue
+                yield WalkEntry(path, kind, size, depth)
+                yield from self._walk_entries(
+                    child, below, path, depth + 1, max_depth=max_depth, skip_dirs=skip_dirs
+                )
             finally:
                 os.close(child)
 
@@ -423,6 +450,21 @@ class Workspace:
             raise ToolExecutionError(
                 f"{shown} cannot be opened: {exc.strerror}", hint="Try another path."
             ) from None
+
+
+def _scan(fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the open directory `fd`, sorted by name."""
+    with os.scandir(fd) as scan:
+        return sorted(scan, key=lambda e: e.name)
+
+
+def _reason(exc: OSError) -> str:
+    """Why a directory could not be opened or listed, in a few words."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENOENT):
+        return "changed while it was being listed"
+    return (exc.strerror or str(exc)).lower()
 
 
 def _show(path: str, limit: int = 200) -> str:

@@ -11,7 +11,6 @@ import codecs
 import difflib
 import os
 import time
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from toolbridge.errors import ToolExecutionError
@@ -23,8 +22,9 @@ from toolbridge.fs import (
     decode_text,
     human_size,
     looks_binary,
+    require_directory,
 )
-from toolbridge.security.workspace import Workspace
+from toolbridge.security.workspace import WalkEntry, Workspace
 from toolbridge.tool import tool_parameters
 
 __all__ = ["EditFileTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
@@ -88,7 +88,7 @@ class ReadFileTool(WorkspaceTool):
                     hint=f"Read it in parts: offset=1 and limit={self.default_limit // 4}, "
                     "then continue from the next offset; or find the lines you need with grep.",
                 )
-            if looks_binary(file.read(BINARY_SNIFF_BYTES)):
+            if looks_binary(file.read(BINARY_SNIFF_BYTES)):  # refuse most binaries at once
                 raise binary_file_error(shown)
             file.seek(0)
             return self._number_lines(file, shown, offset or 1, limit or self.default_limit)
@@ -105,6 +105,8 @@ class ReadFileTool(WorkspaceTool):
                 more = True
                 break
             raw, cut = line
+            if b"\x00" in raw:  # past the sniffed head: what is returned must hold no NUL
+                raise binary_file_error(shown, f"line {number} contains a NUL byte")
             text = _decode_line(raw, cut, shown, number)
             if len(text) > self.max_line_chars or cut:
                 text = text[: self.max_line_chars] + " … [line cut: too long]"
@@ -405,7 +407,7 @@ class ListDirTool(WorkspaceTool):
     def _list(self, path: str, max_depth: int, max_entries: int) -> str:
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
-        _require_directory(real, shown)
+        require_directory(real, shown)
         lines: list[str] = []
         walk = self.workspace.walk(real, max_depth=max_depth, skip_dirs=SKIPPED_DIRS)
         try:
@@ -416,7 +418,7 @@ class ListDirTool(WorkspaceTool):
                         "max_entries"
                     )
                     break
-                lines.append(_describe_entry(self.workspace, entry.path, entry.kind, entry.size))
+                lines.append(_describe_entry(self.workspace, entry))
         finally:
             walk.close()
         if not lines:
@@ -424,26 +426,15 @@ class ListDirTool(WorkspaceTool):
         return "\n".join(lines)
 
 
-def _require_directory(real: Path, shown: str) -> None:
-    if not real.is_dir():
-        if real.exists():
-            raise ToolExecutionError(
-                f"{shown} is a file, not a directory",
-                hint="Use read_file to read it, or list its parent directory.",
-            )
-        raise ToolExecutionError(
-            f"{shown} does not exist",
-            hint="List the workspace root with list_dir to see what is there.",
-        )
-
-
-def _describe_entry(workspace: Workspace, real: Path, kind: str, size: int) -> str:
-    shown = workspace.relative(real)
-    if kind == "dir":
-        note = "  (not entered)" if real.name in SKIPPED_DIRS else ""
+def _describe_entry(workspace: Workspace, entry: WalkEntry) -> str:
+    shown = workspace.relative(entry.path)
+    if entry.kind == "dir":
+        if entry.error is not None:
+            return f"{shown}/  (unreadable: {entry.error})"
+        note = "  (not entered)" if entry.path.name in SKIPPED_DIRS else ""
         return f"{shown}/{note}"
-    if kind == "file":
-        return f"{shown}  ({human_size(size)})"
-    if kind == "symlink":
+    if entry.kind == "file":
+        return f"{shown}  ({human_size(entry.size)})"
+    if entry.kind == "symlink":
         return f"{shown}  (symlink, not followed)"
     return f"{shown}  (special file: not readable)"

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -22,7 +23,7 @@ from typing import Any
 
 from toolbridge import grep_worker
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, human_size, looks_binary
+from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, decode_text, human_size, require_directory
 from toolbridge.tool import tool_parameters
 
 __all__ = ["GlobTool", "GrepTool"]
@@ -131,7 +132,7 @@ class GlobTool(WorkspaceTool):
     def _glob(self, pattern: str, path: str, max_results: int) -> str:
         parts = pattern_parts(pattern)
         base = self.workspace.resolve(path)
-        _require_directory(base, self.workspace.relative(base))
+        require_directory(base, self.workspace.relative(base))
         found: list[str] = []
         note = ""
         walk = self.workspace.walk(base, max_depth=_walk_depth(parts), skip_dirs=SKIPPED_DIRS)
@@ -156,14 +157,6 @@ class GlobTool(WorkspaceTool):
         return "\n".join([*found, note] if note else found)
 
 
-def _require_directory(real: Path, shown: str) -> None:
-    if not real.is_dir():
-        raise ToolExecutionError(
-            f"{shown} is not a directory" if real.exists() else f"{shown} does not exist",
-            hint="Give a directory as path; list_dir shows what is there.",
-        )
-
-
 @dataclass(slots=True)
 class _Search:
     """What one grep run found and skipped, filled in by the reader and the feeder."""
@@ -173,7 +166,9 @@ class _Search:
     skipped_binary: int = 0
     skipped_large: int = 0
     skipped_unreadable: int = 0
-    timed_out: bool = False
+    visited: int = 0  # entries met by the walk for candidate files
+    timed_out: bool = False  # the deadline passed: results are incomplete
+    walk_timed_out: bool = False  # ... already while walking, so nothing was searched
 
 
 @tool_parameters(
@@ -221,7 +216,7 @@ class GrepTool(WorkspaceTool):
     )
     read_only = True
 
-    deadline = 10.0  # seconds for the whole search, reading included
+    deadline = 10.0  # seconds for the whole search: walking, reading and matching
     max_file_bytes = 5 * 1024 * 1024
     max_files = 20_000
     max_line_chars = 300
@@ -249,29 +244,36 @@ class GrepTool(WorkspaceTool):
             ) from None
         include_parts = pattern_parts(include) if include else None
         search = _Search()
-        files, base = await asyncio.to_thread(self._candidates, path, include_parts, search)
+        # One deadline for everything: the walk and the reads (threads, which cannot be
+        # cancelled) check it themselves; the worker runs under asyncio.timeout_at.
+        stop = time.monotonic() + self.deadline
+        files, base = await asyncio.to_thread(self._candidates, path, include_parts, search, stop)
         request = {
             "pattern": pattern,
             "ignore_case": ignore_case,
             "max_matches": max_results,
             "max_chars": self.max_line_chars,
         }
-        if files:
-            await self._run_worker(request, files, search)
+        if files and not search.walk_timed_out:
+            await self._run_worker(request, files, search, stop)
         return self._report(search, pattern, base, max_results, len(files))
 
     def _candidates(
-        self, path: str, include: tuple[str, ...] | None, search: _Search
+        self, path: str, include: tuple[str, ...] | None, search: _Search, stop: float
     ) -> tuple[list[tuple[Path, int]], str]:
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
         if real.is_file():
             return [(real, 0)], shown
-        _require_directory(real, shown)
+        require_directory(real, shown)
         files: list[tuple[Path, int]] = []
         walk = self.workspace.walk(real, max_depth=MAX_WALK_DEPTH, skip_dirs=SKIPPED_DIRS)
         try:
             for visited, entry in enumerate(walk, 1):
+                search.visited = visited
+                if time.monotonic() >= stop:
+                    search.timed_out = search.walk_timed_out = True
+                    break
                 if visited > MAX_WALK_ENTRIES or len(files) == self.max_files:
                     break
                 if entry.kind != "file" or not _included(include, entry.path, real):
@@ -285,7 +287,7 @@ class GrepTool(WorkspaceTool):
         return files, shown
 
     async def _run_worker(
-        self, request: dict[str, Any], files: list[tuple[Path, int]], search: _Search
+        self, request: dict[str, Any], files: list[tuple[Path, int]], search: _Search, stop: float
     ) -> None:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-I", "-S", str(_WORKER),
@@ -300,7 +302,8 @@ class GrepTool(WorkspaceTool):
             try:
                 stdin.write(json.dumps(request).encode() + b"\n")
                 for batch in self._batches(files):
-                    for shown, text in await asyncio.to_thread(self._read_batch, batch, search):
+                    texts = await asyncio.to_thread(self._read_batch, batch, search, stop)
+                    for shown, text in texts:
                         stdin.write(json.dumps([shown, text]).encode() + b"\n")
                     await stdin.drain()
                 stdin.close()
@@ -315,8 +318,9 @@ class GrepTool(WorkspaceTool):
                 else:
                     search.searched += 1
 
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(self.deadline):
+            async with asyncio.timeout_at(loop.time() + (stop - time.monotonic())):
                 await asyncio.gather(feed(), collect())
                 await process.wait()
         except TimeoutError:
@@ -345,9 +349,11 @@ class GrepTool(WorkspaceTool):
         if batch:
             yield batch
 
-    def _read_batch(self, batch: list[Path], search: _Search) -> list[tuple[str, str]]:
+    def _read_batch(self, batch: list[Path], search: _Search, stop: float) -> list[tuple[str, str]]:
         texts: list[tuple[str, str]] = []
         for real in batch:
+            if time.monotonic() >= stop:  # the caller is being timed out: stop reading
+                break
             try:
                 with self.workspace.open_read(real) as file:
                     data = file.read(self.max_file_bytes + 1)
@@ -358,15 +364,13 @@ class GrepTool(WorkspaceTool):
             if len(data) > self.max_file_bytes:
                 search.skipped_large += 1
                 continue
-            if looks_binary(data):
-                search.skipped_binary += 1
-                continue
+            shown = self.workspace.relative(real)
             try:
-                text = data.decode("utf-8-sig")
-            except UnicodeDecodeError:
+                text = decode_text(data, shown)
+            except ToolExecutionError:  # NUL bytes, or not UTF-8
                 search.skipped_binary += 1
                 continue
-            texts.append((self.workspace.relative(real), text))
+            texts.append((shown, text))
         return texts
 
     def _report(
@@ -375,7 +379,7 @@ class GrepTool(WorkspaceTool):
         notes: list[str] = []
         if len(search.matches) >= max_results:
             notes.append(f"stopped at {max_results} matches; narrow the pattern, path or include")
-        if search.timed_out:
+        if search.timed_out and not search.walk_timed_out:
             notes.append(
                 f"the search was stopped at its {self.deadline:g} s limit after "
                 f"{search.searched} of {candidates} files; results are incomplete"
@@ -391,6 +395,15 @@ class GrepTool(WorkspaceTool):
         ]
         if skipped:
             notes.append("skipped files: " + ", ".join(skipped))
+        if search.walk_timed_out:
+            visited = "1 entry" if search.visited == 1 else f"{search.visited} entries"
+            raise ToolExecutionError(
+                f"the search for {pattern!r} was stopped at its {self.deadline:g} s limit "
+                f"while still listing the files under {base} ({visited} visited); nothing "
+                "was searched",
+                hint="The directory tree is too large to search in time; narrow path to a "
+                "subdirectory, or include to the files you need.",
+            )
         if not search.matches:
             if search.timed_out:
                 raise ToolExecutionError(

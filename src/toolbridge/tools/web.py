@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolbridge.errors import ToolExecutionError
+from toolbridge.fs import looks_binary
 from toolbridge.html import HtmlText, html_to_text
 from toolbridge.isolation import run_in_subprocess
 from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver
@@ -291,7 +292,7 @@ def _sniff(body: bytes) -> str:
     head = body[:1024].lower()
     if b"<!doctype html" in head or b"<html" in head:
         return "html"
-    if b"\x00" in body[:8192]:
+    if looks_binary(body):
         return "binary"
     return "text"
 
