@@ -171,7 +171,10 @@ def test_anthropic_history() -> None:
 
 
 def test_unknown_format_is_refused() -> None:
-    with pytest.raises(FormatError, match="one of anthropic, openai_chat, openai_responses"):
+    with pytest.raises(
+        FormatError,
+        match="one of anthropic, bedrock, gemini, ollama, openai_chat, openai_responses",
+    ):
         repair_history([], "cohere")
 
 

@@ -8,8 +8,10 @@ the object json-repair recovers (or ``{}``), a nameless call is removed, and a c
 without arguments gets the empty object the provider expects. The input is never
 modified; every change is reported as a `HistoryChange`.
 
-Supported shapes: ``openai_chat`` (messages), ``openai_responses`` (input items)
-and ``anthropic`` (messages).
+Supported shapes: ``openai_chat`` and ``ollama`` (messages), ``openai_responses``
+(input items), ``anthropic`` and ``bedrock`` (messages of content blocks) and
+``gemini`` (``contents``). Ollama and Gemini calls usually carry no id: their results
+answer the next unanswered call of the same name, in order, and no id is added.
 """
 
 from __future__ import annotations
@@ -49,23 +51,21 @@ def repair_history(
     messages: Sequence[Mapping[str, Any]], format: str
 ) -> tuple[Messages, list[HistoryChange]]:
     """A repaired copy of `messages` in `format` and the list of what was changed."""
-    repairers: dict[str, Callable[[Messages, _Log], Messages]] = {
-        "openai_chat": _repair_chat,
-        "openai_responses": _repair_responses,
-        "anthropic": _repair_anthropic,
-    }
-    repair = repairers.get(format)
-    if repair is None:
+    if format not in _SHAPES and format != "openai_responses":
         raise FormatError(
             f"repair_history does not know the format {format!r}; use one of "
-            + ", ".join(sorted(repairers))
+            + ", ".join(sorted([*_SHAPES, "openai_responses"]))
         )
     copied = [thaw(m) for m in messages]
     for index, message in enumerate(copied):
         if not isinstance(message, dict):
             raise FormatError(f"message {index} is not an object")
     log = _Log()
-    return repair(copied, log), log.changes
+    if format == "openai_responses":
+        return _repair_responses(copied, log), log.changes
+    shape = _SHAPES[format]
+    repair = _repair_blocks if shape.call else _repair_chat
+    return repair(copied, log, shape), log.changes
 
 
 # --- arguments -----------------------------------------------------------------------
@@ -112,18 +112,73 @@ def _call_id(call_id: Any, index: int, position: int, name: str, log: _Log) -> s
     return new_id
 
 
+# --- where each provider keeps its calls and results ------------------------------------
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Where one provider keeps its calls and results, and what a synthetic result is.
+
+    Chat shapes (OpenAI chat, Ollama) carry calls in ``tool_calls`` and results as
+    ``role: tool`` messages; block shapes (Anthropic, Bedrock, Gemini) carry both as
+    blocks of a message's `content`, results in the user message after the calls.
+    """
+
+    synthetic: Callable[[Any, str], Any]  # (call key, call name) -> a result message or block
+    call: str = ""  # blocks: the type (Anthropic) or key (Bedrock, Gemini) of a call block
+    result: str = ""  # blocks: the same for a result block
+    call_id: str = "id"
+    result_id: str = "tool_call_id"
+    result_name: str | None = None  # results without an id answer the next open call so named
+    arguments: str = "arguments"
+    content: str = "content"
+    assistant: str = "assistant"
+    ids: bool = True  # calls need ids (missing ones are generated); else keyed by name, position
+    text_arguments: bool = False  # arguments replayed as JSON text (OpenAI chat)
+    typed: bool = False  # blocks are told apart by ``type`` (Anthropic), else by their one key
+
+    def inner(self, block: Any, kind: str) -> Any:
+        """The call or result a block holds (None: not that kind of block)."""
+        if not isinstance(block, dict):
+            return None
+        if self.typed:
+            return block if block.get("type") == kind else None
+        return block.get(kind)
+
+    def text(self, text: str) -> dict[str, Any]:
+        return {"type": "text", "text": text} if self.typed else {"text": text}
+
+
 # --- one turn of calls and the results that answer it ------------------------------------
 
 
 @dataclass
 class _Turn:
-    """An assistant message's calls and, by id, the results found for them so far."""
+    """An assistant message's calls and, by key, the results found for them so far."""
 
     index: int
-    call_ids: list[str]
-    results: dict[str, Any] = field(default_factory=dict)
+    call_ids: list[Any]  # keys: the call id, or (name, position) where calls have no id
+    names: list[str]
+    results: dict[Any, Any] = field(default_factory=dict)
     held: Messages = field(default_factory=list)  # other messages seen before the flush
-    reply: list[Any] | None = None  # Anthropic: other blocks of the first user reply
+    reply: list[Any] | None = None  # block shapes: other blocks of the first user reply
+
+    def add(self, call: dict[str, Any], name: str, position: int, shape: _Shape, log: _Log) -> Any:
+        """Open a call; its key is its id (generated where needed), else name and position."""
+        call_id = call.get(shape.call_id)
+        if shape.ids:
+            call_id = call[shape.call_id] = _call_id(call_id, self.index, position, name, log)
+        key = call_id if isinstance(call_id, str) and call_id else (name, position)
+        self.call_ids.append(key)
+        self.names.append(name)
+        return key
+
+    def key(self, call_id: Any, name: Any) -> Any:
+        """The call a result answers: the one with its id, else the next open one of its name."""
+        if isinstance(call_id, str) and call_id:
+            return call_id
+        named = [k for k, n in zip(self.call_ids, self.names, strict=True) if n == name]
+        return next((k for k in named if k not in self.results), named[0] if named else None)
 
     def take(self, call_id: Any, result: Any, index: int, moved: bool, log: _Log) -> bool:
         """Keep `result` if it answers an open call of this turn; report what happened."""
@@ -138,48 +193,48 @@ class _Turn:
             log.add("dropped_orphan_result", index, call_id, "no call in this turn has its id")
         return False
 
-    def answers(self, synthetic: Callable[[str], Any], log: _Log) -> list[Any]:
+    def answers(self, synthetic: Callable[[Any, str], Any], log: _Log) -> list[Any]:
         """The results in call order, a synthetic error result for each missing one."""
         out = []
-        for call_id in self.call_ids:
+        for call_id, name in zip(self.call_ids, self.names, strict=True):
             if call_id not in self.results:
                 log.add("added_missing_result", self.index, call_id, "synthetic error result")
-                out.append(synthetic(call_id))
+                out.append(synthetic(call_id, name))
             else:
                 out.append(self.results[call_id])
         return out
 
 
-# --- OpenAI chat ---------------------------------------------------------------------------
+# --- OpenAI chat and Ollama ----------------------------------------------------------------
 
 
-def _repair_chat(messages: Messages, log: _Log) -> Messages:
+def _repair_chat(messages: Messages, log: _Log, shape: _Shape) -> Messages:
     out: Messages = []
     turn: _Turn | None = None
 
     def flush() -> None:
         nonlocal turn
         if turn is not None:
-            out.extend(turn.answers(_chat_result, log))
+            out.extend(turn.answers(shape.synthetic, log))
             out.extend(turn.held)
             turn = None
 
     for index, message in enumerate(messages):
         role = message.get("role")
         if role == "tool":
-            call_id = message.get("tool_call_id")
+            call_id = message.get(shape.result_id)
             if turn is None:
                 log.add("dropped_orphan_result", index, call_id, "no call before it has its id")
             else:
-                turn.take(call_id, message, index, bool(turn.held), log)
+                name = message.get(shape.result_name) if shape.result_name else None
+                turn.take(turn.key(call_id, name), message, index, bool(turn.held), log)
             continue
         if role == "assistant":
             flush()
             if message.get("tool_calls"):
-                call_ids = _fix_chat_calls(message, index, log)
-                if call_ids:
+                turn = _fix_chat_calls(message, index, log, shape)
+                if turn is not None:
                     out.append(message)
-                    turn = _Turn(index, call_ids)
                     continue
                 if not message.get("content"):
                     log.add("dropped_empty_message", index, None, "no text and no valid call")
@@ -192,8 +247,9 @@ def _repair_chat(messages: Messages, log: _Log) -> Messages:
     return out
 
 
-def _fix_chat_calls(message: dict[str, Any], index: int, log: _Log) -> list[str]:
-    kept, call_ids = [], []
+def _fix_chat_calls(message: dict[str, Any], index: int, log: _Log, shape: _Shape) -> _Turn | None:
+    kept: list[Any] = []
+    turn = _Turn(index, [], [])
     for position, call in enumerate(message.get("tool_calls") or []):
         function = _get(call, "function")
         name = _get(function, "name")
@@ -203,23 +259,27 @@ def _fix_chat_calls(message: dict[str, Any], index: int, log: _Log) -> list[str]
         if not isinstance(name, str):
             log.add("removed_nameless_call", index, call.get("id"), "a name that is not text")
             continue
-        call["id"] = _call_id(call.get("id"), index, position, name, log)
-        function["arguments"] = _argument_text(function.get("arguments"), index, call["id"], log)
+        key = turn.add(call, name, position, shape, log)
+        arguments = _argument_text if shape.text_arguments else _argument_object
+        function["arguments"] = arguments(function.get("arguments"), index, key, log)
         kept.append(call)
-        call_ids.append(call["id"])
     if kept:
         message["tool_calls"] = kept
     else:
         del message["tool_calls"]
-    return call_ids
+    return turn if kept else None
 
 
 def _get(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, dict) else None
 
 
-def _chat_result(call_id: str) -> dict[str, Any]:
+def _chat_result(call_id: str, name: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": MISSING_RESULT}
+
+
+def _ollama_result(call_id: Any, name: str) -> dict[str, Any]:
+    return {"role": "tool", "content": MISSING_RESULT, "tool_name": name}
 
 
 # --- OpenAI Responses ------------------------------------------------------------------
@@ -276,84 +336,126 @@ def _responses_result(call_id: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": MISSING_RESULT}
 
 
-# --- Anthropic ---------------------------------------------------------------------------
+# --- Anthropic, Bedrock and Gemini --------------------------------------------------------
 
 
-def _repair_anthropic(messages: Messages, log: _Log) -> Messages:
+def _repair_blocks(messages: Messages, log: _Log, shape: _Shape) -> Messages:
     out: Messages = []
     turn: _Turn | None = None
 
     def flush() -> None:
         nonlocal turn
         if turn is not None:
-            content = turn.answers(_anthropic_result, log) + (turn.reply or [])
-            out.append({"role": "user", "content": content})
+            content = turn.answers(shape.synthetic, log) + (turn.reply or [])
+            out.append({"role": "user", shape.content: content})
             out.extend(turn.held)
             turn = None
 
     for index, message in enumerate(messages):
-        role, content = message.get("role"), message.get("content")
+        role, content = message.get("role"), message.get(shape.content)
         blocks = content if isinstance(content, list) else []
-        if role == "assistant":
+        if role == shape.assistant:
             flush()
-            if any(_is_block(b, "tool_use") for b in blocks):
-                call_ids = _fix_tool_uses(message, blocks, index, log)
-                turn = _Turn(index, call_ids) if call_ids else None
-                if not message["content"]:
+            if any(shape.inner(b, shape.call) is not None for b in blocks):
+                turn = _fix_block_calls(message, blocks, index, log, shape)
+                if not message[shape.content]:
                     log.add("dropped_empty_message", index, None, "no text and no valid call")
                     continue
             out.append(message)
             continue
-        results = [b for b in blocks if _is_block(b, "tool_result")]
+        results = [b for b in blocks if shape.inner(b, shape.result) is not None]
         if role != "user" or (turn is None and not results):
             (turn.held if turn is not None else out).append(message)
             continue
         first_reply = turn is not None and turn.reply is None
         for block in results:
-            call_id = block.get("tool_use_id")
+            result = shape.inner(block, shape.result)
+            call_id = _get(result, shape.result_id)
             if turn is None:
                 log.add("dropped_orphan_result", index, call_id, "no call before it has its id")
             else:
-                turn.take(call_id, block, index, not first_reply, log)
-        others = [b for b in blocks if not _is_block(b, "tool_result")]
+                name = _get(result, shape.result_name) if shape.result_name else None
+                turn.take(turn.key(call_id, name), block, index, not first_reply, log)
+        others = [b for b in blocks if shape.inner(b, shape.result) is None]
         if isinstance(content, str):
-            others = [{"type": "text", "text": content}]
+            others = [shape.text(content)]
         if turn is not None and first_reply:
             turn.reply = others
         elif others:
-            (turn.held if turn is not None else out).append({**message, "content": others})
+            (turn.held if turn is not None else out).append({**message, shape.content: others})
         else:
             log.add("dropped_empty_message", index, None, "only dropped results were left")
     flush()
     return out
 
 
-def _is_block(block: Any, kind: str) -> bool:
-    return isinstance(block, dict) and block.get("type") == kind
-
-
-def _fix_tool_uses(message: dict[str, Any], blocks: list[Any], index: int, log: _Log) -> list[str]:
-    kept, call_ids = [], []
+def _fix_block_calls(
+    message: dict[str, Any], blocks: list[Any], index: int, log: _Log, shape: _Shape
+) -> _Turn | None:
+    kept: list[Any] = []
+    turn = _Turn(index, [], [])
     for position, block in enumerate(blocks):
-        if not _is_block(block, "tool_use"):
+        call = shape.inner(block, shape.call)
+        if call is None:
             kept.append(block)
             continue
-        name = block.get("name")
+        name = _get(call, "name")
         if not isinstance(name, str) or not name:
-            log.add("removed_nameless_call", index, block.get("id"), "a tool_use without a name")
+            log.add(
+                "removed_nameless_call", index, _get(call, shape.call_id), "a call without a name"
+            )
             continue
-        block["id"] = _call_id(block.get("id"), index, position, name, log)
-        block["input"] = _argument_object(block.get("input"), index, block["id"], log)
+        key = turn.add(call, name, position, shape, log)
+        call[shape.arguments] = _argument_object(call.get(shape.arguments), index, key, log)
         kept.append(block)
-        call_ids.append(block["id"])
-    message["content"] = kept
-    return call_ids
+    message[shape.content] = kept
+    return turn if turn.call_ids else None
 
 
-def _anthropic_result(call_id: str) -> dict[str, Any]:
+def _anthropic_result(call_id: str, name: str) -> dict[str, Any]:
     return {
         "type": "tool_result",
         "tool_use_id": call_id,
         "content": MISSING_RESULT,
         "is_error": True,
     }
+
+
+def _bedrock_result(call_id: str, name: str) -> dict[str, Any]:
+    content = [{"text": MISSING_RESULT}]
+    return {"toolResult": {"toolUseId": call_id, "content": content, "status": "error"}}
+
+
+def _gemini_result(call_id: Any, name: str) -> dict[str, Any]:
+    response = {"name": name, "response": {"error": MISSING_RESULT}}
+    return {
+        "functionResponse": {"id": call_id, **response} if isinstance(call_id, str) else response
+    }
+
+
+_SHAPES = {
+    "openai_chat": _Shape(_chat_result, text_arguments=True),
+    "ollama": _Shape(_ollama_result, result_name="tool_name", ids=False),
+    "anthropic": _Shape(
+        _anthropic_result,
+        "tool_use",
+        "tool_result",
+        result_id="tool_use_id",
+        arguments="input",
+        typed=True,
+    ),
+    "bedrock": _Shape(
+        _bedrock_result, "toolUse", "toolResult", "toolUseId", "toolUseId", arguments="input"
+    ),
+    "gemini": _Shape(
+        _gemini_result,
+        "functionCall",
+        "functionResponse",
+        result_id="id",
+        result_name="name",
+        arguments="args",
+        content="parts",
+        assistant="model",
+        ids=False,
+    ),
+}
