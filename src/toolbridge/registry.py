@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments
+from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments, format_path
 from toolbridge.errors import (
     RETRY_HINT,
     ArgumentIssue,
@@ -35,7 +35,6 @@ from toolbridge.schema import (
     CompiledSchema,
     FrozenList,
     check_parameters_schema,
-    format_path,
     freeze,
 )
 from toolbridge.tool import Tool, ToolContext, ToolResult, _current_call

@@ -1,6 +1,6 @@
 """Parameter schemas: freeze them, check them, and compile them into a caster + validator.
 
-`compile_schema` runs once per tool, at registration. The result casts a model's
+`CompiledSchema` is built once per tool, at registration. The result casts a model's
 arguments conservatively ("60" -> 60 where an integer is wanted, JSON text -> object
 where an object is wanted) and validates them with a compiled jsonschema-rs
 validator (draft 2020-12 unless ``$schema`` says otherwise), collecting every error
@@ -37,8 +37,6 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "check_parameters_schema",
-    "compile_schema",
-    "format_path",
     "freeze",
     "thaw",
 ]
@@ -696,8 +694,3 @@ def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterat
             yield ArgumentIssue(path, f"missing required key {missing!r}")
         else:
             yield ArgumentIssue(path, _shorten(error.message))
-
-
-def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
-    """Compile `schema` (already checked to be an object schema) for casting and validation."""
-    return CompiledSchema(schema)

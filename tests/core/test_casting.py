@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from toolbridge.schema import compile_schema
+from toolbridge.schema import CompiledSchema
 
 
 def cast(schema: dict[str, Any], value: Any) -> Any:
-    compiled = compile_schema({"type": "object", "properties": {"v": schema}})
+    compiled = CompiledSchema({"type": "object", "properties": {"v": schema}})
     return compiled.coerce({"v": value}).value["v"]
 
 
@@ -98,7 +98,7 @@ def test_json_text_is_decoded_at_any_depth_then_cast() -> None:
             }
         },
     }
-    compiled = compile_schema(schema)
+    compiled = CompiledSchema(schema)
     raw = {"outer": '{"inner": "{\\"n\\": \\"5\\", \\"tags\\": \\"[1]\\"}"}'}
     result = compiled.coerce(raw)
     assert result.value == {"outer": {"inner": {"n": 5, "tags": [1]}}}
@@ -139,7 +139,7 @@ def test_optional_from_pydantic_and_refs_are_followed() -> None:
             "ps": {"type": "array", "items": {"$ref": "#/$defs/Point"}},
         },
     }
-    compiled = compile_schema(schema)
+    compiled = CompiledSchema(schema)
     result = compiled.coerce({"p": '{"x": "1", "y": 2}', "ps": [{"x": "3", "y": "4"}]})
     assert result.value == {"p": {"x": 1, "y": 2}, "ps": [{"x": 3, "y": 4}]}
     assert compiled.issues(result.value) == []
@@ -155,7 +155,7 @@ def test_all_of_pattern_and_additional_properties_and_prefix_items() -> None:
             "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
         },
     }
-    compiled = compile_schema(schema)
+    compiled = CompiledSchema(schema)
     result = compiled.coerce(
         {
             "both": {"a": "1"},
@@ -186,7 +186,7 @@ def test_recursive_schema_casts_at_depth() -> None:
         },
         "properties": {"head": {"$ref": "#/$defs/Node"}},
     }
-    compiled = compile_schema(schema)
+    compiled = CompiledSchema(schema)
     value = {"head": {"v": "1", "next": {"v": "2", "next": {"v": "3", "next": None}}}}
     assert compiled.coerce(value).value == {
         "head": {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": None}}}
@@ -194,7 +194,7 @@ def test_recursive_schema_casts_at_depth() -> None:
 
 
 def test_unchanged_input_is_returned_as_the_same_object() -> None:
-    compiled = compile_schema(
+    compiled = CompiledSchema(
         {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array"}}}
     )
     value = {"a": 1, "b": [1, 2]}
@@ -204,7 +204,7 @@ def test_unchanged_input_is_returned_as_the_same_object() -> None:
 
 
 def test_casting_never_mutates_the_input() -> None:
-    compiled = compile_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    compiled = CompiledSchema({"type": "object", "properties": {"a": {"type": "integer"}}})
     value = {"a": "1"}
     compiled.coerce(value)
     assert value == {"a": "1"}

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from toolbridge.schema import compile_schema
+from toolbridge.schema import CompiledSchema
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -69,7 +69,7 @@ def _same(a: Any, b: Any) -> bool:
 @given(st.data())
 def test_valid_values_are_returned_unchanged(data: st.DataObject) -> None:
     for schema in SCHEMAS:
-        compiled = compile_schema(schema)
+        compiled = CompiledSchema(schema)
         value = data.draw(from_schema(schema))
         before = json.dumps(value, sort_keys=True)
         result = compiled.coerce(value)
@@ -85,12 +85,12 @@ def test_valid_values_are_returned_unchanged(data: st.DataObject) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.integers(min_value=-(10**30), max_value=10**30))
 def test_integer_strings_cast_exactly(n: int) -> None:
-    compiled = compile_schema({"type": "object", "properties": {"v": {"type": "integer"}}})
+    compiled = CompiledSchema({"type": "object", "properties": {"v": {"type": "integer"}}})
     assert compiled.coerce({"v": str(n)}).value == {"v": n}
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_number_strings_round_trip(x: float) -> None:
-    compiled = compile_schema({"type": "object", "properties": {"v": {"type": "number"}}})
+    compiled = CompiledSchema({"type": "object", "properties": {"v": {"type": "number"}}})
     assert compiled.coerce({"v": repr(x)}).value["v"] == x
