@@ -123,6 +123,8 @@ class ToolLoader:
             if not candidate.enabled(tool_ctx):
                 return None
             tool = candidate.create(tool_ctx)
+        except ToolConfigError:
+            raise  # a configuration the user wrote is wrong: say so, do not drop the tool
         except Exception as exc:
             self._skip(source, f"{candidate.__name__} could not be built: {exc!r}", error=exc)
             return None

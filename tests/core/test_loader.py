@@ -209,3 +209,32 @@ def test_builtin_package_holds_only_valid_tools() -> None:
     names = [getattr(c, "name", None) for _, c in candidates]
     assert all(isinstance(n, str) and n for n in names)
     assert len(names) == len(set(names))
+
+
+def test_a_tool_that_refuses_its_configuration_is_an_error_not_a_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(
+        tmp_path / "tbtest_strict",
+        {
+            "__init__.py": "",
+            "strict.py": """
+                from toolbridge import Tool, ToolConfigError
+
+                class NeedsSandbox(Tool):
+                    name = "needs_sandbox"
+
+                    @classmethod
+                    def create(cls, ctx):
+                        raise ToolConfigError("tool 'needs_sandbox': bubblewrap is not installed")
+            """,
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(ToolConfigError, match="bubblewrap is not installed"):
+            ToolLoader(package="tbtest_strict", group="toolbridge_test.none").load()
+    finally:
+        for name in list(sys.modules):
+            if name.startswith("tbtest_strict"):
+                del sys.modules[name]
