@@ -35,6 +35,9 @@ from toolbridge.executor import ExecutionPolicy, ToolExecutor
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 SECTION = "## Executor"
+PEERS_HEADING = "### W5 against the peers"  # written by bench/w5_bench.py
+PEERS_PLACEHOLDER = "<peers>"
+PEERS_MISSING = "The peers' W5 numbers come from `python3.11 bench/w5_bench.py`."
 
 
 def make_registry(workspace: Path) -> ToolRegistry:
@@ -151,9 +154,7 @@ def render(w5_ms: dict[str, float], rows: list[dict[str, float]], command: str) 
         lines.append(f"| {name} | {value:.1f} | {value / floor:.2f}x |")
     lines += [
         "",
-        "Peers, as measured for the issue before this code existed (not re-run here): "
-        "gather floor about 10 ms, nanobot runner 18-26 ms, MCP SDK 21 ms, pydantic-ai "
-        "96 ms, OpenAI Agents SDK 348 ms.",
+        PEERS_PLACEHOLDER,
         "",
         "### Executor overhead per call on top of the registry",
         "",
@@ -177,7 +178,11 @@ def render(w5_ms: dict[str, float], rows: list[dict[str, float]], command: str) 
 
 
 def update_docs(section: str) -> None:
+    """Write `section`, keeping the peers' W5 subsection that bench/w5_bench.py wrote."""
     text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
+    peers = re.search(rf"^{re.escape(PEERS_HEADING)}\n.*?(?=^### |^## |\Z)", text, re.S | re.M)
+    kept = peers.group(0).rstrip("\n") if peers else PEERS_MISSING
+    section = section.replace(PEERS_PLACEHOLDER, kept)
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section + "\n", text, count=1)

@@ -41,7 +41,7 @@ RESULTS = REPO / "bench" / "results"
 DOCS = REPO / "docs" / "benchmarks.md"
 SECTION = "## Executor"
 HEADING = "### W5 against the peers"
-OLD_PARAGRAPH = "Peers, as measured for the issue before this code existed"
+OLD_PARAGRAPH = "The peers' W5 numbers come from"  # bench/executor_bench.py's placeholder
 OWN_GATHER = "bare asyncio.gather (this process)"  # w5_harness.OWN_GATHER
 COMMAND = "python3.11 bench/w5_bench.py"
 
