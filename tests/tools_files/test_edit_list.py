@@ -189,7 +189,7 @@ _UNPRIVILEGED_LISTING = textwrap.dedent(
     except PermissionError:
         pass
     else:
-        sys.exit("SKIP: the locked directory can still be opened")
+        sys.exit("setup failed: the locked directory can still be opened without capabilities")
 
     from toolbridge.security.workspace import Workspace
     from toolbridge.tools.files import ListDirTool
@@ -211,7 +211,7 @@ def test_list_dir_reports_unreadable_directories(workspace: Path) -> None:
     Tests run as root here, and root's CAP_DAC_OVERRIDE ignores `chmod 000`. So the
     listing runs in a child process that first drops all its capabilities with
     capset(2): uid 0 then gets the owner bits like any user, and opening the
-    directory fails with a real EACCES (the child checks that it does, or skips).
+    directory fails with a real EACCES (the child checks that it does).
     """
     (workspace / "a.txt").write_text("text\n")
     (workspace / "locked").mkdir()
@@ -229,8 +229,6 @@ def test_list_dir_reports_unreadable_directories(workspace: Path) -> None:
         )
     finally:
         (workspace / "locked").chmod(0o755)
-    if child.stderr.startswith("SKIP: "):
-        pytest.skip(child.stderr.strip())
     assert child.returncode == 0, child.stderr
     results = json.loads(child.stdout)
     assert results["list_dir"].splitlines() == [
