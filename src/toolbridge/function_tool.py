@@ -49,7 +49,9 @@ class FunctionTool(Tool):
         self._converter = signature.converter
         self._context_param = signature.context_param
         self._is_async = inspect.iscoroutinefunction(fn)
-        functools.update_wrapper(self, fn)
+        # __doc__, __name__, __module__... only: the function's own __dict__ must not
+        # overwrite this tool's name or parameters
+        functools.update_wrapper(self, fn, updated=())
 
     @property
     def concurrency_safe(self) -> bool:
@@ -74,7 +76,13 @@ class FunctionTool(Tool):
         if self._is_async:
             coroutine: Coroutine[Any, Any, Any] = self.fn(**kwargs)
             return coroutine
-        return asyncio.to_thread(self.fn, **kwargs)
+        return self._in_thread(kwargs)
+
+    async def _in_thread(self, kwargs: dict[str, Any]) -> Any:
+        result = await asyncio.to_thread(self.fn, **kwargs)
+        if inspect.isawaitable(result):  # a sync wrapper around async code
+            result = await result
+        return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

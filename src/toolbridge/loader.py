@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ToolConfigError
+from toolbridge.errors import ToolConfigError, ToolDefinitionError
 from toolbridge.registry import ToolRegistry
 from toolbridge.tool import Tool, ToolContext
 
@@ -107,9 +107,16 @@ class ToolLoader:
         return list(tools.values())
 
     def registry(self, ctx: ToolContext | None = None, *, scope: str = "default") -> ToolRegistry:
-        """A new `ToolRegistry` holding `load(ctx, scope=scope)`."""
+        """A new `ToolRegistry` holding `load(ctx, scope=scope)`; a tool the registry refuses
+        (bad name, bad schema) is logged and skipped like a plugin that fails to build."""
         ctx = ctx or ToolContext()
-        return ToolRegistry(self.load(ctx, scope=scope), context=ctx)
+        registry = ToolRegistry(context=ctx)
+        for tool in self.load(ctx, scope=scope):
+            try:
+                registry.register(tool)
+            except ToolDefinitionError as exc:
+                self._skip(f"tool {tool.name!r} ({type(tool).__module__})", str(exc), error=exc)
+        return registry
 
     def _build(
         self, source: str, candidate: Candidate, ctx: ToolContext, scope: str
@@ -118,8 +125,8 @@ class ToolLoader:
             return None
         if isinstance(candidate, Tool):
             return candidate
-        tool_ctx = dataclasses.replace(ctx, tool_config=_tool_config(candidate, ctx))
         try:
+            tool_ctx = dataclasses.replace(ctx, tool_config=_tool_config(candidate, ctx))
             if not candidate.enabled(tool_ctx):
                 return None
             tool = candidate.create(tool_ctx)

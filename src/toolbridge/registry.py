@@ -9,6 +9,7 @@ shape check, cast, validate, convert - and stops at the first failed step with a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,8 +32,10 @@ from toolbridge.errors import (
 from toolbridge.naming import NameIndex
 from toolbridge.results import to_tool_result
 from toolbridge.schema import (
+    MAX_DEPTH,
     MAX_ISSUES,
     CompiledSchema,
+    FrozenDict,
     FrozenList,
     check_parameters_schema,
     freeze,
@@ -130,16 +133,24 @@ class ToolRegistry:
                 "pass replace=True"
             )
         check_parameters_schema(tool.parameters, owner=f"tool {name!r}")
+        if not isinstance(tool.parameters, FrozenDict):
+            # what the model is told and what is validated must stay the same schema
+            with contextlib.suppress(AttributeError):  # a read-only property stays as it is
+                tool.parameters = freeze(tool.parameters)
         try:
             schema = CompiledSchema(tool.parameters)
         except ToolDefinitionError as exc:
             raise ToolDefinitionError(f"tool {name!r}: {exc}") from None
         properties = tool.parameters.get("properties") or {}
+        takes_other_keys = "patternProperties" in tool.parameters or (
+            tool.parameters.get("additionalProperties", False) is not False
+        )
         cls = type(tool)
         self._entries[name] = _Entry(
             tool=tool,
             schema=schema,
-            unwrap_arguments="arguments" not in properties,
+            # unwrap {"arguments": ...} only where the schema itself could not take that key
+            unwrap_arguments="arguments" not in properties and not takes_other_keys,
             converts=cls.convert_arguments is not Tool.convert_arguments,
             hooks=cls.before_execute is not Tool.before_execute
             or cls.after_execute is not Tool.after_execute,
@@ -244,6 +255,9 @@ class ToolRegistry:
             return PreparedCall(name, tool, None, _not_an_object(name, tool, params), unwrapped)
 
         schema = entry.schema
+        if schema.recursive and schema.too_deep(params):
+            issue = ArgumentIssue("$", f"the arguments nest deeper than {MAX_DEPTH} levels")
+            return PreparedCall(name, tool, None, _invalid(name, [issue]), unwrapped)
         try:
             if schema.settled and schema.is_valid(params):
                 repairs: tuple[Repair, ...] = ()
@@ -254,6 +268,11 @@ class ToolRegistry:
                 issues = () if valid else _merge_issues(unknown, schema.issues(params, unknown))
         except RecursionError:
             repairs, issues = (), [ArgumentIssue("$", "the arguments are nested too deeply")]
+        except (TypeError, ValueError, AttributeError) as exc:
+            # data no JSON decoder produces (non-string keys, sets, bytes, 100,000 levels)
+            detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+            issue = ArgumentIssue("$", f"the arguments are not plain JSON data ({detail})")
+            repairs, issues = (), [issue]
         if unwrapped:
             repairs = unwrapped + repairs
         if issues:
@@ -262,7 +281,7 @@ class ToolRegistry:
         if entry.converts:
             try:
                 params = tool.convert_arguments(params)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 return PreparedCall(
                     name, tool, None, _invalid(name, conversion_issues(exc)), repairs
                 )
@@ -427,7 +446,7 @@ def _invalid(name: str, issues: Sequence[ArgumentIssue]) -> ToolError:
     )
 
 
-def conversion_issues(exc: ValueError) -> list[ArgumentIssue]:
+def conversion_issues(exc: ValueError | TypeError) -> list[ArgumentIssue]:
     """Issues from a refused conversion: an `ArgumentsError`'s own, or pydantic's errors."""
     if isinstance(exc, ArgumentsError):
         return list(exc.issues)

@@ -13,9 +13,11 @@ validates against that branch.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any, NamedTuple, NoReturn
 
 import jsonschema_rs
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 MAX_ISSUES = 20
+MAX_DEPTH = 256  # nesting of containers accepted where a schema recurses
 _MAX_MESSAGE = 300
 
 
@@ -207,7 +210,11 @@ def _to_number(value: Any) -> Any:
         if _INT_TEXT.match(value):
             return _to_integer(value)
         number = float(value)
-        return number if math.isfinite(number) else _NOTHING
+        # Lossless only: the float must read back as the same decimal value, so
+        # "0.10000000000000000001" (which would become 0.1) stays text for the validator.
+        if not math.isfinite(number) or Decimal(repr(number)) != Decimal(value.strip()):
+            return _NOTHING
+        return number
     return _NOTHING
 
 
@@ -221,7 +228,10 @@ def _to_string(value: Any) -> Any:
     if isinstance(value, bool):
         return _NOTHING
     if isinstance(value, int):
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # more digits than Python converts to text
+            return _NOTHING
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
     return _NOTHING
@@ -278,6 +288,15 @@ class _Compiler:
     """Turns a schema into a tree of caster closures; nodes that can never cast are None."""
 
     _COMPOSITION = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+    # Keywords next to "properties" that admit other keys, or combine with other schemas.
+    _KEEPS_OPEN = (
+        *_COMPOSITION,
+        "$ref",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "dependentSchemas",
+        "propertyNames",
+    )
 
     def __init__(self, root: Mapping[str, Any], validators: _SubschemaValidators) -> None:
         self.root = root
@@ -288,9 +307,15 @@ class _Compiler:
         self.closed_by_rule: set[str] = set()
         # Whether casting can change a value that already validates (3.0 -> 3 for integers).
         self.normalizes = False
+        self.building: set[str] = set()
+        # Whether the schema may descend without bound ($ref cycles, refs not followed
+        # here): then deep input is refused before the validator sees it.
+        self.recursive = False
 
     def resolve(self, ref: str) -> tuple[Mapping[str, Any], str] | None:
-        if not ref.startswith("#"):
+        """A local JSON-pointer ``$ref`` ("#/$defs/X"); None for anything else (anchors,
+        other documents): those nodes are left to the validator, never guessed."""
+        if ref != "#" and not ref.startswith("#/"):
             return None
         node: Any = self.root
         for raw in ref[1:].split("/")[1:] if ref != "#" else []:
@@ -309,13 +334,18 @@ class _Compiler:
         self.strictness.setdefault(pointer, set()).add(strict_keys)
         key = f"{pointer}|{strict_keys}"
         known = self.by_pointer.get(key)
-        if known is not None:  # recursion through $ref: defer to the finished caster
+        if known is not None:
+            if key not in self.building:
+                return known[0]  # the same $defs node again: share its caster
+            self.recursive = True  # a $ref cycle: defer to the caster once it is built
             return lambda value, path, state: (
                 known[0](value, path, state) if known[0] is not None else value
             )
         cell: list[Caster | None] = [None]
         self.by_pointer[key] = cell
+        self.building.add(key)
         cell[0] = self._build(schema, pointer, strict_keys)
+        self.building.discard(key)
         return cell[0]
 
     def _build(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
@@ -324,6 +354,10 @@ class _Compiler:
         if base is not None:
             steps.append(base)
         ref = schema.get("$ref")
+        if isinstance(ref, str) and self.resolve(ref) is None:
+            self.recursive = True  # an anchor or another document: depth unknown
+        if "$dynamicRef" in schema or "$recursiveRef" in schema:
+            self.recursive = True
         if isinstance(ref, str) and (target := self.resolve(ref)) is not None:
             inner = self.node(target[0], target[1], strict_keys and base is None)
             if inner is not None:
@@ -370,16 +404,32 @@ class _Compiler:
                         break
         if schema.get("nullable") is True and "null" not in types:
             types.append("null")
-        if not types and any(k in schema for k in ("properties", "patternProperties")):
-            types = ["object"]
-        if not types and any(k in schema for k in ("items", "prefixItems")):
-            types = ["array"]
         return types
+
+    def _guessed_container(
+        self, schema: Mapping[str, Any], pointer: str, strict: bool
+    ) -> Caster | None:
+        """A node with no type but object or array keywords: it accepts any other value as
+        it is, so only an actual object or array is descended into; text is never decoded."""
+        expected: type
+        if any(k in schema for k in ("properties", "patternProperties", "additionalProperties")):
+            inner, expected = self._object(schema, pointer, strict), dict
+        elif any(k in schema for k in ("items", "prefixItems")):
+            inner, expected = self._array(schema, pointer), list
+        else:
+            return None
+        if inner is None:
+            return None
+
+        def descend_only(value: Any, location: Location, state: _CastState) -> Any:
+            return inner(value, location, state) if isinstance(value, expected) else value
+
+        return descend_only
 
     def _typed(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
         types = self._types(schema)
         if not types:
-            return None
+            return self._guessed_container(schema, pointer, strict_keys)
         object_caster = self._object(schema, pointer, strict_keys) if "object" in types else None
         array_caster = self._array(schema, pointer) if "array" in types else None
         if "integer" in types and "number" not in types:
@@ -466,10 +516,8 @@ class _Compiler:
             extra_schema is False
             or (
                 strict_keys
-                and "additionalProperties" not in schema
-                and "unevaluatedProperties" not in schema
-                and not any(k in schema for k in self._COMPOSITION)
-                and "$ref" not in schema
+                and isinstance(raw_props, Mapping)
+                and not any(k in schema for k in self._KEEPS_OPEN)
             )
         ) and "patternProperties" not in schema
         allowed = tuple(props)
@@ -488,7 +536,8 @@ class _Compiler:
                     if key in props:
                         continue
                     if closed:
-                        state.issues.append(_unknown_key(key, allowed, location))
+                        if len(state.issues) <= MAX_ISSUES:
+                            state.issues.append(_unknown_key(key, allowed, location))
                         continue
                     caster = next((c for p, c in patterns if p.search(key)), extra)
                     if caster is None:
@@ -530,7 +579,7 @@ class _Compiler:
 
     def _union(self, branches: list[Any], pointer: str) -> Caster | None:
         casters = [
-            self.node(branch, f"{pointer}/{index}", strict_keys=False)
+            self.node(branch, f"{pointer}/{index}", strict_keys=True)
             for index, branch in enumerate(branches)
         ]
         if not any(casters):
@@ -644,7 +693,7 @@ class CompiledSchema:
     registry can skip it on the hot path.
     """
 
-    __slots__ = ("_caster", "_validator", "schema", "settled")
+    __slots__ = ("_caster", "_validator", "recursive", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -654,6 +703,7 @@ class CompiledSchema:
         compiler = _Compiler(plain, validators)
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
+        self.recursive = compiler.recursive
         validators.schema = checked
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
@@ -670,6 +720,23 @@ class CompiledSchema:
         repairs, issues = state.repairs, state.issues
         return Coerced(new, tuple(repairs) if repairs else (), tuple(issues) if issues else ())
 
+    def too_deep(self, value: Any, limit: int = MAX_DEPTH) -> bool:
+        """Whether `value` nests containers deeper than `limit` (checked without recursion).
+
+        Only recursive schemas need it: the validator follows the data as deep as the
+        schema lets it, and data a million levels deep would exhaust its native stack.
+        """
+        stack = [(value, 1)]
+        while stack:
+            item, depth = stack.pop()
+            if depth > limit:
+                return True
+            if isinstance(item, dict):
+                stack.extend((child, depth + 1) for child in item.values())
+            elif isinstance(item, list):
+                stack.extend((child, depth + 1) for child in item)
+        return False
+
     def is_valid(self, value: Any) -> bool:
         return bool(self._validator.is_valid(value))
 
@@ -680,7 +747,8 @@ class CompiledSchema:
         not reported a second time.
         """
         seen = {issue.path for issue in reported}
-        return list(_render_errors(self._validator.iter_errors(value), seen))
+        errors = _render_errors(self._validator.iter_errors(value), seen)
+        return list(itertools.islice(errors, MAX_ISSUES + 1))  # one more says "and more"
 
 
 def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:

@@ -120,12 +120,11 @@ def _unwrap_annotated(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
 
 def _is_context(annotation: Any, context_type: type) -> bool:
     base, _ = _unwrap_annotated(annotation)
-    if base is context_type:
-        return True
     if typing.get_origin(base) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(base) if a is not type(None)]
-        return len(args) == 1 and args[0] is context_type
-    return False
+        base = args[0] if len(args) == 1 else None
+    # a subclass is a context too: it must never become a parameter the model can fill
+    return isinstance(base, type) and issubclass(base, context_type)
 
 
 def _is_native(annotation: Any) -> bool:
