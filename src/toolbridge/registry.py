@@ -259,9 +259,12 @@ class ToolRegistry:
             issue = ArgumentIssue("$", f"the arguments nest deeper than {MAX_DEPTH} levels")
             return PreparedCall(name, tool, None, _invalid(name, [issue]), unwrapped)
         try:
+            repairs: tuple[Repair, ...] = ()
+            issues: Sequence[ArgumentIssue] = ()
             if schema.settled and schema.is_valid(params):
-                repairs: tuple[Repair, ...] = ()
-                issues: Sequence[ArgumentIssue] = ()
+                pass  # valid as sent: no cast pass, no copy
+            elif schema.settled and (found := schema.issues_no_cast_can_fix(params)) is not None:
+                issues = _merge_issues((), found)
             else:
                 params, repairs, unknown = schema.coerce(params)
                 valid = not unknown and schema.is_valid(params)

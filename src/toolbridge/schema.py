@@ -740,6 +740,15 @@ class CompiledSchema:
     def is_valid(self, value: Any) -> bool:
         return bool(self._validator.is_valid(value))
 
+    def issues_no_cast_can_fix(self, value: Any) -> list[ArgumentIssue] | None:
+        """For an invalid value of a settled schema: its issues when no cast could change
+        the verdict (a missing key, a string outside a string enum, a bad format...), so
+        the error path skips the cast pass; None when a cast might help."""
+        errors = list(itertools.islice(self._validator.iter_errors(value), MAX_ISSUES + 1))
+        if any(_castable(error) for error in errors):
+            return None
+        return list(_render_errors(iter(errors), set()))
+
     def issues(self, value: Any, reported: Sequence[ArgumentIssue] = ()) -> list[ArgumentIssue]:
         """Every validation error, each with its JSON path; empty when valid.
 
@@ -749,6 +758,24 @@ class CompiledSchema:
         seen = {issue.path for issue in reported}
         errors = _render_errors(self._validator.iter_errors(value), seen)
         return list(itertools.islice(errors, MAX_ISSUES + 1))  # one more says "and more"
+
+
+# Errors a cast may fix: a wrong type ("60" for an integer), a union no branch took,
+# an unknown key (the cast pass names the allowed ones), a false schema.
+_CASTABLE_KINDS = frozenset(
+    {"Type", "AnyOf", "OneOfNotValid", "OneOfMultipleValid", "AdditionalProperties", "FalseSchema"}
+)
+
+
+def _castable(error: Any) -> bool:
+    kind = type(error.kind).__name__
+    if kind in _CASTABLE_KINDS:
+        return True
+    if kind in ("Enum", "Constant"):  # "2" for enum [1, 2], 7 for const "7"
+        options = error.kind.options if kind == "Enum" else [error.kind.expected_value]
+        instance = error.instance
+        return not (isinstance(instance, str) and all(isinstance(o, str) for o in options))
+    return False
 
 
 def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:

@@ -495,3 +495,31 @@ def test_valid_arguments_pass_through_without_a_copy(registry: ToolRegistry) -> 
     args = {"n": 3, "tags": ["x"]}
     prepared = registry.prepare_call("record", args)
     assert prepared.arguments is args and prepared.repairs == ()
+
+
+def test_settled_schemas_take_the_short_error_path_only_when_no_cast_could_help() -> None:
+    class Settled(Tool):
+        name = "settled"
+        parameters = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "size": {"type": "number"},
+                "kind": {"enum": ["a", "b"]},
+                "level": {"enum": [1, 2]},
+            },
+            "required": ["name"],
+        }
+
+    registry = ToolRegistry([Settled()])
+    assert registry._entries["settled"].schema.settled
+    # nothing a cast could fix: reported straight from the validator
+    error = registry.prepare_call("settled", {"kind": "c"}).error
+    assert error is not None
+    assert [issue.path for issue in error.issues] == ["$", "$.kind"]
+    # castable: a number as text, an enum value as text, an unknown key named nicely
+    prepared = registry.prepare_call("settled", {"name": "x", "size": "1.5", "level": "2"})
+    assert prepared.arguments == {"name": "x", "size": 1.5, "level": 2}
+    error = registry.prepare_call("settled", {"name": "x", "nmae": "y"}).error
+    assert error is not None
+    assert "unknown key 'nmae'; allowed keys: name, size, kind, level" in error.render()
