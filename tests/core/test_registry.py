@@ -516,7 +516,7 @@ def test_settled_schemas_take_the_short_error_path_only_when_no_cast_could_help(
     # nothing a cast could fix: reported straight from the validator
     error = registry.prepare_call("settled", {"kind": "c"}).error
     assert error is not None
-    assert [issue.path for issue in error.issues] == ["$", "$.kind"]
+    assert sorted(issue.path for issue in error.issues) == ["$", "$.kind"]
     # castable: a number as text, an enum value as text, an unknown key named nicely
     prepared = registry.prepare_call("settled", {"name": "x", "size": "1.5", "level": "2"})
     assert prepared.arguments == {"name": "x", "size": 1.5, "level": 2}
