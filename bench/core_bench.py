@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -381,17 +382,28 @@ def main(argv: list[str]) -> int:
     print(section)
     if run.get("profile"):
         print(run["profile"])
+    return publish(run, "core", section, None if args.no_docs else write_section, log)
+
+
+def publish(
+    run: dict[str, Any],
+    prefix: str,
+    text: str,
+    write: Callable[[str], None] | None,
+    say: Callable[[str], None],
+) -> int:
+    """Save the raw results; then write `text` into the docs, unless a runner failed."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    raw = RESULTS / f"core-{stamp}.json"
+    raw = RESULTS / f"{prefix}-{stamp}.json"
     raw.write_text(json.dumps(run, indent=2), encoding="utf-8")
-    log(f"raw results: {raw.relative_to(REPO)}")
+    say(f"raw results: {raw.relative_to(REPO)}")
     if run["failures"]:
-        log(f"not updating {DOCS.relative_to(REPO)}: {', '.join(run['failures'])} failed")
+        say(f"not updating {DOCS.relative_to(REPO)}: {', '.join(run['failures'])} failed")
         return 1
-    if not args.no_docs:
-        write_section(section)
-        log(f"updated {DOCS.relative_to(REPO)}")
+    if write is not None:
+        write(text)
+        say(f"updated {DOCS.relative_to(REPO)}")
     return 0
 
 

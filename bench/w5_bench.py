@@ -23,8 +23,6 @@ after it), raw JSON to bench/results/. Not a test: the test suite never runs it.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import platform
 import re
@@ -34,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core_bench import PEERS, ensure_venv, machine, run_json
+from core_bench import PEERS, ensure_venv, machine, publish, run_json
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -368,18 +366,7 @@ def main(argv: list[str]) -> int:
         summarise(report)
     subsection = render(run)
     print(subsection)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    raw = RESULTS / f"w5-{stamp}.json"
-    raw.write_text(json.dumps(run, indent=2), encoding="utf-8")
-    log(f"raw results: {raw.relative_to(REPO)}")
-    if run["failures"]:
-        log(f"not updating {DOCS.relative_to(REPO)}: {', '.join(run['failures'])} failed")
-        return 1
-    if not args.no_docs:
-        write_subsection(subsection)
-        log(f"updated {DOCS.relative_to(REPO)}")
-    return 0
+    return publish(run, "w5", subsection, None if args.no_docs else write_subsection, log)
 
 
 if __name__ == "__main__":

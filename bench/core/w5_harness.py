@@ -24,8 +24,9 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
+
+from harness import versions
 
 SLEEP_S = 0.005
 TEXT = "napped"
@@ -77,16 +78,6 @@ async def own_gather(size: int) -> Batch:
         return await asyncio.gather(*(nap() for _ in range(size)))
 
     return timed(run)
-
-
-def versions(*distributions: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for name in distributions:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "not installed"
-    return found
 
 
 def count_text(results: Iterable[Any]) -> int:
