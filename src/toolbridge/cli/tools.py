@@ -1,8 +1,4 @@
-"""The ``toolbridge`` command line: list the tools, run one call, over a local workspace.
-
-Needs the ``cli`` extra (typer and rich). The workspace defaults to the current
-directory; the built-in tools cannot reach outside it.
-"""
+"""Commands that load the tools and run calls: ``tools``, ``call``, ``exec``."""
 
 from __future__ import annotations
 
@@ -12,51 +8,13 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-try:
-    import typer
-    from rich.console import Console
-    from rich.table import Table
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise SystemExit(
-        "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
-    ) from exc
+import typer
+from rich.table import Table
 
+from toolbridge.cli.app import ScopeOption, WorkspaceOption, app, err, load_registry, out
 from toolbridge.executor import ToolExecutor
 from toolbridge.formats import FormatError, detect_format, provider_format
-from toolbridge.loader import ToolLoader
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool import ToolContext, ToolResult
-
-app = typer.Typer(
-    name="toolbridge",
-    help="Run a language model's tool calls safely, from the command line.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-_out = Console(soft_wrap=True)
-_err = Console(stderr=True, soft_wrap=True)
-
-WorkspaceOption = Annotated[
-    Path,
-    typer.Option(
-        "--workspace",
-        "-w",
-        help="Directory the tools may touch (default: the current directory).",
-        file_okay=False,
-        exists=True,
-        resolve_path=True,
-    ),
-]
-ScopeOption = Annotated[str, typer.Option("--scope", help="Tool scope to load.")]
-
-
-def _registry(workspace: Path | None, scope: str) -> ToolRegistry:
-    ctx = ToolContext(workspace=(workspace or Path.cwd()).resolve())
-    loader = ToolLoader()
-    registry = loader.registry(ctx, scope=scope)
-    for skipped in loader.skipped:
-        _err.print(f"[yellow]skipped {skipped.source}: {skipped.reason}[/yellow]")
-    return registry
+from toolbridge.tool import ToolResult
 
 
 @app.command("tools")
@@ -66,7 +24,7 @@ def tools_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the definitions as JSON.")] = False,
 ) -> None:
     """List the registered tools (or print their definitions with --json)."""
-    registry = _registry(workspace, scope)
+    registry = load_registry(workspace, scope)
     if as_json:
         typer.echo(json.dumps(registry.get_definitions(), indent=2, ensure_ascii=False))
         return
@@ -82,8 +40,8 @@ def tools_command(
             if on
         )
         table.add_row(tool.name, flags, tool.description.split("\n", 1)[0])
-    _out.print(table)
-    _out.print(f"definitions hash: {registry.definitions_hash[:16]}")
+    out.print(table)
+    out.print(f"definitions hash: {registry.definitions_hash[:16]}")
 
 
 @app.command("call")
@@ -96,11 +54,11 @@ def call_command(
     scope: ScopeOption = "default",
 ) -> None:
     """Run one tool call through the registry and print its result."""
-    registry = _registry(workspace, scope)
+    registry = load_registry(workspace, scope)
     raw: Any = sys.stdin.read() if arguments == "-" else arguments
     prepared = registry.prepare_call(name, raw)
     for repair in prepared.repairs:
-        _err.print(
+        err.print(
             f"repaired {repair.path}: {repair.action} {repair.before!r} -> {repair.after!r}",
             style="dim",
             markup=False,
@@ -138,26 +96,17 @@ def exec_command(
         module = provider_format(name)
         parsed = module.parse_response(text)
     except (FormatError, ValueError) as exc:
-        _err.print(f"error: {exc}", markup=False, highlight=False)
+        err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     if parsed.truncated:
-        _err.print("warning: the response was cut off (length limit); calls may be incomplete")
-    registry = _registry(workspace, scope)
+        err.print("warning: the response was cut off (length limit); calls may be incomplete")
+    registry = load_registry(workspace, scope)
     outcomes = asyncio.run(ToolExecutor(registry).run(parsed.calls))
     for outcome in outcomes:
         kind = f" ({outcome.error.kind})" if outcome.error is not None else ""
-        _err.print(
+        err.print(
             f"{outcome.status}{kind}: {outcome.call.name} [{outcome.call.id}]",
             markup=False,
             highlight=False,
         )
     typer.echo(json.dumps(module.result_messages(outcomes), indent=2, ensure_ascii=False))
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

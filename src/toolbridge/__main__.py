@@ -1,0 +1,5 @@
+"""``python -m toolbridge``: the command line."""
+
+from toolbridge.cli import main
+
+main()

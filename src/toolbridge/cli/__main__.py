@@ -1,0 +1,5 @@
+"""``python -m toolbridge.cli``."""
+
+from toolbridge.cli import main
+
+main()
