@@ -1,11 +1,12 @@
-"""Run a command as a contained process group: bounded output, bounded time, nothing left behind.
+"""Run a command contained: bounded output, bounded time, nothing left behind.
 
-The command gets its own session (so its process group id is its pid), stdin closed,
-and one pipe for stdout and stderr together. Output is read as it arrives and only
-the head and the tail are kept. When the direct child exits, times out, floods the
-pipe, or the caller is cancelled, the whole group is killed - background jobs
-included - and reading stops. Only processes that leave the group on purpose
-(``setsid``) escape; an OS sandbox is needed to stop those.
+The command gets its own session, stdin closed, and one pipe for stdout and stderr
+together. Output is read as it arrives; only the head and the tail are kept, with
+terminal control sequences removed. When the direct child exits, times out, floods
+the pipe, or the caller is cancelled, everything it started is killed and reading
+stops. Supervised (see ``supervisor.py``), that includes processes that left its
+process group (``setsid``, double forks); otherwise the process group is killed and
+the command must bring its own containment (a PID namespace).
 """
 
 from __future__ import annotations
@@ -17,17 +18,23 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from toolbridge.terminal import strip_control_sequences
 
 __all__ = ["CommandResult", "OutputCapture", "run_command", "scrub_environment"]
 
 logger = logging.getLogger(__name__)
 
-# After the group is killed, how long to wait for the pipe to reach end-of-file. Only
-# a process that left the group (setsid) can keep it open that long.
+# After the command was stopped, how long to wait for the pipe to reach end-of-file. Only
+# a process that escaped the kill can keep it open that long.
 DRAIN_SECONDS = 2.0
+# How long a supervisor may take to kill everything and exit after a stop.
+STOP_SECONDS = 5.0
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
 
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|AUTH|COOKIE|PRIVATE|SIGNING"
@@ -91,12 +98,16 @@ class OutputCapture:
         return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> str:
+        """The kept output as text, terminal control sequences removed, the cut marked.
+
+        Head and tail are cleaned apart, so a sequence cut in two cannot swallow the note.
+        """
         if not self.omitted:
-            return (self.head + self.tail).decode("utf-8", errors="replace")
+            return strip_control_sequences((self.head + self.tail).decode(errors="replace"))
         return (
-            self.head.decode("utf-8", errors="replace")
-            + f"\n[... {self.omitted} bytes of output omitted ...]\n"
-            + self.tail.decode("utf-8", errors="replace")
+            strip_control_sequences(self.head.decode(errors="replace"))
+            + f"\n[... output truncated: {self.omitted} bytes omitted ...]\n"
+            + strip_control_sequences(self.tail.decode(errors="replace"))
         )
 
 
@@ -116,12 +127,12 @@ class CommandResult:
 
 
 class _PipeReader(asyncio.Protocol):
-    """Feeds the pipe into an `OutputCapture`; kills the group when output floods."""
+    """Feeds the pipe into an `OutputCapture`; stops the command when output floods."""
 
     def __init__(self, capture: OutputCapture, kill_after_bytes: int) -> None:
         self.capture = capture
         self.kill_after_bytes = kill_after_bytes
-        self.process_group: int | None = None
+        self.stop: Callable[[], None] | None = None
         self.overflow = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -129,12 +140,45 @@ class _PipeReader(asyncio.Protocol):
         self.capture.feed(data)
         if self.capture.total > self.kill_after_bytes and not self.overflow:
             self.overflow = True
-            if self.process_group is not None:
-                kill_group(self.process_group)
+            if self.stop is not None:
+                self.stop()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
             self.closed.set_result(None)
+
+
+class _Control:
+    """How a running command is stopped early, and the fds to close once it has started.
+
+    Supervised, stopping closes the supervisor's stdin (it then kills every descendant
+    and exits); otherwise the command's process group is killed.
+    """
+
+    def __init__(self, *, supervised: bool, output_fd: int) -> None:
+        self.pid: int | None = None
+        self.child_fds = [output_fd]
+        self.control_fd: int | None = None
+        self.stdin_fd: int = asyncio.subprocess.DEVNULL
+        if supervised:
+            self.stdin_fd, self.control_fd = os.pipe()
+            self.child_fds.append(self.stdin_fd)
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+
+    def close_child_fds(self) -> None:
+        for fd in self.child_fds:
+            os.close(fd)
+        self.child_fds = []
+
+    def stop(self) -> None:
+        """Ask for the end of the command and everything it started (idempotent)."""
+        if self.control_fd is not None:
+            os.close(self.control_fd)
+            self.control_fd = None
+        elif self.pid is not None:
+            kill_group(self.pid)
 
 
 async def _spawn(
@@ -143,17 +187,18 @@ async def _spawn(
     cwd: Path,
     env: Mapping[str, str],
     output_fd: int,
+    control: _Control,
     pipe: io.FileIO,
 ) -> asyncio.subprocess.Process:
     """Start `argv` in a new session writing to `output_fd`; a cancelled start still cleans up.
 
     The start is shielded: when the caller is cancelled half-way, the process may be
-    born anyway, so its group is killed as soon as the start completes.
+    born anyway, so it is stopped as soon as the start completes.
     """
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *argv,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=control.stdin_fd,
             stdout=output_fd,
             stderr=output_fd,
             cwd=cwd,
@@ -161,24 +206,39 @@ async def _spawn(
             start_new_session=True,
         )
     )
-    spawn.add_done_callback(lambda _: os.close(output_fd))
+    spawn.add_done_callback(lambda _: control.close_child_fds())
     try:
-        return await asyncio.shield(spawn)
+        process = await asyncio.shield(spawn)
     except BaseException:
         pipe.close()
-        spawn.add_done_callback(_kill_if_started)
+        spawn.add_done_callback(lambda done: _stop_if_started(done, control))
         raise
+    control.started(process.pid)
+    return process
 
 
-def _kill_if_started(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+def _stop_if_started(spawn: asyncio.Future[asyncio.subprocess.Process], control: _Control) -> None:
     if not spawn.cancelled() and spawn.exception() is None:
-        kill_group(spawn.result().pid)
+        control.started(spawn.result().pid)
+        control.stop()
 
 
 def kill_group(process_group: int) -> None:
     """SIGKILL every process in `process_group`; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process_group, signal.SIGKILL)
+
+
+async def _wait_stopped(process: asyncio.subprocess.Process, control: _Control) -> int:
+    """Stop the command and wait for its exit; a supervisor that does not end is killed."""
+    control.stop()
+    try:
+        async with asyncio.timeout(STOP_SECONDS):
+            return await process.wait()
+    except TimeoutError:
+        logger.warning("the exec supervisor did not end %s s after a stop; killed", STOP_SECONDS)
+        kill_group(process.pid)
+        return await process.wait()
 
 
 async def run_command(
@@ -189,20 +249,28 @@ async def run_command(
     time_limit: float,
     output_limit: int,
     kill_after_bytes: int,
+    supervised: bool = False,
 ) -> CommandResult:
-    """Run `argv` in its own process group and collect a bounded view of its output.
+    """Run `argv` in its own session and collect a bounded view of its output.
 
-    Returns once the direct child has exited (or was killed after `time_limit` seconds
-    or for flooding the pipe) and the rest of its group has been killed. Cancelling
-    the caller kills the group too.
+    Returns once the direct child has exited (or was stopped after `time_limit` seconds
+    or for flooding the pipe) and everything it started has been killed. Cancelling
+    the caller stops it too. `supervised` puts the supervisor (see
+    ``toolbridge/supervisor.py``) between this process and `argv`: it finds and kills
+    descendants that left the command's process group, and keeps the command from
+    signalling this process. Without it only the command's group is killed, which is
+    right when `argv` brings its own containment (a bubblewrap PID namespace).
     """
     loop = asyncio.get_running_loop()
     capture = OutputCapture(output_limit)
     reader = _PipeReader(capture, kill_after_bytes)
     read_fd, write_fd = os.pipe()
     pipe = os.fdopen(read_fd, "rb", 0)
-    process = await _spawn(argv, cwd=cwd, env=env, output_fd=write_fd, pipe=pipe)
-    reader.process_group = process.pid
+    control = _Control(supervised=supervised, output_fd=write_fd)
+    if supervised:
+        argv = [sys.executable, "-I", "-S", str(SUPERVISOR), *argv]
+    process = await _spawn(argv, cwd=cwd, env=env, output_fd=write_fd, control=control, pipe=pipe)
+    reader.stop = control.stop
     transport: asyncio.BaseTransport | None = None
     timed_out = False
     try:
@@ -212,15 +280,14 @@ async def run_command(
                 await process.wait()
         except TimeoutError:
             timed_out = True
-        kill_group(process.pid)
-        exit_code = await process.wait()
+        exit_code = await _wait_stopped(process, control)
         try:
             async with asyncio.timeout(DRAIN_SECONDS):
                 await reader.closed
         except TimeoutError:
-            logger.warning("a process that left the group of %r still holds its output", argv)
+            logger.warning("a process that escaped the kill of %r still holds its output", argv)
     finally:
-        kill_group(process.pid)  # also when cancelled or failing half-way
+        control.stop()  # also when cancelled or failing half-way
         if transport is not None:
             transport.close()
         else:

@@ -1,30 +1,39 @@
 """`exec`: run a shell command in the workspace, contained in time, output and environment.
 
-The command runs with ``/bin/sh -c`` in the workspace root, stdin closed, in its own
-process group that is killed when the command finishes or times out (background
-jobs included). Output is capped to its head and tail, the environment is scrubbed
-of credentials, and with ``sandbox = "bwrap"`` it runs inside bubblewrap: the
-workspace writable, the rest of the file system read-only, no network. Without the
-sandbox it is an ordinary process of this user: see docs/security.md.
+The command runs with ``/bin/sh -c`` in the workspace (or a directory in it), stdin
+closed, with a scratch HOME and the environment scrubbed of credentials; its output
+is capped to head and tail and cleaned of terminal control sequences. When bubblewrap
+works here it runs in the sandbox of `toolbridge.security.sandbox` (the default,
+``sandbox = "auto"``). Without one it runs under the supervisor of
+`toolbridge.process`, as an ordinary process of this user, and `unsandboxed` decides
+whether that needs approval (the default), is allowed, or is refused. See
+docs/security.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolbridge.errors import ErrorKind, ToolConfigError
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolConfigError, ToolExecutionError
 from toolbridge.process import CommandResult, run_command, scrub_environment
+from toolbridge.security.sandbox import SANDBOX_HOME, SandboxMode, find_sandbox
+from toolbridge.security.workspace import Workspace
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
 
-__all__ = ["ExecConfig", "ExecTool", "bwrap_argv"]
+__all__ = ["ExecConfig", "ExecTool"]
 
 logger = logging.getLogger(__name__)
+
+# Variables that would point a program at the user's real directories despite HOME.
+_HOME_VARIABLES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 
 
 class ExecConfig(BaseModel):
@@ -54,37 +63,24 @@ class ExecConfig(BaseModel):
         description="Variables passed on even though their name or value looks secret.",
     )
     shell: str = "/bin/sh"
-    sandbox: Literal["none", "bwrap"] = Field(
-        default="none",
-        description="'bwrap' runs every command inside bubblewrap (must be installed).",
+    sandbox: SandboxMode = Field(
+        default="auto",
+        description="'auto': bubblewrap when it is installed and works here, else none; "
+        "'bwrap': bubblewrap or a configuration error; 'none': never sandboxed.",
+    )
+    unsandboxed: Literal["approve", "allow", "refuse"] = Field(
+        default="approve",
+        description="When a command would run without a sandbox: 'approve' makes every "
+        "call need approval, 'allow' runs it, 'refuse' makes every call an error.",
     )
     sandbox_network: bool = Field(
         default=False, description="Let sandboxed commands use the network."
     )
-
-
-def bwrap_argv(bwrap: str, command_argv: list[str], *, workspace: Path, network: bool) -> list[str]:
-    """The bubblewrap command line: workspace read-write, everything else read-only.
-
-    New namespaces for everything (pid, ipc, uts, user, cgroup, and network unless
-    `network`), a private /tmp, /dev and /proc, and the sandbox dies with its parent.
-    """
-    root = str(workspace)
-    return [
-        bwrap,
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-all",
-        *(["--share-net"] if network else []),
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--bind", root, root,
-        "--chdir", root,
-        "--",
-        *command_argv,
-    ]  # fmt: skip
+    sandbox_read_paths: list[str] = Field(
+        default_factory=list,
+        description="Paths hidden in the sandbox (under /home, /root, /run, /tmp) to show "
+        "read-only, e.g. '~/.cargo'.",
+    )
 
 
 @tool_parameters(
@@ -94,13 +90,19 @@ def bwrap_argv(bwrap: str, command_argv: list[str], *, workspace: Path, network:
             "command": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Shell command line, run with /bin/sh -c in the workspace root.",
+                "description": "Shell command line, run with /bin/sh -c.",
             },
             "timeout": {
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "description": "Seconds before the command and everything it started are "
                 "killed (capped by the configured maximum).",
+            },
+            "cwd": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Directory to run in, relative to the workspace root "
+                "(default: the root). Must be inside the workspace.",
             },
         },
         "required": ["command"],
@@ -112,10 +114,10 @@ class ExecTool(Tool):
 
     name = "exec"
     description = (
-        "Run a shell command (/bin/sh -c) in the workspace root and return its combined "
-        "stdout and stderr and exit code. stdin is closed, so interactive commands fail; "
-        "background processes are killed when the command ends. Long output is shortened "
-        "to its beginning and end."
+        "Run a shell command (/bin/sh -c) in the workspace root (or `cwd`) and return its "
+        "combined stdout and stderr and exit code. stdin is closed, so interactive commands "
+        "fail; background processes are killed when the command ends; HOME is an empty "
+        "scratch directory. Long output is shortened to its beginning and end."
     )
     exclusive = True
 
@@ -126,18 +128,28 @@ class ExecTool(Tool):
         *,
         environ: dict[str, str] | None = None,
     ) -> None:
-        self.workspace = workspace.resolve()
         self.config = config or ExecConfig()
+        try:
+            self.guard = Workspace(workspace)
+        except ValueError as exc:
+            raise ToolConfigError(f"exec: {exc}") from None
+        self.workspace = self.guard.root
         self.environ = dict(os.environ if environ is None else environ)
-        self.bwrap: str | None = None
-        if self.config.sandbox == "bwrap":
-            self.bwrap = shutil.which("bwrap")
-            if self.bwrap is None:
-                raise ToolConfigError(
-                    "exec is configured with sandbox = 'bwrap' but bubblewrap is not "
-                    "installed; install it (e.g. apt-get install bubblewrap) or set "
-                    "sandbox = 'none'"
-                )
+        self.sandbox = find_sandbox(
+            self.config.sandbox,
+            self.workspace,
+            shell=self.config.shell,
+            network=self.config.sandbox_network,
+            read_paths=self.config.sandbox_read_paths,
+        )
+        self.requires_approval = self.sandbox is None and self.config.unsandboxed == "approve"
+        if self.sandbox is not None:
+            network = "with network" if self.config.sandbox_network else "without network"
+            self.description = (
+                f"{type(self).description} Runs in a sandbox {network}: only the workspace "
+                "is writable and persists; /tmp and HOME are private and emptied after "
+                "each call."
+            )
 
     @classmethod
     def config_cls(cls) -> type[BaseModel]:
@@ -151,34 +163,77 @@ class ExecTool(Tool):
     def create(cls, ctx: ToolContext) -> ExecTool:
         return cls(ctx.workspace, ctx.tool_config)
 
-    def argv(self, command: str) -> list[str]:
-        """What is executed for `command`: the shell, inside bubblewrap when enabled."""
+    @property
+    def sandboxed(self) -> bool:
+        """Whether commands run inside bubblewrap (decided once, when the tool is made)."""
+        return self.sandbox is not None
+
+    def argv(self, command: str, cwd: Path | None = None) -> list[str]:
+        """What is executed for `command`: the shell, inside bubblewrap when sandboxed."""
         shell_argv = [self.config.shell, "-c", command]
-        if self.bwrap is None:
+        if self.sandbox is None:
             return shell_argv
-        return bwrap_argv(
-            self.bwrap, shell_argv, workspace=self.workspace, network=self.config.sandbox_network
-        )
+        return self.sandbox.argv(shell_argv, workspace=self.workspace, cwd=cwd or self.workspace)
 
     async def execute(self, **kwargs: Any) -> ToolResult:
+        if self.sandbox is None and self.config.unsandboxed == "refuse":
+            raise PolicyViolation(self._refusal())
         command: str = kwargs["command"]
+        cwd = self._directory(kwargs.get("cwd"))
         requested = kwargs.get("timeout")
         timeout = min(requested or self.config.default_timeout, self.config.max_timeout)
         env, dropped = scrub_environment(self.environ, self.config.env_allow)
         if dropped:
             logger.debug("exec: dropped secret-looking variables %s", ", ".join(dropped))
-        result = await run_command(
-            self.argv(command),
-            cwd=self.workspace,
-            env=env,
-            time_limit=timeout,
-            output_limit=self.config.max_output_bytes,
-            kill_after_bytes=self.config.kill_output_bytes,
-        )
+        for name in _HOME_VARIABLES:
+            env.pop(name, None)
+        home = SANDBOX_HOME if self.sandbox else tempfile.mkdtemp(prefix="toolbridge-home-")
+        env["HOME"] = home
+        try:
+            result = await run_command(
+                self.argv(command, cwd),
+                cwd=cwd,
+                env=env,
+                time_limit=timeout,
+                output_limit=self.config.max_output_bytes,
+                kill_after_bytes=self.config.kill_output_bytes,
+                supervised=self.sandbox is None,
+            )
+        finally:
+            if self.sandbox is None:
+                await asyncio.shield(asyncio.to_thread(shutil.rmtree, home, ignore_errors=True))
         notes = []
         if requested and requested > self.config.max_timeout:
             notes.append(f"[timeout capped at the configured maximum of {timeout:g} s]")
         return self._report(result, timeout, notes)
+
+    def _directory(self, cwd: str | None) -> Path:
+        """The real directory `cwd` names inside the workspace (the root when None)."""
+        if cwd is None:
+            return self.workspace
+        real = self.guard.resolve(cwd)  # WorkspaceViolation when it is outside
+        if not real.is_dir():
+            state = "is not a directory" if real.exists() else "does not exist"
+            raise ToolExecutionError(
+                f"cwd {cwd!r} {state}",
+                hint="Pass a directory inside the workspace (relative to its root), or "
+                "leave cwd out to run in the root.",
+            )
+        return real
+
+    def _refusal(self) -> str:
+        why = (
+            "sandbox = 'none' is configured"
+            if self.config.sandbox == "none"
+            else "bubblewrap is not installed or cannot run here"
+        )
+        return (
+            f"exec is refused: no sandbox is available ({why}) and this setup does not run "
+            "shell commands without one (exec.unsandboxed = 'refuse'). To allow commands "
+            "without a sandbox, the user sets exec.unsandboxed = 'allow' in the "
+            "configuration (toolbridge CLI: --allow-unsandboxed-exec), or installs "
+            "bubblewrap."
+        )
 
     def _report(self, result: CommandResult, timeout: float, notes: list[str]) -> ToolResult:
         output = result.output.rstrip("\n") or "(no output)"
@@ -187,7 +242,7 @@ class ExecTool(Tool):
             "output_bytes": result.output_bytes,
             "omitted_bytes": result.omitted_bytes,
             "timed_out": result.timed_out,
-            "sandbox": self.config.sandbox,
+            "sandbox": "bwrap" if self.sandbox else "none",
         }
         if result.timed_out:
             text = "\n".join(
@@ -205,7 +260,7 @@ class ExecTool(Tool):
             text = "\n".join(
                 [
                     f"Error: the command printed more than {self.config.kill_output_bytes} "
-                    "bytes and was killed. Output (beginning and end):",
+                    "bytes and was killed. Output, truncated to its beginning and end:",
                     output,
                     "Redirect large output to a file in the workspace and read parts of it, "
                     "or filter it (grep, head, tail).",

@@ -1,0 +1,147 @@
+"""The exec sandbox: find bubblewrap, check that it works here, and build its command line.
+
+Inside the sandbox the workspace is the only writable place that outlives the call.
+The rest of the file system is bound read-only, and the places where secrets and
+live services usually are (``/home``, ``/root``, ``/run`` with its sockets, ``/tmp``)
+are replaced by empty private directories. The command gets fresh PID, IPC, UTS,
+user, cgroup and (unless network is allowed) network namespaces, a /proc that shows
+only its own processes, no capabilities, and dies with the process that started it;
+when its first process exits, the kernel kills everything else in the namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from toolbridge.errors import ToolConfigError
+
+__all__ = [
+    "HIDDEN_PATHS",
+    "SANDBOX_HOME",
+    "BubblewrapSandbox",
+    "SandboxMode",
+    "SandboxUnavailable",
+    "find_sandbox",
+]
+
+logger = logging.getLogger(__name__)
+
+SandboxMode = Literal["auto", "bwrap", "none"]
+
+HIDDEN_PATHS = ("/home", "/root", "/run", "/tmp", "/var/tmp")
+"""Replaced by empty, private, writable directories (tmpfs) inside the sandbox."""
+
+SANDBOX_HOME = "/tmp/toolbridge-home"
+"""HOME inside the sandbox: on its private /tmp, gone when the call ends."""
+
+# Kept visible when the network is allowed: name resolution through systemd-resolved.
+_NETWORK_PATHS = ("/run/systemd/resolve",)
+_PROBE_SECONDS = 10.0
+
+
+class SandboxUnavailable(ToolConfigError):
+    """``sandbox = "bwrap"`` was asked for, but bubblewrap is missing or cannot run here."""
+
+
+@dataclass(frozen=True, slots=True)
+class BubblewrapSandbox:
+    """A working bubblewrap and the policy of one tool: network, and extra readable paths."""
+
+    executable: str
+    network: bool = False
+    read_paths: tuple[Path, ...] = ()
+
+    def argv(self, command: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
+        """The bubblewrap command line that runs `command` in `cwd` with `workspace` writable.
+
+        Order matters: later mounts go on top of earlier ones, so the workspace (and
+        the readable extras) stay visible even when they lie under a hidden path.
+        """
+        hidden = [p for p in HIDDEN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
+        shown = [*(_NETWORK_PATHS if self.network else ()), *map(str, self.read_paths)]
+        root = str(workspace)
+        return [
+            self.executable,
+            "--die-with-parent", "--new-session", "--unshare-all",
+            *(["--share-net"] if self.network else []),
+            "--cap-drop", "ALL",
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--proc", "/proc",
+            *(arg for path in hidden for arg in ("--tmpfs", path)),
+            *(arg for path in shown for arg in ("--ro-bind-try", path, path)),
+            "--dir", SANDBOX_HOME,
+            "--bind", root, root,
+            "--chdir", str(cwd),
+            "--",
+            *command,
+        ]  # fmt: skip
+
+    def probe(self, shell: str, workspace: Path) -> str | None:
+        """Run an empty command in the sandbox; None if it works, else bubblewrap's complaint."""
+        argv = self.argv([shell, "-c", ":"], workspace=workspace, cwd=workspace)
+        try:
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_SECONDS,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return str(exc)
+        if done.returncode == 0:
+            return None
+        detail = done.stderr.decode(errors="replace").strip()
+        return detail or f"it exited with code {done.returncode}"
+
+
+def find_sandbox(
+    mode: SandboxMode,
+    workspace: Path,
+    *,
+    shell: str = "/bin/sh",
+    network: bool = False,
+    read_paths: Sequence[str] = (),
+) -> BubblewrapSandbox | None:
+    """The sandbox `mode` asks for: bubblewrap when it is installed and works, else None.
+
+    "Works" is checked by running an empty command in it over `workspace`, once.
+    ``"none"`` is always None; ``"auto"`` is None (with a warning in the log) when
+    bubblewrap is missing or cannot create its namespaces here; ``"bwrap"`` raises
+    `SandboxUnavailable` in those cases, saying why and what to do.
+    """
+    if mode == "none":
+        return None
+    executable = shutil.which("bwrap")
+    if executable is None:
+        if mode == "bwrap":
+            raise SandboxUnavailable(
+                "exec is configured with sandbox = 'bwrap' but bubblewrap is not installed; "
+                "install it (e.g. apt-get install bubblewrap) or set sandbox = 'auto' or 'none'"
+            )
+        logger.info("bubblewrap is not installed: exec runs without a sandbox")
+        return None
+    sandbox = BubblewrapSandbox(
+        executable,
+        network=network,
+        read_paths=tuple(Path(os.path.expanduser(p)).resolve() for p in read_paths),
+    )
+    problem = sandbox.probe(shell, workspace)
+    if problem is None:
+        return sandbox
+    if mode == "bwrap":
+        raise SandboxUnavailable(
+            f"exec is configured with sandbox = 'bwrap' but bubblewrap cannot run here: "
+            f"{problem}. Allow unprivileged user namespaces (or run bwrap setuid), or set "
+            "sandbox = 'auto' or 'none'"
+        )
+    logger.warning("bubblewrap cannot run here, exec runs without a sandbox: %s", problem)
+    return None
