@@ -18,6 +18,7 @@ and stdout/stderr the command's output pipe. It
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -50,10 +51,8 @@ def _children() -> list[int]:
 
 
 def _kill(pid: int, *, group: bool = False) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         (os.killpg if group else os.kill)(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_descendants(command: int) -> None:
