@@ -16,13 +16,12 @@ and stdout/stderr the command's output pipe. It
   command's status (a command killed by signal N ends the supervisor by signal N).
 """
 
-from __future__ import annotations
-
-import contextlib
+# The C half of `signal`: same functions and constants, without building the enums,
+# which would be a third of this process's start-up. The supervisor starts on every call.
+import _signal as signal  # type: ignore[import-not-found]
 import ctypes
 import os
 import select
-import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
@@ -51,8 +50,10 @@ def _children() -> list[int]:
 
 
 def _kill(pid: int, *, group: bool = False) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    try:
         (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone (contextlib would cost start-up time)
+        return
 
 
 def _kill_descendants(command: int) -> None:
