@@ -26,6 +26,7 @@ import datetime
 import os
 import platform
 import re
+import resource
 import statistics
 import tempfile
 import time
@@ -70,38 +71,54 @@ def cases(workspace: Path) -> dict[str, Case]:
     return found
 
 
-async def measure(workspace: Path, repetitions: int) -> dict[str, float]:
-    """Median ms per round trip of each case, the cases interleaved round by round."""
+def child_cpu() -> float:
+    """CPU seconds (user + system) of every child process reaped so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def measure(workspace: Path, repetitions: int) -> dict[str, tuple[float, float]]:
+    """Median wall ms and mean child CPU ms per round trip of each case, interleaved.
+
+    Child CPU time barely depends on how busy the machine is; wall time does.
+    """
     runs = cases(workspace)
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for name, run in runs.items():  # warm up: imports, page cache
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, float] = dict.fromkeys(runs, 0.0)
+    for run in runs.values():  # warm up: imports, page cache
         await run()
     for _ in range(repetitions):
         for name, run in runs.items():
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), child_cpu()
             await run()
-            samples[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(values) for name, values in samples.items()}
+            wall[name].append((time.perf_counter() - start) * 1000)
+            cpu[name] += child_cpu() - cpu_start
+    return {name: (statistics.median(wall[name]), cpu[name] * 1000 / repetitions) for name in runs}
 
 
-def render(medians: dict[str, float], command: str) -> str:
+def render(medians: dict[str, tuple[float, float]], command: str) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    base = next(iter(medians.values()))
+    base, base_cpu = next(iter(medians.values()))
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     lines = [
         SECTION,
         "",
         f"Measured {now} on {platform.processor() or platform.machine()}, "
         f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} "
-        f"cores. Command: `{command}`.",
+        f"cores, load average {load}. Command: `{command}`.",
         "",
-        "Round trip of `/bin/sh -c true`, median ms, cases interleaved in one process. The "
-        "supervisor is a `python -I -S` process started per call; its cost is that "
-        "interpreter's start-up.",
+        "Round trip of `/bin/sh -c true`, cases interleaved in one process: median wall "
+        "ms, and the mean CPU time of the child processes (user + system), which depends "
+        "less on how busy the machine is. The supervisor is a `python -I -S` process "
+        "started per call; its cost is that interpreter's start-up.",
         "",
-        "| Case | ms per call | vs process group only |",
-        "| --- | --- | --- |",
+        "| Case | wall ms | vs process group only | child CPU ms | vs process group only |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    lines += [f"| {name} | {ms:.2f} | {ms / base:.2f}x |" for name, ms in medians.items()]
+    lines += [
+        f"| {name} | {ms:.2f} | {ms / base:.1f}x | {cpu:.2f} | {cpu / base_cpu:.1f}x |"
+        for name, (ms, cpu) in medians.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
