@@ -8,10 +8,12 @@ Run it from the repository root in the project's environment:
 Cases, interleaved round by round in one process (median of --repetitions rounds,
 default 61), each running ``/bin/sh -c true``:
 
-- process group only: `run_command` as exec ran it before the supervisor (the host
-  starts the shell in a new session and kills the group);
-- supervisor: `run_command(..., supervised=True)`, the unsandboxed path now;
-- bubblewrap: `run_command` over the sandbox's argv, the sandboxed path now;
+- process group only: how exec ran a command before the supervisor (a new session,
+  wait, kill the group), with asyncio's subprocess machinery;
+- supervisor: `run_command`, the command forked by a call supervisor that the
+  long-lived supervisor server forks (no interpreter start per call);
+- `python -I -S -c pass`: what a supervisor started per call would cost at least;
+- bubblewrap, with and without the supervisor around it;
 - exec tool (none / bwrap): `ToolRegistry.execute("exec", ...)` end to end, with the
   environment scrub, the scratch HOME and the report.
 
@@ -22,19 +24,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import os
 import platform
 import re
 import resource
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from toolbridge import ToolContext, ToolRegistry
-from toolbridge.process import run_command
+from toolbridge.process import Supervisor, run_command
 from toolbridge.security.sandbox import find_sandbox
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
@@ -45,55 +50,98 @@ TRUE = ["/bin/sh", "-c", "true"]
 Case = Callable[[], Awaitable[object]]
 
 
-def cases(workspace: Path) -> dict[str, Case]:
+async def plain_subprocess(argv: list[str], workspace: Path, env: dict[str, str]) -> int:
+    """How exec ran a command before the supervisor: a new session, wait, kill the group."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=workspace,
+        env=env,
+        start_new_session=True,
+    )
+    code = await process.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    return code
+
+
+def cases(workspace: Path, supervisors: list[Supervisor]) -> dict[str, Case]:
+    """The cases by name; every supervisor server they use is appended to `supervisors`."""
+    supervisor = Supervisor()
+    supervisors.append(supervisor)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     limits = {"time_limit": 30.0, "output_limit": 20_000, "kill_after_bytes": 10_000_000}
 
-    def command(argv: list[str], *, supervised: bool) -> Case:
-        return lambda: run_command(argv, cwd=workspace, env=env, supervised=supervised, **limits)
+    def supervised(argv: list[str]) -> Case:
+        return lambda: run_command(argv, cwd=workspace, env=env, supervisor=supervisor, **limits)
 
     def tool(**config: str) -> Case:
         exec_tool = ExecTool(workspace, ExecConfig.model_validate(config), environ=env)
+        supervisors.append(exec_tool.supervisor)
         registry = ToolRegistry([exec_tool], context=ToolContext(workspace=workspace))
         return lambda: registry.execute("exec", {"command": "true"})
 
     found: dict[str, Case] = {
-        "process group only (before)": command(TRUE, supervised=False),
-        "supervisor (unsandboxed now)": command(TRUE, supervised=True),
+        "process group only (before)": lambda: plain_subprocess(TRUE, workspace, env),
+        "supervisor": supervised(TRUE),
+        "for scale: `python -I -S -c pass`": lambda: plain_subprocess(
+            [sys.executable, "-I", "-S", "-c", "pass"], workspace, env
+        ),
     }
     sandbox = find_sandbox("auto", workspace)
     if sandbox is not None:
         argv = sandbox.argv(TRUE, workspace=workspace, cwd=workspace)
-        found["bubblewrap (sandboxed now)"] = command(argv, supervised=False)
+        found["bubblewrap, no supervisor"] = lambda: plain_subprocess(argv, workspace, env)
+        found["supervisor + bubblewrap"] = supervised(argv)
     found["exec tool, sandbox = none"] = tool(sandbox="none", unsandboxed="allow")
     if sandbox is not None:
         found["exec tool, sandbox = bwrap"] = tool(sandbox="bwrap")
     return found
 
 
-def child_cpu() -> float:
-    """CPU seconds (user + system) of every child process reaped so far."""
+def tree_cpu(supervisors: list[Supervisor]) -> float:
+    """CPU seconds (user + system) of every reaped child, and of every supervisor server
+    with the call supervisors it reaped (they are the server's children, not ours)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    total = usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    for supervisor in supervisors:
+        if supervisor.pid is not None:
+            stat = Path(f"/proc/{supervisor.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(field) for field in stat[11:15]) / ticks  # utime .. cstime
+    return total
 
 
 async def measure(workspace: Path, repetitions: int) -> dict[str, tuple[float, float]]:
-    """Median wall ms and mean child CPU ms per round trip of each case, interleaved.
+    """Median wall ms per round trip (cases interleaved) and mean CPU ms (case by case).
 
-    Child CPU time barely depends on how busy the machine is; wall time does.
+    CPU time barely depends on how busy the machine is; wall time does. It is summed
+    over a block of calls of one case, after the servers had time to reap, because a
+    server accounts a call supervisor only once it has reaped it.
     """
-    runs = cases(workspace)
+    supervisors: list[Supervisor] = []
+    runs = cases(workspace, supervisors)
     wall: dict[str, list[float]] = {name: [] for name in runs}
-    cpu: dict[str, float] = dict.fromkeys(runs, 0.0)
-    for run in runs.values():  # warm up: imports, page cache
+    for run in runs.values():  # warm up: imports, page cache, servers started
         await run()
     for _ in range(repetitions):
         for name, run in runs.items():
-            start, cpu_start = time.perf_counter(), child_cpu()
+            start = time.perf_counter()
             await run()
             wall[name].append((time.perf_counter() - start) * 1000)
-            cpu[name] += child_cpu() - cpu_start
-    return {name: (statistics.median(wall[name]), cpu[name] * 1000 / repetitions) for name in runs}
+    cpu: dict[str, float] = {}
+    for name, run in runs.items():
+        await asyncio.sleep(0.2)
+        before = tree_cpu(supervisors)
+        for _ in range(repetitions):
+            await run()
+        await asyncio.sleep(0.2)
+        cpu[name] = (tree_cpu(supervisors) - before) * 1000 / repetitions
+    for supervisor in supervisors:
+        supervisor.close()
+    return {name: (statistics.median(wall[name]), cpu[name]) for name in runs}
 
 
 def render(medians: dict[str, tuple[float, float]], command: str) -> str:
@@ -107,10 +155,10 @@ def render(medians: dict[str, tuple[float, float]], command: str) -> str:
         f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} "
         f"cores, load average {load}. Command: `{command}`.",
         "",
-        "Round trip of `/bin/sh -c true`, cases interleaved in one process: median wall "
-        "ms, and the mean CPU time of the child processes (user + system), which depends "
-        "less on how busy the machine is. The supervisor is a `python -I -S` process "
-        "started per call; its cost is that interpreter's start-up.",
+        "Round trip of `/bin/sh -c true` in one process: median wall ms (cases "
+        "interleaved), and mean CPU ms (user + system) of every process the call involved, "
+        "the supervisor server's share included, which depends less on how busy the "
+        "machine is. The server starts once per tool; per call it forks.",
         "",
         "| Case | wall ms | vs process group only | child CPU ms | vs process group only |",
         "| --- | --- | --- | --- | --- |",

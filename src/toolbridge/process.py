@@ -1,38 +1,41 @@
 """Run a command contained: bounded output, bounded time, nothing left behind.
 
-The command gets its own session, stdin closed, and one pipe for stdout and stderr
-together. Output is read as it arrives; only the head and the tail are kept, with
-terminal control sequences removed. When the direct child exits, times out, floods
-the pipe, or the caller is cancelled, everything it started is killed and reading
-stops. Supervised (see ``supervisor.py``), that includes processes that left its
-process group (``setsid``, double forks); otherwise the process group is killed and
-the command must bring its own containment (a PID namespace).
+Every command runs under a call supervisor (``supervisor.py``), forked by a
+long-lived supervisor server that `Supervisor` starts once per owner. The command
+gets its own session, stdin closed, and one pipe for stdout and stderr together.
+Output is read as it arrives; only the head and the tail are kept, with terminal
+control sequences removed. When the command exits, times out, floods the pipe, or the
+caller is cancelled, the call supervisor kills everything it started (``setsid`` and
+double-forked descendants included) and reports how the command ended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
+import json
 import logging
 import os
 import re
 import signal
+import socket
+import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolbridge.terminal import strip_control_sequences
 
-__all__ = ["CommandResult", "OutputCapture", "run_command", "scrub_environment"]
+__all__ = ["CommandResult", "OutputCapture", "Supervisor", "run_command", "scrub_environment"]
 
 logger = logging.getLogger(__name__)
 
 # After the command was stopped, how long to wait for the pipe to reach end-of-file. Only
 # a process that escaped the kill can keep it open that long.
 DRAIN_SECONDS = 2.0
-# How long a supervisor may take to kill everything and exit after a stop.
+# How long a supervisor may take to kill everything and report after a stop.
 STOP_SECONDS = 5.0
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 
@@ -133,13 +136,21 @@ class _PipeReader(asyncio.Protocol):
         self.capture = capture
         self.kill_after_bytes = kill_after_bytes
         self.stop: Callable[[], None] | None = None
+        self.transport: asyncio.BaseTransport | None = None
         self.overflow = False
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.capture.feed(data)
         if self.capture.total > self.kill_after_bytes and not self.overflow:
             self.overflow = True
+            # Read no more: the command blocks on the full pipe until it is killed, so
+            # what it printed in the meantime is neither read nor counted.
+            assert isinstance(self.transport, asyncio.ReadTransport)
+            self.transport.pause_reading()
             if self.stop is not None:
                 self.stop()
 
@@ -148,97 +159,149 @@ class _PipeReader(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-class _Control:
-    """How a running command is stopped early, and the fds to close once it has started.
+class Supervisor:
+    """The supervisor server of one owner (an `ExecTool`): one fork per command.
 
-    Supervised, stopping closes the supervisor's stdin (it then kills every descendant
-    and exits); otherwise the command's process group is killed.
+    The server (``toolbridge/supervisor.py``) starts on first use and lives until
+    `close` (or until this process exits, since it ends at end-of-file on its socket).
+    A server that died, killed by a command say, is replaced on the next launch.
+    Thread-safe; each launch is independent of the event loop that runs it.
     """
 
-    def __init__(self, *, supervised: bool, output_fd: int) -> None:
-        self.pid: int | None = None
-        self.child_fds = [output_fd]
-        self.control_fd: int | None = None
-        self.stdin_fd: int = asyncio.subprocess.DEVNULL
-        if supervised:
-            self.stdin_fd, self.control_fd = os.pipe()
-            self.child_fds.append(self.stdin_fd)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: subprocess.Popen[bytes] | None = None
+        self._socket: socket.socket | None = None
 
-    def started(self, pid: int) -> None:
-        self.pid = pid
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs (for tests and diagnostics)."""
+        server = self._server
+        return server.pid if server is not None and server.poll() is None else None
 
-    def close_child_fds(self) -> None:
-        for fd in self.child_fds:
-            os.close(fd)
-        self.child_fds = []
+    def launch(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], output_fd: int
+    ) -> socket.socket:
+        """Start `argv` under a new call supervisor; returns the call's channel (non-blocking).
+
+        The command writes to `output_fd` (the caller keeps and closes its own copy).
+        Shutting the channel down for writing stops the command; the channel then
+        reports how it ended (see ``supervisor.py``).
+        """
+        payload = json.dumps({"argv": list(argv), "cwd": str(cwd), "env": dict(env)}).encode()
+        header = len(payload).to_bytes(8, "big")
+        channel, call_end = socket.socketpair()
+        try:
+            with self._lock:
+                for attempt in (1, 2):
+                    server = self._connect()
+                    try:
+                        socket.send_fds(server, [header], [output_fd, call_end.fileno()])
+                        server.sendall(payload)
+                        break
+                    except OSError:
+                        self._shut()
+                        if attempt == 2:
+                            raise
+                        logger.warning("the exec supervisor was gone; starting a new one")
+        except BaseException:
+            channel.close()
+            raise
+        finally:
+            call_end.close()
+        channel.setblocking(False)
+        return channel
+
+    def close(self) -> None:
+        """End the server (calls already running finish under their own supervisors)."""
+        with self._lock:
+            self._shut()
+
+    def _connect(self) -> socket.socket:
+        if self._socket is not None and self._server is not None and self._server.poll() is None:
+            return self._socket
+        self._shut()
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self._server = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(SUPERVISOR)],
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                start_new_session=True,
+            )
+        self._socket = ours
+        return ours
+
+    def _shut(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        if self._server is not None:
+            try:
+                self._server.wait(timeout=STOP_SECONDS)  # it ends at end-of-file at once
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
+            self._server = None
+
+
+class _Channel:
+    """The host's end of one call: the supervisor's pid, how the command ended, and stop."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.supervisor_pid: int | None = None
+        self.exit_code: int | None = None
+        self.stopped = False
 
     def stop(self) -> None:
-        """Ask for the end of the command and everything it started (idempotent)."""
-        if self.control_fd is not None:
-            os.close(self.control_fd)
-            self.control_fd = None
-        elif self.pid is not None:
-            kill_group(self.pid)
+        """Ask the call supervisor to kill everything and report (idempotent, synchronous)."""
+        if not self.stopped:
+            self.stopped = True
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_WR)
 
+    async def ended(self) -> int:
+        """The command's exit code (negative: killed by that signal), once it is known.
 
-async def _spawn(
-    argv: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    output_fd: int,
-    control: _Control,
-    pipe: io.FileIO,
-) -> asyncio.subprocess.Process:
-    """Start `argv` in a new session writing to `output_fd`; a cancelled start still cleans up.
+        Safe to cancel and call again: what was read stays in the buffer.
+        """
+        loop = asyncio.get_running_loop()
+        while self.exit_code is None:
+            line, found, rest = self.buffer.partition(b"\n")
+            if not found:
+                chunk = await loop.sock_recv(self.sock, 4096)
+                if not chunk:  # the call supervisor died without a report (kill -9)
+                    logger.warning("the exec call supervisor ended without reporting")
+                    self.exit_code = -signal.SIGKILL
+                    break
+                self.buffer += chunk
+                continue
+            self.buffer = rest
+            word, _, number = line.decode().partition(" ")
+            if word == "pid":
+                self.supervisor_pid = int(number)
+            elif word == "exit":
+                self.exit_code = int(number)
+            elif word == "signal":
+                self.exit_code = -int(number)
+        return self.exit_code
 
-    The start is shielded: when the caller is cancelled half-way, the process may be
-    born anyway, so it is stopped as soon as the start completes.
-    """
-    spawn = asyncio.ensure_future(
-        asyncio.create_subprocess_exec(
-            *argv,
-            stdin=control.stdin_fd,
-            stdout=output_fd,
-            stderr=output_fd,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
-    )
-    spawn.add_done_callback(lambda _: control.close_child_fds())
-    try:
-        process = await asyncio.shield(spawn)
-    except BaseException:
-        pipe.close()
-        spawn.add_done_callback(lambda done: _stop_if_started(done, control))
-        raise
-    control.started(process.pid)
-    return process
-
-
-def _stop_if_started(spawn: asyncio.Future[asyncio.subprocess.Process], control: _Control) -> None:
-    if not spawn.cancelled() and spawn.exception() is None:
-        control.started(spawn.result().pid)
-        control.stop()
-
-
-def kill_group(process_group: int) -> None:
-    """SIGKILL every process in `process_group`; a group that is already gone is fine."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process_group, signal.SIGKILL)
-
-
-async def _wait_stopped(process: asyncio.subprocess.Process, control: _Control) -> int:
-    """Stop the command and wait for its exit; a supervisor that does not end is killed."""
-    control.stop()
-    try:
-        async with asyncio.timeout(STOP_SECONDS):
-            return await process.wait()
-    except TimeoutError:
-        logger.warning("the exec supervisor did not end %s s after a stop; killed", STOP_SECONDS)
-        kill_group(process.pid)
-        return await process.wait()
+    async def ended_after_stop(self) -> int:
+        """Stop, then wait for the report; a call supervisor that does not end is killed."""
+        self.stop()
+        try:
+            async with asyncio.timeout(STOP_SECONDS):
+                return await self.ended()
+        except TimeoutError:
+            logger.warning("the exec call supervisor did not end %s s after a stop", STOP_SECONDS)
+            if self.supervisor_pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.supervisor_pid, signal.SIGKILL)
+            return await self.ended()
 
 
 async def run_command(
@@ -249,45 +312,47 @@ async def run_command(
     time_limit: float,
     output_limit: int,
     kill_after_bytes: int,
-    supervised: bool = False,
+    supervisor: Supervisor,
 ) -> CommandResult:
-    """Run `argv` in its own session and collect a bounded view of its output.
+    """Run `argv` under a call supervisor of `supervisor` and keep a bounded view of its output.
 
-    Returns once the direct child has exited (or was stopped after `time_limit` seconds
-    or for flooding the pipe) and everything it started has been killed. Cancelling
-    the caller stops it too. `supervised` puts the supervisor (see
-    ``toolbridge/supervisor.py``) between this process and `argv`: it finds and kills
-    descendants that left the command's process group, and keeps the command from
-    signalling this process. Without it only the command's group is killed, which is
-    right when `argv` brings its own containment (a bubblewrap PID namespace).
+    Returns once the command has exited (or was stopped after `time_limit` seconds or
+    for flooding the pipe) and everything it started has been killed, `setsid` and
+    double-forked descendants included. Cancelling the caller stops it too.
     """
     loop = asyncio.get_running_loop()
     capture = OutputCapture(output_limit)
     reader = _PipeReader(capture, kill_after_bytes)
     read_fd, write_fd = os.pipe()
     pipe = os.fdopen(read_fd, "rb", 0)
-    control = _Control(supervised=supervised, output_fd=write_fd)
-    if supervised:
-        argv = [sys.executable, "-I", "-S", str(SUPERVISOR), *argv]
-    process = await _spawn(argv, cwd=cwd, env=env, output_fd=write_fd, control=control, pipe=pipe)
-    reader.stop = control.stop
+    try:
+        sock = supervisor.launch(argv, cwd=cwd, env=env, output_fd=write_fd)
+    except BaseException:
+        pipe.close()
+        raise
+    finally:
+        os.close(write_fd)
+    channel = _Channel(sock)
+    reader.stop = channel.stop
     transport: asyncio.BaseTransport | None = None
     timed_out = False
     try:
         transport, _ = await loop.connect_read_pipe(lambda: reader, pipe)
         try:
             async with asyncio.timeout(time_limit):
-                await process.wait()
+                await channel.ended()
         except TimeoutError:
             timed_out = True
-        exit_code = await _wait_stopped(process, control)
-        try:
-            async with asyncio.timeout(DRAIN_SECONDS):
-                await reader.closed
-        except TimeoutError:
-            logger.warning("a process that escaped the kill of %r still holds its output", argv)
+        exit_code = await channel.ended_after_stop()
+        if not reader.overflow:  # after a flood, reading stopped: the rest is dropped
+            try:
+                async with asyncio.timeout(DRAIN_SECONDS):
+                    await reader.closed
+            except TimeoutError:
+                logger.warning("a process that escaped the kill of %r holds its output", argv)
     finally:
-        control.stop()  # also when cancelled or failing half-way
+        channel.stop()  # also when cancelled or failing half-way
+        sock.close()
         if transport is not None:
             transport.close()
         else:

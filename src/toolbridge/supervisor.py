@@ -1,32 +1,61 @@
-"""The exec supervisor: a small process between toolbridge and a command run without a sandbox.
+"""The exec supervisor: the processes between toolbridge and every command it runs.
 
-Run as ``python -I -S supervisor.py ARGV...`` (standard library only, started once per
-call) with stdin a pipe that toolbridge holds open for as long as the command may run,
-and stdout/stderr the command's output pipe. It
+Started as ``python -I -S supervisor.py`` (standard library only) with stdin a Unix
+socket to toolbridge, it is a *server*: it waits for requests and forks one *call
+supervisor* per command, so a call costs a fork, not an interpreter start. A request
+is an 8-byte big-endian length, with two file descriptors attached (the command's
+output pipe and the call's channel, a socket), then that many bytes of JSON:
+``{"argv": [...], "cwd": "...", "env": {...}}``. End-of-file on stdin ends the server.
 
-- makes itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every orphaned
-  descendant of the command, including one that called ``setsid`` or double-forked, is
+A call supervisor
+
+- is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every orphaned descendant
+  of the command, including one that called ``setsid`` or double-forked, is
   re-parented to it instead of to init;
-- starts the command in a session of its own, stdin ``/dev/null``, with ``SIGKILL`` as
-  its parent-death signal: ``kill 0`` from the command reaches only the command's group,
-  and ``kill $PPID`` reaches this process, never toolbridge;
-- waits until the command exits, or its stdin reaches end-of-file (toolbridge stopped
-  the call, or died), or it gets SIGTERM/SIGINT/SIGHUP/SIGQUIT; then it kills the
-  command's group and every descendant it can find, reaps them all, and exits with the
-  command's status (a command killed by signal N ends the supervisor by signal N).
+- starts the command in a session of its own, stdin ``/dev/null``, stdout and stderr the
+  output pipe: ``kill 0`` from the command reaches only the command's group,
+  ``kill $PPID`` reaches the call supervisor, and neither reaches toolbridge;
+- writes ``pid <its pid>`` to the channel, then waits until the command exits, or the
+  channel reaches end-of-file (toolbridge stopped the call, or died), or it gets
+  SIGTERM/SIGINT/SIGHUP/SIGQUIT; then it kills the command's group and every descendant
+  it can find, reaps them all, writes ``exit <code>`` or ``signal <number>`` to the
+  channel and exits.
+
+The server is a subreaper too: if a call supervisor is killed (``kill -9 $PPID``), the
+command's descendants land on the server, which kills them.
 """
 
-# The C half of `signal`: same functions and constants, without building the enums,
-# which would be a third of this process's start-up. The supervisor starts on every call.
+# The C half of `signal`: the same functions and constants without building the enums,
+# which would be a third of this process's start-up.
 import _signal as signal  # type: ignore[import-not-found]
 import ctypes
+import json
 import os
 import select
-import sys
+import socket
 
-PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+HEADER_BYTES = 8
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _become_subreaper() -> None:
+    if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        error = os.strerror(ctypes.get_errno())
+        os.write(2, f"exec supervisor: cannot become a child subreaper: {error}\n".encode())
+        os._exit(126)
+
+
+def _wakeup(signals: tuple[int, ...]) -> int:
+    """Deliver `signals` as bytes on a pipe that `poll` can watch; returns its read end."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    for number in signals:
+        signal.signal(number, lambda *_: None)
+    return wake_read
 
 
 def _children() -> list[int]:
@@ -56,6 +85,42 @@ def _kill(pid: int, *, group: bool = False) -> None:
         return
 
 
+def _reap() -> list[tuple[int, int]]:
+    """Reap every child that has ended, without waiting: (pid, wait status) pairs."""
+    ended: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return ended
+        if pid == 0:
+            return ended
+        ended.append((pid, status))
+
+
+# --- the call supervisor -------------------------------------------------------------
+
+
+def _start(argv: list[str], cwd: str, env: dict[str, str]) -> int:
+    """Spawn the command in a new session, in `cwd`, with stdin /dev/null (this fd 0).
+
+    ``posix_spawn`` (vfork and exec), not ``fork``: a call costs one copy of this
+    process, not two. Signals this process handles or ignores are set to default.
+    """
+    try:
+        os.chdir(cwd)
+        return os.posix_spawnp(
+            argv[0],
+            argv,
+            env,
+            setsid=True,
+            setsigdef=(*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    except OSError as exc:
+        os.write(2, f"exec: cannot run {argv[0]!r} in {cwd!r}: {exc.strerror}\n".encode())
+        return 0
+
+
 def _kill_descendants(command: int) -> None:
     """SIGKILL the command's group and every descendant, and reap them all.
 
@@ -72,88 +137,129 @@ def _kill_descendants(command: int) -> None:
             return
 
 
-def _start(argv: list[str], libc: ctypes.CDLL) -> int:
-    """Fork and exec the command in a new session with stdin /dev/null."""
-    parent = os.getpid()
-    child = os.fork()
-    if child:
-        return child
-    try:
-        signal.set_wakeup_fd(-1)
-        os.setsid()
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the supervisor died before the death signal was set
-            os._exit(137)
-        for number in (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(number, signal.SIG_DFL)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        os.write(2, f"exec: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
-    finally:
-        os._exit(127)
-
-
-def _end_like(status: int) -> None:
-    """Exit the way the command did: with its exit code, or by the signal that killed it."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file in the workspace
-        signal.set_wakeup_fd(-1)
-        if number != signal.SIGKILL:
-            signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-        os._exit(128 + number)  # the signal did not end this process
-    os._exit(os.waitstatus_to_exitcode(status))
-
-
-def main(argv: list[str]) -> None:
-    if not argv:
-        os.write(2, b"supervisor: no command given\n")
-        os._exit(2)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        error = os.strerror(ctypes.get_errno())
-        os.write(2, f"exec supervisor: cannot become a child subreaper: {error}\n".encode())
-        os._exit(126)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    for number in (*STOP_SIGNALS, signal.SIGCHLD):
-        signal.signal(number, lambda *_: None)
-    command = _start(argv, libc)
+def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int) -> None:
+    """Run one command to its end and everything it started with it; report; exit."""
+    _become_subreaper()
+    wake = _wakeup((*STOP_SIGNALS, signal.SIGCHLD))
+    command = _start(argv, cwd, env)
+    os.write(channel, f"pid {os.getpid()}\n".encode())
+    if not command:
+        _report(channel, "exit 127")
     poller = select.poll()
-    poller.register(wake_read, select.POLLIN)
-    poller.register(0, select.POLLIN)
+    poller.register(wake, select.POLLIN)
+    poller.register(channel, select.POLLIN)
     status: int | None = None
     while status is None:
         stop = False
         for fd, _ in poller.poll():
-            if fd == 0:
-                if not os.read(0, 4096):  # end-of-file: toolbridge stopped the call or died
-                    poller.unregister(0)
+            if fd == channel:
+                if not os.read(channel, 4096):  # end-of-file: toolbridge stopped or died
+                    poller.unregister(channel)
                     stop = True
-            elif any(n in STOP_SIGNALS for n in os.read(wake_read, 4096)):
+            elif any(number in STOP_SIGNALS for number in os.read(wake, 4096)):
                 stop = True
         if stop:
             _kill(command, group=True)
             _kill(command)
-        while True:  # reap whatever ended: the command, or an orphan handed to us
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid, wait_status in _reap():  # the command, or an orphan handed to us
             if pid == command:
                 status = wait_status
     _kill_descendants(command)
-    _end_like(status)
+    if os.WIFSIGNALED(status):
+        _report(channel, f"signal {os.WTERMSIG(status)}")
+    _report(channel, f"exit {os.waitstatus_to_exitcode(status)}")
+
+
+def _report(channel: int, line: str) -> None:
+    """Tell toolbridge how the command ended, and exit."""
+    try:
+        os.write(channel, f"{line}\n".encode())
+    finally:  # also when toolbridge is gone and nobody is left to tell
+        os._exit(0)
+
+
+# --- the server ------------------------------------------------------------------------
+
+
+def _receive(server: socket.socket) -> tuple[dict[str, object], list[int]] | None:
+    """The next request and its two file descriptors; None at end-of-file."""
+    header, fds, _, _ = socket.recv_fds(server, HEADER_BYTES, 2)
+    if not header:
+        return None
+    while len(header) < HEADER_BYTES:
+        more = server.recv(HEADER_BYTES - len(header))
+        if not more:
+            return None
+        header += more
+    size = int.from_bytes(header, "big")
+    payload = bytearray()
+    while len(payload) < size:
+        chunk = server.recv(min(size - len(payload), 1 << 20))
+        if not chunk:
+            return None
+        payload += chunk
+    return json.loads(payload), fds
+
+
+def _run_call(server: socket.socket, wake: int, request: dict[str, object], fds: list[int]) -> int:
+    """Fork the call supervisor for `request`; returns its pid."""
+    output, channel = fds
+    pid = os.fork()
+    if pid:
+        os.close(output)
+        os.close(channel)
+        return pid
+    try:
+        os.set_inheritable(channel, False)  # the command must not hold the channel open
+        server.close()
+        os.close(wake)
+        signal.set_wakeup_fd(-1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        for fd in (null, output):
+            if fd > 2:
+                os.close(fd)
+        for fd in (0, 1, 2):  # os.open makes fds close-on-exec; the command needs these
+            os.set_inheritable(fd, True)
+        argv, cwd, env = request["argv"], request["cwd"], request["env"]
+        assert isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)
+        supervise(argv, cwd, env, channel)
+    finally:
+        os._exit(125)
+
+
+def serve() -> None:
+    """Fork a call supervisor per request until end-of-file; kill strays handed to us."""
+    _become_subreaper()
+    for number in STOP_SIGNALS:  # a command that signals its supervisor's group
+        signal.signal(number, signal.SIG_IGN)  # stops its own call, not the server
+    server = socket.socket(fileno=0)
+    wake = _wakeup((signal.SIGCHLD,))
+    poller = select.poll()
+    poller.register(wake, select.POLLIN)
+    poller.register(server.fileno(), select.POLLIN)
+    calls: set[int] = set()
+    while True:
+        for fd, _ in poller.poll():
+            if fd == wake:
+                os.read(wake, 4096)
+                continue
+            received = _receive(server)
+            if received is None:  # toolbridge closed the tool, or died
+                os._exit(0)
+            request, fds = received
+            if len(fds) == 2:
+                calls.add(_run_call(server, wake, request, fds))
+            else:  # not a request toolbridge sends: drop it
+                for extra in fds:
+                    os.close(extra)
+        for pid, _ in _reap():
+            calls.discard(pid)
+        for stray in set(_children()) - calls:  # descendants of a call supervisor killed
+            _kill(stray)  # on purpose; their own children come back here as they die
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    serve()

@@ -144,7 +144,7 @@ async def test_a_100_mb_flood_is_cut_and_the_command_killed(workspace: Path, mod
     assert result.is_error and result.error_kind is ErrorKind.EXECUTION_ERROR
     assert "printed more than 10000000 bytes and was killed" in result.text
     assert "truncated" in result.text
-    assert result.metadata["output_bytes"] < 20_000_000
+    assert result.metadata["output_bytes"] < 11_000_000  # reading stops at the limit
     assert len(result.text) < 25_000
     assert "never" not in result.text
 

@@ -4,6 +4,7 @@ policy for unsandboxed commands (approve, allow, refuse). Real processes through
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import stat
 import subprocess
@@ -92,7 +93,10 @@ async def test_a_double_forked_daemon_is_killed_when_the_call_ends(workspace: Pa
         """
     )
     (workspace / "daemon.py").write_text(daemon)
-    command = f"{sys.executable} daemon.py < /dev/null > /dev/null 2>&1; cat daemon.pid"
+    command = (
+        f"{sys.executable} daemon.py < /dev/null > /dev/null 2>&1; "
+        "while [ ! -s daemon.pid ]; do :; done; cat daemon.pid"
+    )
     result = await registry(workspace).execute("exec", {"command": command})
     pid = int(result.text.splitlines()[0])
     assert pid == pids(workspace / "daemon.pid")[0]
@@ -279,3 +283,63 @@ def test_the_loader_passes_the_new_settings(workspace: Path) -> None:
     bad = ToolContext(workspace=workspace, config={"exec": {"unsandboxed": "maybe"}})
     with pytest.raises(ToolConfigError, match="unsandboxed"):
         ToolLoader().load(bad)
+
+
+# --- the supervisor server ------------------------------------------------------------
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def test_one_server_per_tool_forks_a_supervisor_per_call(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig.model_validate(SUPERVISED), environ=BASE_ENV)
+    tools = ToolRegistry([tool], context=ToolContext(workspace=workspace))
+    assert tool.supervisor.pid is None  # started on first use
+    command = "echo $PPID; cut -d' ' -f4 /proc/$PPID/stat"  # call supervisor, its parent
+    first = (await tools.execute("exec", {"command": command})).text.splitlines()
+    second = (await tools.execute("exec", {"command": command})).text.splitlines()
+    server = tool.supervisor.pid
+    assert server is not None and server != os.getpid()
+    assert first[1] == second[1] == str(server)
+    assert first[0] != second[0]  # a fresh call supervisor each time
+    assert parent_of(server) == os.getpid()
+    tool.supervisor.close()
+    assert await dies(server)
+
+
+async def test_a_killed_server_is_replaced_on_the_next_call(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig.model_validate(SUPERVISED), environ=BASE_ENV)
+    tools = ToolRegistry([tool], context=ToolContext(workspace=workspace))
+    await tools.execute("exec", {"command": "true"})
+    server = tool.supervisor.pid
+    assert server is not None
+    result = await tools.execute("exec", {"command": f"kill -9 {server}; echo sent"})
+    assert result.text.startswith("sent")
+    assert await dies(server)
+    again = await tools.execute("exec", {"command": "echo again"})
+    assert again.text == "again\nExit code: 0"
+    assert tool.supervisor.pid not in (None, server)
+    tool.supervisor.close()
+
+
+async def test_descendants_of_a_killed_call_supervisor_are_killed_by_the_server(
+    workspace: Path,
+) -> None:
+    command = (
+        "setsid sh -c 'echo $$ > orphan.pid; exec sleep 300' > /dev/null 2>&1 & "
+        "while [ ! -s orphan.pid ]; do :; done; kill -9 $PPID; sleep 300"
+    )
+    result = await registry(workspace).execute("exec", {"command": command, "timeout": 60})
+    assert result.metadata["exit_code"] == -9  # the call ended when its supervisor died
+    assert await dies(pids(workspace / "orphan.pid")[0])
+
+
+async def test_the_server_ends_when_its_tool_is_collected(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig.model_validate(SUPERVISED), environ=BASE_ENV)
+    await ToolRegistry([tool]).execute("exec", {"command": "true"})
+    server = tool.supervisor.pid
+    assert server is not None and alive(server)
+    del tool
+    gc.collect()
+    assert not alive(server)  # closed and reaped by the finalizer, not left to init

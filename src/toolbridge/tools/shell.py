@@ -2,11 +2,12 @@
 
 The command runs with ``/bin/sh -c`` in the workspace (or a directory in it), stdin
 closed, with a scratch HOME and the environment scrubbed of credentials; its output
-is capped to head and tail and cleaned of terminal control sequences. When bubblewrap
-works here it runs in the sandbox of `toolbridge.security.sandbox` (the default,
-``sandbox = "auto"``). Without one it runs under the supervisor of
-`toolbridge.process`, as an ordinary process of this user, and `unsandboxed` decides
-whether that needs approval (the default), is allowed, or is refused. See
+is capped to head and tail and cleaned of terminal control sequences. It always runs
+under the supervisor of `toolbridge.process` (nothing it starts outlives the call),
+and when bubblewrap works here, inside the sandbox of `toolbridge.security.sandbox`
+too (the default, ``sandbox = "auto"``). Without the sandbox it is an ordinary
+process of this user, and `unsandboxed` decides whether that needs approval (the
+default), is allowed, or is refused. See
 docs/security.md.
 """
 
@@ -17,13 +18,14 @@ import logging
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolbridge.errors import ErrorKind, PolicyViolation, ToolConfigError, ToolExecutionError
-from toolbridge.process import CommandResult, run_command, scrub_environment
+from toolbridge.process import CommandResult, Supervisor, run_command, scrub_environment
 from toolbridge.security.sandbox import SANDBOX_HOME, SandboxMode, find_sandbox
 from toolbridge.security.workspace import Workspace
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
@@ -143,6 +145,8 @@ class ExecTool(Tool):
             read_paths=self.config.sandbox_read_paths,
         )
         self.requires_approval = self.sandbox is None and self.config.unsandboxed == "approve"
+        self.supervisor = Supervisor()
+        weakref.finalize(self, self.supervisor.close)  # the server ends with the tool
         if self.sandbox is not None:
             network = "with network" if self.config.sandbox_network else "without network"
             self.description = (
@@ -197,7 +201,7 @@ class ExecTool(Tool):
                 time_limit=timeout,
                 output_limit=self.config.max_output_bytes,
                 kill_after_bytes=self.config.kill_output_bytes,
-                supervised=self.sandbox is None,
+                supervisor=self.supervisor,
             )
         finally:
             if self.sandbox is None:
