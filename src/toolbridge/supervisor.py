@@ -42,7 +42,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _become_subreaper() -> None:
-    if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    prctl = getattr(_libc, "prctl", None)
+    if prctl is None:  # not Linux: no subreapers; only the command's group is killed
+        return
+    if prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         error = os.strerror(ctypes.get_errno())
         os.write(2, f"exec supervisor: cannot become a child subreaper: {error}\n".encode())
         os._exit(126)
@@ -65,7 +68,9 @@ def _children() -> list[int]:
         with open(f"/proc/{pid}/task/{pid}/children", "rb") as listing:
             return [int(child) for child in listing.read().split()]
     except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: scan every process
-        found = []
+        found: list[int] = []
+        if not os.path.isdir("/proc"):  # not Linux
+            return found
         for name in os.listdir("/proc"):
             if name.isdigit():
                 try:

@@ -343,3 +343,11 @@ async def test_the_server_ends_when_its_tool_is_collected(workspace: Path) -> No
     del tool
     gc.collect()
     assert not alive(server)  # closed and reaped by the finalizer, not left to init
+
+
+async def test_a_shell_that_cannot_start_is_reported_not_hidden(workspace: Path) -> None:
+    tools = registry(workspace, shell="/nonexistent/sh")
+    result = await tools.execute("exec", {"command": "true"})
+    assert result.text.startswith("exec: cannot run '/nonexistent/sh'")
+    assert "No such file or directory" in result.text
+    assert result.metadata["exit_code"] == 127
