@@ -46,6 +46,7 @@ from toolbridge.tools.shell import ExecConfig, ExecTool
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 SECTION = "## exec"
 TRUE = ["/bin/sh", "-c", "true"]
+PYTHON_START = "for scale: `python -I -S -c pass`"
 
 Case = Callable[[], Awaitable[object]]
 
@@ -86,7 +87,7 @@ def cases(workspace: Path, supervisors: list[Supervisor]) -> dict[str, Case]:
     found: dict[str, Case] = {
         "process group only (before)": lambda: plain_subprocess(TRUE, workspace, env),
         "supervisor": supervised(TRUE),
-        "for scale: `python -I -S -c pass`": lambda: plain_subprocess(
+        PYTHON_START: lambda: plain_subprocess(
             [sys.executable, "-I", "-S", "-c", "pass"], workspace, env
         ),
     }
@@ -160,12 +161,20 @@ def render(medians: dict[str, tuple[float, float]], command: str) -> str:
         "the supervisor server's share included, which depends less on how busy the "
         "machine is. The server starts once per tool; per call it forks.",
         "",
-        "| Case | wall ms | vs process group only | child CPU ms | vs process group only |",
+        "| Case | wall ms | vs process group only | CPU ms | vs process group only |",
         "| --- | --- | --- | --- | --- |",
     ]
     lines += [
         f"| {name} | {ms:.2f} | {ms / base:.1f}x | {cpu:.2f} | {cpu / base_cpu:.1f}x |"
         for name, (ms, cpu) in medians.items()
+    ]
+    wall, cpu = medians["supervisor"]
+    python_wall, python_cpu = medians[PYTHON_START]
+    lines += [
+        "",
+        f"The supervisor adds {wall - base:.1f} ms wall and {cpu - base_cpu:.1f} ms CPU per "
+        f"call; a supervisor started per call would add at least {python_wall - base:.1f} ms "
+        f"wall and {python_cpu - base_cpu:.1f} ms CPU (an interpreter start).",
     ]
     return "\n".join(lines) + "\n"
 
