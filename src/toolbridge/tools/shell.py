@@ -7,8 +7,7 @@ under the supervisor of `toolbridge.process` (nothing it starts outlives the cal
 and when bubblewrap works here, inside the sandbox of `toolbridge.security.sandbox`
 too (the default, ``sandbox = "auto"``). Without the sandbox it is an ordinary
 process of this user, and `unsandboxed` decides whether that needs approval (the
-default), is allowed, or is refused. See
-docs/security.md.
+default), is allowed, or is refused. See docs/security.md.
 """
 
 from __future__ import annotations
