@@ -73,7 +73,6 @@ def _show_version(value: bool) -> None:
 
 app = typer.Typer(
     name="toolbridge",
-    help="Run a language model's tool calls safely, from the command line.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # plain click help: flags without a <bool> placeholder
