@@ -25,7 +25,7 @@ if [ "$status" -ne 1 ]; then
     exit 1
 fi
 
-step "4. The same calls, as Anthropic would send them (examples/anthropic_response.json," \
+step "4. Two calls as Anthropic would send them (examples/anthropic_response.json," \
      "hand-written), answered in Anthropic's format: one user message of tool_result blocks."
 "$toolbridge" exec examples/anthropic_response.json || exit 1
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.cli.conftest import EXAMPLES, Cli, assert_one_line_error
+
 from toolbridge import ToolContext, ToolLoader, __version__
 from toolbridge.formats import PROVIDER_FORMATS, provider_format
 

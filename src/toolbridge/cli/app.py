@@ -142,6 +142,9 @@ AllowUnsandboxedOption = Annotated[
 ]
 
 
+_HANDLER_NAME = "toolbridge-cli"
+
+
 def configure_logging(verbose: bool) -> None:
     """The command line is the application, so it decides where the library's logs go.
 
@@ -150,17 +153,15 @@ def configure_logging(verbose: bool) -> None:
     With `verbose`, everything from DEBUG up goes to stderr, tracebacks included.
     """
     library = logging.getLogger("toolbridge")
-    for handler in list(library.handlers):
-        if getattr(handler, "_toolbridge_cli", False):
-            library.removeHandler(handler)
-    handler: logging.Handler
+    for existing in list(library.handlers):
+        if existing.get_name() == _HANDLER_NAME:
+            library.removeHandler(existing)
+    handler: logging.Handler = logging.NullHandler()
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         library.setLevel(logging.DEBUG)
-    else:
-        handler = logging.NullHandler()
-    handler._toolbridge_cli = True  # type: ignore[attr-defined]
+    handler.set_name(_HANDLER_NAME)
     library.addHandler(handler)
 
 

@@ -46,6 +46,7 @@ FormatOption = Annotated[
 
 @app.command("tools")
 def tools_command(
+    *,
     workspace: WorkspaceOption = None,
     config: ConfigOption = None,
     scope: ScopeOption = "default",
@@ -88,6 +89,7 @@ def call_command(
     arguments: Annotated[
         str, typer.Argument(help="Arguments as JSON text; '-' reads them from stdin.")
     ] = "{}",
+    *,
     workspace: WorkspaceOption = None,
     config: ConfigOption = None,
     scope: ScopeOption = "default",
@@ -130,6 +132,7 @@ def exec_command(
             "when omitted and stdin is not a terminal)."
         ),
     ] = None,
+    *,
     provider: FormatOption = None,
     workspace: WorkspaceOption = None,
     config: ConfigOption = None,
