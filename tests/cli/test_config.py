@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.cli.conftest import EXAMPLES, Cli, assert_one_line_error
@@ -111,3 +112,10 @@ def test_allow_unsandboxed_exec_runs_shell_commands(cli: Cli) -> None:
     done = cli("call", "exec", '{"command": "echo from-the-shell"}', "--allow-unsandboxed-exec")
     assert done.returncode == 0, done.stderr
     assert "from-the-shell" in done.stdout
+
+
+def test_the_sample_config_of_the_guide_loads(cli: Cli) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "cli.md").read_text()
+    (sample,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    done = cli("tools", "--config", _config(cli, sample))
+    assert done.returncode == 0, done.stderr
