@@ -90,3 +90,27 @@ def test_the_library_prints_nothing_when_logging_is_not_configured(tmp_path: Pat
         "Error: tool 'boom' failed: RuntimeError: kaboom",
         "DEBUG toolbridge.registry RuntimeError",
     ]
+
+
+ODD = """
+    from toolbridge import Tool
+
+    class Odd(Tool):
+        name = "odd"
+        description = 42  # not a string: the tools table cannot show it
+
+        async def execute(self) -> str:
+            return "odd"
+"""
+
+
+def test_an_unexpected_error_is_one_line_exit_4_and_a_traceback_with_v(cli: Cli) -> None:
+    cli.plugin("odd_plugin", ODD, {"odd": "odd_plugin:Odd"})
+    done = cli("tools")
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("Error: internal error: ") and line.endswith("-v for the traceback)")
+    verbose = cli("tools", "-v")
+    assert verbose.returncode == 4
+    assert "Traceback" in verbose.stderr

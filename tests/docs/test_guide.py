@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "docs" / "guide").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs" / "guide").glob("*.md")), ROOT / "README.md"]
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 

@@ -46,9 +46,8 @@ def references(page: Path, *, bare_modules: bool) -> list[str]:
     for span in SPAN.findall(text):
         if not PATHLIKE.match(span) or "//" in span:
             continue
-        if span.startswith(TOP_DIRS) or ("/" in span and span.endswith(FILE_SUFFIXES)):
-            found.append(span)
-        elif bare_modules and span.endswith(FILE_SUFFIXES):
+        rooted = span.startswith(TOP_DIRS) or ("/" in span and span.endswith(FILE_SUFFIXES))
+        if rooted or (bare_modules and span.endswith(FILE_SUFFIXES)):
             found.append(span)
     for target in LINK.findall(SPAN.sub("", text)):
         if target.startswith(("http://", "https://", "mailto:", "#")):
@@ -71,10 +70,10 @@ def exists(reference: str, page: Path) -> bool:
 
 
 def test_every_referenced_file_exists() -> None:
+    pages = [(p, True) for p in DOCS] + [(p, False) for p in [*GUIDE, ROOT / "README.md"]]
     missing = [
         f"{page.relative_to(ROOT)}: {reference}"
-        for page, bare in [*((p, True) for p in DOCS), *((p, False) for p in GUIDE)]
-        + [(ROOT / "README.md", False)]
+        for page, bare in pages
         for reference in references(page, bare_modules=bare)
         if not exists(reference, page)
     ]
