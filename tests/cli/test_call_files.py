@@ -77,3 +77,19 @@ def test_tools_json_lists_sorted_definitions(cli: Cli) -> None:
     assert names == sorted(names, key=lambda n: (n.startswith("mcp_"), n))
     for name in ("read_file", "write_file", "edit_file", "list_dir", "glob", "grep"):
         assert name in names
+
+
+def test_tool_output_cannot_drive_the_terminal(cli: Cli) -> None:
+    (cli.workspace / "evil.txt").write_text("before\x1b]52;c;cHduZWQ=\x07after\x1b[2J\n")
+    done = cli("call", "read_file", '{"path": "evil.txt"}')
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "before\\x1b]52;c;cHduZWQ=\\x07after\\x1b[2J" in done.stdout
+    exact = json.loads(cli("call", "read_file", '{"path": "evil.txt"}', "--json").stdout)
+    assert "\x1b]52;" in exact["content"]  # --json keeps the exact text, JSON-escaped
+
+
+def test_a_missing_workspace_is_a_usage_error(cli: Cli) -> None:
+    done = cli("tools", "--workspace", "no/such/dir")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "no/such/dir" in done.stderr

@@ -101,3 +101,17 @@ def test_exec_input_errors_are_one_line_with_exit_code_2(cli: Cli, tmp_path: Pat
     for source, expected in cases.items():
         assert_one_line_error(cli("exec", source), 2, expected)
     assert_one_line_error(cli("exec", "-", stdin=b"\xff"), 2, "stdin: not UTF-8")
+
+
+def test_a_model_chosen_tool_name_cannot_drive_the_terminal(cli: Cli) -> None:
+    response = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "x\x1b]0;pwned\x07", "input": {}}],
+        "stop_reason": "tool_use",
+    }
+    done = cli("exec", "-", stdin=json.dumps(response))
+    assert done.returncode == 1
+    assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
+    assert "x\\x1b]0;pwned\\x07" in done.stderr

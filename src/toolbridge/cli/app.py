@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ __all__ = [
     "one_line",
     "out",
     "reporting",
+    "terminal_safe",
 ]
 
 
@@ -62,7 +64,18 @@ class CliError(Exception):
 
 def one_line(text: str) -> str:
     """`text` on one line: a message for a terminal must not spill into a block."""
-    return " ".join(text.split())
+    return terminal_safe(" ".join(text.split()))
+
+
+# C0 controls but tab and newline, DEL, and C1 controls: what starts a terminal escape
+# sequence (colours, cursor moves, OSC 52 clipboard writes, window titles).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with control characters shown as ``\\xNN``, so printing it cannot drive the
+    terminal: tool output and model-chosen names are untrusted."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _show_version(value: bool) -> None:

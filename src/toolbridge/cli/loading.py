@@ -100,10 +100,12 @@ def load_tools(options: LoadOptions) -> Loaded:
 def _exec_default(loader: _CliLoader, tools_config: dict[str, dict[str, Any]], allow: bool) -> None:
     """The CLI refuses unsandboxed shell commands unless the user opted in.
 
-    ``unsandboxed`` is set only when the exec tool's config model knows the field, so
-    the CLI never makes a tool refuse a configuration it did not write.
+    ``unsandboxed`` is set only when every tool reading the ``exec`` section has a config
+    model that knows the field, so the CLI never makes a tool refuse a configuration the
+    user did not write. A value from the config file is kept; the flag overrides it.
     """
-    if not any(_config_fields(c, EXEC_SECTION) & {"unsandboxed"} for c in loader.candidates()):
+    readers = [_config_fields(c) for c in loader.candidates() if _reads(c, EXEC_SECTION)]
+    if not readers or not all("unsandboxed" in fields for fields in readers):
         return
     section = tools_config.setdefault(EXEC_SECTION, {})
     if allow:
@@ -112,14 +114,16 @@ def _exec_default(loader: _CliLoader, tools_config: dict[str, dict[str, Any]], a
         section.setdefault("unsandboxed", "refuse")
 
 
-def _config_fields(candidate: Candidate, section: str) -> set[str]:
-    """The fields of `candidate`'s config model if it reads config `section`, else none."""
-    if isinstance(candidate, Tool):
-        return set()
-    model = candidate.config_cls()
-    if model is None or (candidate.config_key or candidate.name) != section:
-        return set()
-    return set(model.model_fields)
+def _reads(candidate: Candidate, section: str) -> bool:
+    """Whether `candidate` is built from config `section` (a class with a config model)."""
+    if isinstance(candidate, Tool) or candidate.config_cls() is None:
+        return False
+    return (candidate.config_key or candidate.name) == section
+
+
+def _config_fields(candidate: Candidate) -> set[str]:
+    model = None if isinstance(candidate, Tool) else candidate.config_cls()
+    return set(model.model_fields) if model is not None else set()
 
 
 def _config_sections(loader: _CliLoader) -> set[str]:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from toolbridge.calls import Repair, ToolCallRequest
 from toolbridge.cli.app import (
@@ -29,6 +30,7 @@ from toolbridge.cli.app import (
     err,
     out,
     reporting,
+    terminal_safe,
 )
 from toolbridge.cli.approval import decider, run_calls
 from toolbridge.cli.inputs import decode_utf8, read_json
@@ -78,7 +80,8 @@ def tools_command(
                 )
                 if on
             )
-            table.add_row(tool.name, flags, _first_sentence(tool.description))
+            cells = (tool.name, flags, _first_sentence(tool.description))
+            table.add_row(*(Text(terminal_safe(cell)) for cell in cells))
         out.print(table)
         out.print(f"definitions hash: {registry.definitions_hash[:16]}")
 
@@ -117,7 +120,7 @@ def call_command(
             typer.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
         else:
             # plain echo: rich would turn the tabs of numbered lines into spaces
-            typer.echo(result.text, err=not outcome.ok)
+            typer.echo(terminal_safe(result.text), err=not outcome.ok)
         if not outcome.ok:
             raise typer.Exit(ExitCode.CALL_FAILED)
 
@@ -166,7 +169,7 @@ def exec_command(
         options = LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec)
         outcomes = _run(load_tools(options), parsed.calls, yes)
         for outcome in outcomes:
-            err.print(summary_line(outcome), markup=False, highlight=False)
+            err.print(terminal_safe(summary_line(outcome)), markup=False, highlight=False)
         typer.echo(json.dumps(module.result_messages(outcomes), indent=2, ensure_ascii=False))
         if not all(outcome.ok for outcome in outcomes):
             raise typer.Exit(ExitCode.CALL_FAILED)
