@@ -93,3 +93,12 @@ def test_the_checker_finds_references(tmp_path: Path) -> None:
     ]
     assert not exists("src/toolbridge/nope.py", page)
     assert exists("registry.py", page) and exists("formats/streaming.py", page)
+
+
+def test_the_index_links_every_page_of_the_guide() -> None:
+    index = ROOT / "docs" / "guide" / "index.md"
+    linked = {target.split("#", 1)[0] for target in LINK.findall(index.read_text())}
+    pages = {page.name for page in GUIDE if page.name != "index.md"}
+    assert pages <= linked, f"pages missing from the map in index.md: {sorted(pages - linked)}"
+    in_flight = {Path(page).name for page in PAGES_IN_FLIGHT}
+    assert in_flight <= linked

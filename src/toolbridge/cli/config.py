@@ -36,7 +36,7 @@ class CliConfig:
 
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)
-    source: str = "(no config file)"
+    source: str = "the default configuration"
 
 
 def read_config(path: Path | None) -> CliConfig:
@@ -57,7 +57,8 @@ def read_config(path: Path | None) -> CliConfig:
     executor = data.get("executor", {})
     if not isinstance(executor, dict):
         raise _bad(where, "[executor] must be a table")
-    return CliConfig({k: dict(v) for k, v in tools.items()}, _policy(where, executor), where)
+    policy = _policy(where, executor)
+    return CliConfig({k: dict(v) for k, v in tools.items()}, policy, f"config file {where!r}")
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
