@@ -115,3 +115,17 @@ def test_a_model_chosen_tool_name_cannot_drive_the_terminal(cli: Cli) -> None:
     assert done.returncode == 1
     assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
     assert "x\\x1b]0;pwned\\x07" in done.stderr
+
+
+def test_a_response_without_calls_says_so(cli: Cli) -> None:
+    response = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "All done."}],
+        "stop_reason": "end_turn",
+    }
+    done = cli("exec", "-", stdin=json.dumps(response))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "stdin: the response has no tool calls\n"
+    assert json.loads(done.stdout) == []

@@ -166,6 +166,8 @@ def exec_command(
             raise CliError(f"{where}: {exc}") from None
         if parsed.truncated:
             err.print("warning: the response was cut off (length limit); calls may be incomplete")
+        if not parsed.calls:
+            err.print(f"{terminal_safe(where)}: the response has no tool calls", markup=False)
         options = LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec)
         outcomes = _run(load_tools(options), parsed.calls, yes)
         for outcome in outcomes:
