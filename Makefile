@@ -1,5 +1,6 @@
 # Two entry points, both self-contained on a machine with only Python 3.11:
-#   make run   - the main job: list the built-in tools and run calls over this directory
+#   make run   - the main job, step by step: list the built-in tools and run calls over
+#                this directory (examples/demo.sh; examples/README.md)
 #   make test  - the whole test suite (`make check`: ruff and mypy, as CI runs them)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -15,9 +16,9 @@ $(BIN)/toolbridge: pyproject.toml
 
 venv: $(BIN)/toolbridge
 
+# Each step says what it shows; the model responses in examples/ are hand-written.
 run: venv
-	$(BIN)/toolbridge tools
-	$(BIN)/toolbridge exec examples/openai_chat_response.json
+	@sh examples/demo.sh $(BIN)/toolbridge
 
 check: venv
 	$(BIN)/ruff check src tests bench

@@ -88,6 +88,7 @@ async def test_each_failure_is_an_outcome_with_its_kind_and_advice(
 async def test_the_model_text_has_no_traceback_but_the_log_does(
     executor: ToolExecutor, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level("DEBUG", logger="toolbridge")  # the traceback is logged at DEBUG
     [outcome] = await executor.run([ToolCallRequest("id1", "crash", {})])
 
     assert "Traceback" not in outcome.result.text

@@ -1,7 +1,8 @@
-"""The ``toolbridge`` command line: list the tools, run one call, over a local workspace.
+"""The ``toolbridge`` command line: list the tools, run calls, over a local workspace.
 
 Needs the ``cli`` extra (typer and rich). One module per command group; each registers
-its commands on the shared `app`. The workspace defaults to the current directory.
+its commands on the shared `app` and is imported here. The workspace defaults to the
+current directory. Exit codes are `ExitCode` (documented in docs/guide/cli.md).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from toolbridge.cli import tools as _tools  # noqa: F401  (registers its commands)
-from toolbridge.cli.app import app
+from toolbridge.cli.app import ExitCode, app
 
-__all__ = ["app", "main"]
+__all__ = ["ExitCode", "app", "main"]
 
 
 def main() -> None:

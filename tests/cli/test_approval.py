@@ -1,0 +1,110 @@
+"""Calls that need approval: a y/n prompt on a terminal, --yes, denied without a terminal.
+
+Every call goes through `ToolExecutor.run`, so a tool's own timeout holds on the command
+line too (it did not when `call` ran the registry directly).
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.conftest import EXAMPLES, Cli
+
+PLUGIN = """
+    import asyncio
+    from pathlib import Path
+    from toolbridge import tool, current_context
+
+    @tool(requires_approval=True)
+    def touch(name: str) -> str:
+        \"\"\"Create an empty file in the workspace.\"\"\"
+        (current_context().workspace / name).write_text("")
+        return f"created {name}"
+
+    @tool(timeout=0.2)
+    async def sleepy() -> str:
+        \"\"\"Sleeps longer than its own time limit.\"\"\"
+        await asyncio.sleep(30)
+        return "woke up"
+"""
+
+
+def _install(cli: Cli) -> None:
+    cli.plugin(
+        "approval_plugin",
+        PLUGIN,
+        {"touch": "approval_plugin:touch", "sleepy": "approval_plugin:sleepy"},
+    )
+
+
+def test_without_a_terminal_a_call_needing_approval_is_denied(cli: Cli) -> None:
+    _install(cli)
+    done = cli("call", "touch", '{"name": "made.txt"}', "--json", stdin="")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["error_kind"] == "approval_denied"
+    assert "run it again with --yes" in result["content"]
+    assert not (cli.workspace / "made.txt").exists()
+
+
+def test_yes_approves_every_call(cli: Cli) -> None:
+    _install(cli)
+    done = cli("call", "touch", '{"name": "made.txt"}', "--yes", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "created made.txt\n"
+    assert (cli.workspace / "made.txt").exists()
+
+
+def test_the_prompt_shows_tool_and_arguments_and_y_runs_it(cli: Cli) -> None:
+    _install(cli)
+    done = cli("call", "touch", '{"name": "made.txt"}', tty_input="y\n")
+    assert done.returncode == 0, done.stderr
+    assert "tool 'touch' asks for approval" in done.stderr
+    assert '"name": "made.txt"' in done.stderr and "Run it? [y/N]" in done.stderr
+    assert (cli.workspace / "made.txt").exists()
+
+
+def test_the_prompt_answered_n_denies_it(cli: Cli) -> None:
+    _install(cli)
+    done = cli("call", "touch", '{"name": "made.txt"}', tty_input="n\n")
+    assert done.returncode == 1
+    assert "the user denied the call to 'touch'" in done.stderr
+    assert not (cli.workspace / "made.txt").exists()
+
+
+def test_exec_asks_for_each_pending_call_and_answers_every_call(cli: Cli) -> None:
+    _install(cli)
+    response = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "touch", "input": {"name": "a.txt"}},
+            {"type": "tool_use", "id": "t2", "name": "glob", "input": {"pattern": "*.txt"}},
+            {"type": "tool_use", "id": "t3", "name": "touch", "input": {"name": "b.txt"}},
+        ],
+        "stop_reason": "tool_use",
+    }
+    (cli.workspace / "response.json").write_text(json.dumps(response))
+    done = cli("exec", "response.json", tty_input="y\nn\n")
+    assert done.returncode == 1  # one call was denied
+    blocks = json.loads(done.stdout)[0]["content"]
+    assert [b["tool_use_id"] for b in blocks] == ["t1", "t2", "t3"]
+    assert blocks[0]["content"] == "created a.txt" and not blocks[0]["is_error"]
+    assert blocks[2]["is_error"] and "denied" in blocks[2]["content"]
+    assert (cli.workspace / "a.txt").exists() and not (cli.workspace / "b.txt").exists()
+    assert done.stderr.count("asks for approval") == 2
+
+
+def test_call_honours_the_tools_own_timeout(cli: Cli) -> None:
+    _install(cli)
+    done = cli("call", "sleepy", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error_kind"] == "timeout"
+
+
+def test_the_examples_need_no_approval(cli: Cli) -> None:
+    (cli.workspace / "README.md").write_text("a\n")
+    done = cli("exec", str(EXAMPLES / "anthropic_response.json"), stdin="")
+    assert done.returncode == 0, done.stderr
+    assert "approval" not in done.stderr
