@@ -149,3 +149,14 @@ def test_requirements_in_the_shapes_existing_skills_use(
     assert read_skill(plain).requires.any_bins == ("jq", "gojq")
     bad = write_skill(tmp_path, "bad", extra="metadata:\n  requires:\n    bins: gh\n")
     assert problems_of(bad) == [("metadata.requires.bins", "must be a list of non-empty strings")]
+
+
+def test_a_skill_file_linked_to_a_file_elsewhere_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("---\nname: leak\ndescription: the secret is 42\n---\n")
+    folder = tmp_path / "skills" / "leak"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").symlink_to(secret)
+    [(field, rule)] = problems_of(folder)
+    assert field == "(file)" and rule.startswith("cannot be read:")
+    assert "42" not in rule

@@ -17,7 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from toolbridge.errors import ToolbridgeError
+from toolbridge.errors import PolicyViolation, ToolbridgeError, ToolExecutionError
+from toolbridge.security.workspace import Workspace
 
 __all__ = [
     "SKILL_FILE",
@@ -153,11 +154,17 @@ Report = Callable[[str, str], None]
 
 
 def _read_text(file: Path, problem: Report) -> str | None:
-    try:
-        with file.open("rb") as handle:
-            data = handle.read(MAX_SKILL_FILE_BYTES + 1)
-    except FileNotFoundError:
+    """The file's text, read through the workspace guard of its folder: a SKILL.md that is
+    a link to a file elsewhere (a key, a password file) is refused, never read."""
+    if not file.exists() and not file.is_symlink():
         problem("(file)", f"a skill folder must contain {SKILL_FILE}")
+        return None
+    try:
+        guard = Workspace(file.parent)
+        with guard.open_read(guard.resolve(SKILL_FILE)) as handle:
+            data = handle.read(MAX_SKILL_FILE_BYTES + 1)
+    except (PolicyViolation, ToolExecutionError, ValueError) as exc:
+        problem("(file)", f"cannot be read: {exc}")
         return None
     except OSError as exc:
         problem("(file)", f"cannot be read: {exc.strerror or exc}")
