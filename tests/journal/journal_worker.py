@@ -11,21 +11,12 @@ import asyncio
 import os
 import sys
 
-from toolbridge.journal import CallKey, ClaimAction, SQLiteJournal
-
-
-def open_journal(url: str) -> SQLiteJournal:
-    if url.startswith("postgresql://"):
-        from toolbridge.journal.postgres import PostgresJournal
-
-        return PostgresJournal(url)  # type: ignore[return-value]
-    return SQLiteJournal(url)
+from toolbridge.journal import CallKey, ClaimAction, open_journal
 
 
 async def share(url: str, effects: str, count: int) -> None:
-    journal = open_journal(url)
-    if hasattr(journal, "open"):
-        await journal.open()
+    journal = await open_journal(url)
+
     ran = replayed = 0
     for index in range(count):
         key = CallKey("shared", f"call-{index}", "h")
@@ -44,9 +35,8 @@ async def share(url: str, effects: str, count: int) -> None:
 
 
 async def hang(url: str, call_id: str) -> None:
-    journal = open_journal(url)
-    if hasattr(journal, "open"):
-        await journal.open()
+    journal = await open_journal(url)
+
     claim = await journal.claim(CallKey("crash", call_id, "h"), "slow", {})
     print(claim.action, flush=True)
     await asyncio.sleep(3600)

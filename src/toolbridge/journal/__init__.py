@@ -29,4 +29,15 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "SQLiteJournal",
+    "open_journal",
 ]
+
+
+async def open_journal(target: str, *, durability: Durability = "process") -> CallJournal:
+    """A journal from a file path (SQLite) or a ``postgresql://`` URL (PostgreSQL)."""
+    if target.startswith(("postgresql://", "postgres://")):
+        from toolbridge.journal.postgres import PostgresJournal
+
+        return await PostgresJournal.connect(target, durability=durability)
+    path = target.removeprefix("sqlite:///") if target.startswith("sqlite:///") else target
+    return SQLiteJournal(path, durability=durability)
