@@ -1,0 +1,141 @@
+"""``toolbridge journal``: read the call journal for audits (list, show, export) and prune it."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.table import Table
+
+from toolbridge.cli.app import WorkspaceOption, app, err, out
+from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
+
+journal_app = typer.Typer(
+    name="journal",
+    help="The call journal: what ran, when, and what came of it.",
+    no_args_is_help=True,
+)
+app.add_typer(journal_app)
+
+JournalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--journal",
+        "-j",
+        envvar="TOOLBRIDGE_JOURNAL",
+        help="A SQLite file or a postgresql:// URL (default: the workspace's "
+        ".toolbridge/journal.sqlite3).",
+    ),
+]
+
+T = TypeVar("T")
+
+
+def _with_journal(
+    workspace: Path | None, target: str | None, use: Callable[[CallJournal], Awaitable[T]]
+) -> T:
+    if target is None:
+        path = (workspace or Path.cwd()) / ".toolbridge" / "journal.sqlite3"
+        if not path.exists():
+            err.print(f"error: no journal at {path}", markup=False, highlight=False)
+            raise typer.Exit(1)
+        target = str(path)
+
+    async def run() -> T:
+        async with await open_journal(target) as journal:
+            return await use(journal)
+
+    try:
+        return asyncio.run(run())
+    except JournalError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+@journal_app.command("list")
+def list_command(
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    journal: JournalOption = None,
+) -> None:
+    """List the sessions in the journal, most recent first."""
+
+    async def use(store: CallJournal) -> list[tuple[str, float, int]]:
+        sessions = await store.sessions()
+        counts = [len(await store.entries(session=name)) for name, _ in sessions]
+        return [(name, when, count) for (name, when), count in zip(sessions, counts, strict=True)]
+
+    table = Table("session", "calls", "last change")
+    for name, when, count in _with_journal(workspace, journal, use):
+        table.add_row(name, str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)))
+    out.print(table)
+
+
+@journal_app.command("show")
+def show_command(
+    session: Annotated[str, typer.Argument(help="The session to show.")],
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    journal: JournalOption = None,
+) -> None:
+    """Show the calls of one session: tool, state, attempts, error kind, duration."""
+    entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
+    if not entries:
+        err.print(f"error: no calls in session {session!r}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    table = Table("call id", "tool", "state", "attempt", "error", "seconds")
+    for entry in entries:
+        took = (
+            f"{entry.finished_at - entry.started_at:.3f}"
+            if entry.finished_at is not None and entry.started_at is not None
+            else ""
+        )
+        table.add_row(
+            entry.key.call_id, entry.tool, entry.state, str(entry.attempt),
+            entry.error_kind or "", took,
+        )  # fmt: skip
+    out.print(table)
+
+
+@journal_app.command("export")
+def export_command(
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    journal: JournalOption = None,
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+) -> None:
+    """Print every stored call as one JSON object per line (JSON Lines), oldest first."""
+    entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
+    for entry in entries:
+        typer.echo(json.dumps(_as_json(entry), ensure_ascii=False))
+
+
+@journal_app.command("prune")
+def prune_command(
+    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    journal: JournalOption = None,
+    older_than_days: Annotated[
+        float | None, typer.Option("--older-than-days", help="Delete finished calls older.")
+    ] = None,
+    keep_sessions: Annotated[
+        int | None, typer.Option("--keep-sessions", help="Keep only the newest N sessions.")
+    ] = None,
+) -> None:
+    """Delete old finished calls; running ones always stay."""
+    if older_than_days is None and keep_sessions is None:
+        err.print("error: say what to prune: --older-than-days and/or --keep-sessions")
+        raise typer.Exit(2)
+    older = older_than_days * 86_400 if older_than_days is not None else None
+    deleted = _with_journal(
+        workspace, journal, lambda store: store.prune(older_than=older, keep_sessions=keep_sessions)
+    )
+    out.print(f"deleted {deleted} finished call(s)", markup=False, highlight=False)
+
+
+def _as_json(entry: JournalEntry) -> dict[str, Any]:
+    data = dataclasses.asdict(entry)
+    key = data.pop("key")
+    return {**key, **data}

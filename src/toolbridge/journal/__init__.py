@@ -1,0 +1,43 @@
+"""The call journal: no tool call lost or run twice across crashes, restarts and retries.
+
+Every call the executor runs is claimed in the journal before it runs and its outcome is
+stored, durably, before the outcome is returned. A call that finished is replayed, not
+run again; a call found running after a crash is reported as interrupted. SQLite in the
+workspace by default; PostgreSQL (the ``postgres`` extra) when processes or hosts share it.
+"""
+
+from toolbridge.journal.base import CallJournal, Durability
+from toolbridge.journal.records import (
+    SCHEMA_VERSION,
+    CallKey,
+    CallState,
+    Claim,
+    ClaimAction,
+    JournalEntry,
+    JournalError,
+)
+from toolbridge.journal.sqlite import SQLiteJournal
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CallJournal",
+    "CallKey",
+    "CallState",
+    "Claim",
+    "ClaimAction",
+    "Durability",
+    "JournalEntry",
+    "JournalError",
+    "SQLiteJournal",
+    "open_journal",
+]
+
+
+async def open_journal(target: str, *, durability: Durability = "process") -> CallJournal:
+    """A journal from a file path (SQLite) or a ``postgresql://`` URL (PostgreSQL)."""
+    if target.startswith(("postgresql://", "postgres://")):
+        from toolbridge.journal.postgres import PostgresJournal
+
+        return await PostgresJournal.connect(target, durability=durability)
+    path = target.removeprefix("sqlite:///") if target.startswith("sqlite:///") else target
+    return SQLiteJournal(path, durability=durability)

@@ -1,0 +1,122 @@
+"""`CallJournal`: the durable record of calls and runs, whatever database holds it.
+
+Every backend gives the same guarantees: a claim is atomic (one process owns a call at a
+time, and the database says whether it ran), an outcome is durable when `finish`
+returns, and ownership dies with its process (an operating-system or server lock, never
+a timer), so a call found running without an owner is known to be interrupted.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry
+
+__all__ = ["CallJournal", "Durability", "to_json"]
+
+Durability = Literal["process", "power"]
+"""``process``: a finished outcome survives a crash of the process (the default);
+``power``: it also survives a power loss or a kernel crash (an fsync per commit)."""
+
+BUSY_POLL_START = 0.01
+BUSY_POLL_MAX = 0.25
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+class CallJournal(abc.ABC):
+    """The operations the executor and the agent loop need; backends implement them."""
+
+    @abc.abstractmethod
+    async def claim(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        *,
+        approval: Mapping[str, Any] | None = None,
+    ) -> Claim:
+        """Ask to run the call `key`: see `ClaimAction` for the four answers."""
+
+    async def claim_when_free(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        *,
+        approval: Mapping[str, Any] | None = None,
+    ) -> Claim:
+        """`claim`, waiting while another live process runs the call (then replaying it).
+
+        Bound the wait with ``asyncio.timeout`` if the other process may hang.
+        """
+        delay = BUSY_POLL_START
+        while True:
+            claim = await self.claim(key, tool, arguments, approval=approval)
+            if claim.action is not ClaimAction.BUSY:
+                return claim
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BUSY_POLL_MAX)
+
+    @abc.abstractmethod
+    async def restart(self, key: CallKey) -> JournalEntry:
+        """Run an owned, interrupted call again: its attempt count goes up by one."""
+
+    @abc.abstractmethod
+    async def finish(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> None:
+        """Store the outcome of an owned call; durable (see `Durability`) when this returns."""
+
+    @abc.abstractmethod
+    async def abandon(self, key: CallKey) -> None:
+        """Give up an owned call without an outcome (it was cancelled and may have partly run).
+
+        It stays running in the journal, so the next claim finds it interrupted.
+        """
+
+    @abc.abstractmethod
+    async def entry(self, key: CallKey) -> JournalEntry | None:
+        """The stored call `key`, if any."""
+
+    @abc.abstractmethod
+    async def entries(
+        self, *, session: str | None = None, limit: int | None = None
+    ) -> list[JournalEntry]:
+        """Stored calls, oldest first (of one session, or all)."""
+
+    @abc.abstractmethod
+    async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
+        """Store the state of a session's run (its messages and where it stands), durably."""
+
+    @abc.abstractmethod
+    async def load_run(self, session: str) -> dict[str, Any] | None:
+        """The stored run state of `session`, if any."""
+
+    @abc.abstractmethod
+    async def sessions(self) -> list[tuple[str, float]]:
+        """Every session with a stored run or call, with the time of its last change."""
+
+    @abc.abstractmethod
+    async def prune(
+        self, *, older_than: float | None = None, keep_sessions: int | None = None
+    ) -> int:
+        """Delete finished calls older than `older_than` seconds and sessions beyond the
+        newest `keep_sessions`; return how many calls were deleted. Running calls stay."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release every owned call (they stay running: interrupted) and close."""
+
+    async def __aenter__(self) -> CallJournal:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

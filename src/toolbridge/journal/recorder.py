@@ -1,0 +1,160 @@
+"""`CallRecorder`: what the executor asks the journal before a call runs and tells it after.
+
+The executor stays a scheduler: for each prepared call it asks `begin` (run it, or here
+is its stored result, or it was interrupted), runs the call only when told to, and
+hands the outcome to `finish` before anyone sees it. Results are stored as they were
+sent to the model, so a replay shows the model exactly what it saw the first time.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.approval import arguments_digest
+from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.journal.base import CallJournal
+from toolbridge.journal.records import CallKey, ClaimAction, JournalError
+from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
+
+__all__ = [
+    "JOURNAL_METADATA_KEY",
+    "CallRecorder",
+    "Recording",
+    "result_from_json",
+    "result_to_json",
+]
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_METADATA_KEY = "toolbridge.journal"
+"""Metadata key of a replayed result: ``{"replayed": True, "attempt": n}``."""
+
+Redactor = Callable[[str, Mapping[str, Any]], Any]
+"""(tool name, arguments) -> what to store as the arguments (default: them as they are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A call this process owns in the journal: run it, then `CallRecorder.finish` it."""
+
+    key: CallKey
+    attempt: int
+
+
+class CallRecorder:
+    """Binds a `CallJournal` to one session for the executor (see the module docstring)."""
+
+    def __init__(
+        self, journal: CallJournal, session: str, *, redact: Redactor | None = None
+    ) -> None:
+        self.journal = journal
+        self.session = session
+        self.redact = redact
+
+    async def begin(
+        self,
+        call_id: str,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        *,
+        approval: Mapping[str, Any] | None = None,
+    ) -> Recording | ToolResult | ToolError:
+        """A `Recording` to run the call under; a `ToolResult` to answer it with (a replay);
+        or a `ToolError` when it must not run (interrupted, or the journal failed)."""
+        key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
+        stored = self.redact(tool.name, arguments) if self.redact else dict(arguments)
+        try:
+            claim = await self.journal.claim_when_free(key, tool.name, stored, approval=approval)
+            if claim.action is ClaimAction.RUN:
+                return Recording(key, claim.entry.attempt)
+            if claim.action is ClaimAction.REPLAY:
+                assert claim.entry.outcome is not None
+                result = result_from_json(claim.entry.outcome)
+                result.metadata[JOURNAL_METADATA_KEY] = {
+                    "replayed": True,
+                    "attempt": claim.entry.attempt,
+                }
+                return result
+            if tool.read_only or getattr(tool, "idempotent", False):
+                entry = await self.journal.restart(key)
+                logger.info("re-running interrupted call %r of %r", call_id, tool.name)
+                return Recording(key, entry.attempt)
+            error = _interrupted(tool.name)
+            await self.journal.finish(key, result_to_json(ToolResult.error(error)),
+                                      error_kind=error.kind)  # fmt: skip
+            return error
+        except JournalError as exc:
+            logger.error("journal failed before call %r of %r: %s", call_id, tool.name, exc)
+            return ToolError(
+                ErrorKind.EXECUTION_ERROR,
+                f"the call was not run: its journal cannot record it ({exc}).",
+                "Tell the user the call journal needs attention; do not retry until then.",
+            )
+
+    async def finish(self, recording: Recording, result: ToolResult) -> None:
+        """Store `result` as the outcome; durable when this returns. A journal failure is
+        logged and raised: the caller decides whether the run can go on."""
+        await self.journal.finish(
+            recording.key, result_to_json(result), error_kind=result.error_kind
+        )
+
+    async def abandon(self, recording: Recording) -> None:
+        """The call was stopped mid-way: leave it interrupted for whoever claims it next."""
+        await self.journal.abandon(recording.key)
+
+
+def _interrupted(tool_name: str) -> ToolError:
+    return ToolError(
+        ErrorKind.INTERRUPTED,
+        f"the call to {tool_name!r} was interrupted before it finished (the process "
+        "running it stopped), and it may have partly run.",
+        "Check its effects before calling it again; it will not be re-run automatically.",
+    )
+
+
+def result_to_json(result: ToolResult) -> dict[str, Any]:
+    """A `ToolResult` as plain JSON data (images as base64)."""
+    content: Any
+    if isinstance(result.content, str):
+        content = result.content
+    else:
+        content = [_block_to_json(block) for block in result.content]
+    return {
+        "content": content,
+        "is_error": result.is_error,
+        "error_kind": result.error_kind,
+        "metadata": result.metadata,
+    }
+
+
+def result_from_json(data: Mapping[str, Any]) -> ToolResult:
+    """The `ToolResult` that `result_to_json` stored."""
+    raw = data["content"]
+    content = raw if isinstance(raw, str) else [_block_from_json(item) for item in raw]
+    kind = data.get("error_kind")
+    return ToolResult(
+        content,
+        is_error=bool(data.get("is_error")),
+        error_kind=ErrorKind(kind) if kind else None,
+        metadata=dict(data.get("metadata") or {}),
+    )
+
+
+def _block_to_json(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, JsonBlock):
+        return {"type": "json", "value": block.value}
+    return {"type": "image", "media_type": block.media_type, "data": block.base64}
+
+
+def _block_from_json(item: Mapping[str, Any]) -> ContentBlock:
+    if item["type"] == "text":
+        return TextBlock(item["text"])
+    if item["type"] == "json":
+        return JsonBlock(item["value"])
+    return ImageBlock(base64.b64decode(item["data"]), item["media_type"])

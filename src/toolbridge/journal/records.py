@@ -1,0 +1,87 @@
+"""What the journal keeps about a call, and what it answers when a call asks to run.
+
+A call is identified by its session, its call id and the hash of its prepared
+arguments: the same id with other arguments is another call. `Claim` is the journal's
+one answer to "may this call run?": run it, replay the stored outcome, it was
+interrupted by a crash, or another live process is running it right now.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.errors import ToolbridgeError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CallKey",
+    "CallState",
+    "Claim",
+    "ClaimAction",
+    "JournalEntry",
+    "JournalError",
+]
+
+SCHEMA_VERSION = 2
+"""The journal layout this toolbridge writes; older ones are migrated, newer ones refused."""
+
+
+class JournalError(ToolbridgeError):
+    """The journal cannot be used (corrupt, locked, full, newer): what happened and what to do."""
+
+
+class CallState(enum.StrEnum):
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class ClaimAction(enum.StrEnum):
+    RUN = "run"
+    """Nobody ran this call: it is now marked running and owned by this process."""
+    REPLAY = "replay"
+    """It finished before: `Claim.entry.outcome` is what it produced; do not run it again."""
+    INTERRUPTED = "interrupted"
+    """It was running in a process that died: it may have partly run. Owned by this process
+    now: `restart` it (read-only or idempotent tools) or `finish` it with an error."""
+    BUSY = "busy"
+    """Another live process is running it now; ask again later to get its outcome."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallKey:
+    session: str
+    call_id: str
+    args_hash: str
+
+    @property
+    def lock_offset(self) -> int:
+        """A stable 60-bit number for this key (a lock slot); collisions only cost a wait."""
+        text = f"{self.session}\x00{self.call_id}\x00{self.args_hash}".encode()
+        return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 4
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One call as stored: identity, what ran, its state and (when finished) its outcome."""
+
+    key: CallKey
+    tool: str
+    arguments: Any
+    state: CallState
+    attempt: int
+    outcome: Mapping[str, Any] | None
+    error_kind: str | None
+    approval: Mapping[str, Any] | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    action: ClaimAction
+    entry: JournalEntry

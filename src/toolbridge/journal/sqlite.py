@@ -1,0 +1,535 @@
+"""The embedded journal: SQLite in WAL mode, written by one thread with group commit.
+
+Every operation goes to one writer thread, which takes whatever is queued and applies it
+in a single transaction: a batch of 200 claims costs one commit, and the event loop
+never waits on the disk. Ownership of a running call is an open-file-description lock
+(Linux ``F_OFD_SETLK``, POSIX ``lockf`` elsewhere) on a byte of a side file: the kernel
+drops it when the process dies, which is how a crash is told from a call still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import logging
+import os
+import queue
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolbridge.journal.base import CallJournal, Durability, to_json
+from toolbridge.journal.records import (
+    SCHEMA_VERSION,
+    CallKey,
+    CallState,
+    Claim,
+    ClaimAction,
+    JournalEntry,
+    JournalError,
+)
+
+__all__ = ["MIGRATIONS", "SQLiteJournal"]
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: calls
+    """
+    CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE toolbridge_calls (
+        session TEXT NOT NULL, call_id TEXT NOT NULL, args_hash TEXT NOT NULL,
+        tool TEXT NOT NULL, arguments TEXT NOT NULL, state TEXT NOT NULL,
+        attempt INTEGER NOT NULL, outcome TEXT, error_kind TEXT, approval TEXT,
+        created_at REAL NOT NULL, started_at REAL, finished_at REAL,
+        PRIMARY KEY (session, call_id, args_hash)
+    );
+    """,
+    # 2: runs of the agent loop, and pruning by age without a full scan
+    """
+    CREATE TABLE toolbridge_runs (
+        session TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL NOT NULL
+    );
+    CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
+    """,
+)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+_COLUMNS = (
+    "session, call_id, args_hash, tool, arguments, state, attempt, outcome, error_kind, "
+    "approval, created_at, started_at, finished_at"
+)
+
+Op = Callable[[sqlite3.Connection], Any]
+Undo = Callable[[sqlite3.Connection, Any], None]
+
+
+@dataclass(slots=True)
+class _Job:
+    """One operation and where its answer goes; `undo` runs if nobody is left to hear it."""
+
+    op: Op
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any] | None
+    undo: Undo | None = None
+
+
+class _Owner:
+    """This journal's claim on running calls: one lock byte per call in a side file."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.held: set[CallKey] = set()
+        self.taken: list[CallKey] = []  # by the transaction under way
+        self.to_release: list[CallKey] = []  # once the transaction under way commits
+
+    def try_take(self, key: CallKey) -> bool:
+        if key in self.held:
+            return False  # running in this journal already
+        if not _lock(self.fd, key.lock_offset, fcntl.F_WRLCK):
+            return False
+        self.held.add(key)
+        self.taken.append(key)
+        return True
+
+    def release(self, key: CallKey) -> None:
+        if key in self.held:
+            self.held.discard(key)
+            _lock(self.fd, key.lock_offset, fcntl.F_UNLCK)
+
+    def close(self) -> None:
+        self.held.clear()
+        os.close(self.fd)  # the kernel drops every lock of this file description
+
+
+def _lock(fd: int, offset: int, kind: int) -> bool:
+    ofd = getattr(fcntl, "F_OFD_SETLK", None)
+    try:
+        if ofd is not None:
+            fcntl.fcntl(fd, ofd, struct.pack("@hhqqi4x", kind, os.SEEK_SET, offset, 1, 0))
+        else:  # pragma: no cover - POSIX locks: per process, not per journal
+            mode = fcntl.LOCK_UN if kind == fcntl.F_UNLCK else fcntl.LOCK_EX | fcntl.LOCK_NB
+            fcntl.lockf(fd, mode, 1, offset, os.SEEK_SET)
+    except OSError:
+        return False
+    return True
+
+
+class SQLiteJournal(CallJournal):
+    """A journal in one SQLite file (default: ``<workspace>/.toolbridge/journal.sqlite3``).
+
+    Many processes may share the file: SQLite serialises their writes (waiting up to
+    10 s for another writer), and the side file ``<name>-owners`` holds their locks.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process"):
+        self.path = Path(path)
+        self.durability = durability
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        self._conn = self._connect()
+        self._owner = _Owner(self.path.with_name(self.path.name + "-owners"))
+        self._thread = threading.Thread(
+            target=self._serve, name=f"toolbridge-journal:{self.path.name}", daemon=True
+        )
+        self._thread.start()
+
+    @classmethod
+    def in_workspace(
+        cls, workspace: str | os.PathLike[str], *, durability: Durability = "process"
+    ) -> SQLiteJournal:
+        folder = Path(workspace) / ".toolbridge"
+        folder.mkdir(parents=True, exist_ok=True)
+        return cls(folder / "journal.sqlite3", durability=durability)
+
+    # --- opening -----------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open") from None
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            sync = "FULL" if self.durability == "power" else "NORMAL"
+            conn.execute(f"PRAGMA synchronous={sync}")
+            self._migrate(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "open") from None
+        except JournalError:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _schema_version(conn)
+            if version > SCHEMA_VERSION:
+                raise JournalError(
+                    f"the journal {self.path} was written by a newer toolbridge (schema "
+                    f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
+                    "toolbridge, or give this one another journal file."
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+            if 0 < version < SCHEMA_VERSION:
+                logger.info(
+                    "journal %s: schema migrated from version %d to %d",
+                    self.path, version, SCHEMA_VERSION,
+                )  # fmt: skip
+            if version < SCHEMA_VERSION:
+                conn.execute(
+                    "INSERT OR REPLACE INTO toolbridge_meta VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> JournalError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not a database" in text or "malformed" in text
+        ):
+            return JournalError(
+                f"the journal {self.path} is corrupt or not a journal ({text}). Move it aside "
+                "to start a new one; calls it recorded can then run again."
+            )
+        if "locked" in text or "busy" in text:
+            return JournalError(
+                f"the journal {self.path} stayed locked by another process for "
+                f"{BUSY_TIMEOUT_MS // 1000} s while trying to {doing}; is a process stuck?"
+            )
+        if "full" in text:
+            return JournalError(
+                f"the disk holding the journal {self.path} is full ({text}); the call was "
+                "not recorded. Free space, then retry."
+            )
+        return JournalError(f"the journal {self.path} failed to {doing}: {text}")
+
+    # --- the writer thread -------------------------------------------------------------
+
+    async def _submit(self, op: Op, *, undo: Undo | None = None) -> Any:
+        if self._closed:
+            raise JournalError(f"the journal {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put(_Job(op, loop, future, undo))
+        return await future
+
+    def _serve(self) -> None:
+        while (first := self._jobs.get()) is not None:
+            jobs = [first]
+            stop = False
+            while True:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stop = True
+                    break
+                jobs.append(job)
+            self._run_batch(jobs)
+            if stop:
+                break
+        self._conn.close()
+        self._owner.close()
+
+    def _run_batch(self, jobs: list[_Job]) -> None:
+        """Apply `jobs` in one transaction; release locks only once it has committed."""
+        owner = self._owner
+        owner.taken.clear()
+        owner.to_release.clear()
+        results: list[tuple[bool, Any]] = []
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            for job in jobs:
+                try:
+                    results.append((True, job.op(self._conn)))
+                except JournalError as exc:
+                    results.append((False, exc))
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            for key in owner.taken:
+                owner.release(key)
+            error = self._error(exc, "record calls")
+            results = [(False, error)] * len(jobs)
+        else:
+            for key in owner.to_release:
+                owner.release(key)
+        for job, (ok, value) in zip(jobs, results, strict=True):
+            if job.future is not None:
+                job.loop.call_soon_threadsafe(self._settle, job, ok, value)
+
+    def _settle(self, job: _Job, ok: bool, value: Any) -> None:
+        """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
+        assert job.future is not None
+        if not job.future.cancelled():
+            if ok:
+                job.future.set_result(value)
+            else:
+                job.future.set_exception(value)
+        elif ok and job.undo is not None and not self._closed:
+            undo = job.undo
+            self._jobs.put(_Job(lambda conn: undo(conn, value), job.loop, None))
+
+    # --- operations (run on the writer thread, inside a transaction) -------------------
+
+    async def claim(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        *,
+        approval: Mapping[str, Any] | None = None,
+    ) -> Claim:
+        args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
+
+        def op(conn: sqlite3.Connection) -> Claim:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM toolbridge_calls "
+                "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (key.session, key.call_id, key.args_hash),
+            ).fetchone()
+            if row is not None and row[5] == CallState.FINISHED:
+                return Claim(ClaimAction.REPLAY, _entry(row))
+            if not self._owner.try_take(key):
+                stored = _entry(row) if row is not None else _fresh(key, tool, arguments)
+                return Claim(ClaimAction.BUSY, stored)
+            if row is not None:
+                return Claim(ClaimAction.INTERRUPTED, _entry(row))
+            now = time.time()
+            conn.execute(
+                f"INSERT INTO toolbridge_calls ({_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)",
+                (key.session, key.call_id, key.args_hash, tool, args_text, approval_text, now,
+                 now),
+            )  # fmt: skip
+            return Claim(ClaimAction.RUN, _fresh(key, tool, arguments, approval, now))
+
+        def undo(conn: sqlite3.Connection, claim: Claim) -> None:
+            # The caller was cancelled before it heard the answer, so it never ran the call:
+            # a new row goes, an interrupted one stays as it was; either way, let go.
+            if claim.action is ClaimAction.RUN:
+                conn.execute(
+                    "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? "
+                    "AND args_hash = ?",
+                    (key.session, key.call_id, key.args_hash),
+                )
+            if claim.action in (ClaimAction.RUN, ClaimAction.INTERRUPTED):
+                self._owner.to_release.append(key)
+
+        result: Claim = await self._submit(op, undo=undo)
+        return result
+
+    async def restart(self, key: CallKey) -> JournalEntry:
+        def op(conn: sqlite3.Connection) -> JournalEntry:
+            self._require_owned(key)
+            conn.execute(
+                "UPDATE toolbridge_calls SET attempt = attempt + 1, started_at = ? "
+                "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (time.time(), key.session, key.call_id, key.args_hash),
+            )
+            return _entry(_select(conn, key))
+
+        result: JournalEntry = await self._submit(op)
+        return result
+
+    async def finish(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> None:
+        outcome_text = to_json(outcome)
+
+        def op(conn: sqlite3.Connection) -> None:
+            self._require_owned(key)
+            conn.execute(
+                "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
+                "finished_at = ? WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash),
+            )
+            self._owner.to_release.append(key)
+
+        await self._submit(op)
+
+    async def abandon(self, key: CallKey) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            self._owner.to_release.append(key)
+
+        await self._submit(op)
+
+    def _require_owned(self, key: CallKey) -> None:
+        if key not in self._owner.held:
+            raise JournalError(
+                f"call {key.call_id!r} of session {key.session!r} is not owned by this "
+                "journal: claim it first (its outcome was not recorded)"
+            )
+
+    async def entry(self, key: CallKey) -> JournalEntry | None:
+        def op(conn: sqlite3.Connection) -> JournalEntry | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM toolbridge_calls "
+                "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (key.session, key.call_id, key.args_hash),
+            ).fetchone()
+            return _entry(row) if row is not None else None
+
+        result: JournalEntry | None = await self._submit(op)
+        return result
+
+    async def entries(
+        self, *, session: str | None = None, limit: int | None = None
+    ) -> list[JournalEntry]:
+        where = "WHERE session = ?" if session is not None else ""
+        params: tuple[Any, ...] = (session,) if session is not None else ()
+
+        def op(conn: sqlite3.Connection) -> list[JournalEntry]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM toolbridge_calls {where} "
+                "ORDER BY created_at, rowid LIMIT ?",
+                (*params, -1 if limit is None else limit),
+            ).fetchall()
+            return [_entry(row) for row in rows]
+
+        result: list[JournalEntry] = await self._submit(op)
+        return result
+
+    async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
+        text = to_json(state)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO toolbridge_runs VALUES (?, ?, ?) ON CONFLICT (session) "
+                "DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                (session, text, time.time()),
+            )
+
+        await self._submit(op)
+
+    async def load_run(self, session: str) -> dict[str, Any] | None:
+        def op(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            row = conn.execute(
+                "SELECT state FROM toolbridge_runs WHERE session = ?", (session,)
+            ).fetchone()
+            return json.loads(row[0]) if row is not None else None
+
+        result: dict[str, Any] | None = await self._submit(op)
+        return result
+
+    async def sessions(self) -> list[tuple[str, float]]:
+        def op(conn: sqlite3.Connection) -> list[tuple[str, float]]:
+            rows = conn.execute(
+                "SELECT session, MAX(t) FROM ("
+                " SELECT session, COALESCE(finished_at, started_at, created_at) AS t"
+                " FROM toolbridge_calls"
+                " UNION ALL SELECT session, updated_at FROM toolbridge_runs"
+                ") GROUP BY session ORDER BY MAX(t) DESC, session"
+            ).fetchall()
+            return [(str(name), float(when)) for name, when in rows]
+
+        result: list[tuple[str, float]] = await self._submit(op)
+        return result
+
+    async def prune(
+        self, *, older_than: float | None = None, keep_sessions: int | None = None
+    ) -> int:
+        sessions = await self.sessions() if keep_sessions is not None else []
+        dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
+
+        def op(conn: sqlite3.Connection) -> int:
+            deleted = 0
+            if older_than is not None:
+                cursor = conn.execute(
+                    "DELETE FROM toolbridge_calls WHERE state = 'finished' AND finished_at < ?",
+                    (time.time() - older_than,),
+                )
+                deleted += cursor.rowcount
+            for name in dropped:
+                cursor = conn.execute(
+                    "DELETE FROM toolbridge_calls WHERE session = ? AND state = 'finished'",
+                    (name,),
+                )
+                deleted += cursor.rowcount
+                conn.execute("DELETE FROM toolbridge_runs WHERE session = ?", (name,))
+            return deleted
+
+        result: int = await self._submit(op)
+        return result
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(None)
+        await asyncio.to_thread(self._thread.join)
+
+
+def _statements(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "toolbridge_meta" not in tables:
+        if tables:
+            raise JournalError(
+                "this SQLite file holds other tables and no toolbridge journal; give the "
+                "journal a file of its own"
+            )
+        return 0
+    row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row is not None else 1
+
+
+def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
+    return conn.execute(
+        f"SELECT {_COLUMNS} FROM toolbridge_calls "
+        "WHERE session = ? AND call_id = ? AND args_hash = ?",
+        (key.session, key.call_id, key.args_hash),
+    ).fetchone()
+
+
+def _entry(row: Any) -> JournalEntry:
+    return JournalEntry(
+        key=CallKey(row[0], row[1], row[2]),
+        tool=row[3],
+        arguments=json.loads(row[4]),
+        state=CallState(row[5]),
+        attempt=int(row[6]),
+        outcome=json.loads(row[7]) if row[7] is not None else None,
+        error_kind=row[8],
+        approval=json.loads(row[9]) if row[9] is not None else None,
+        created_at=float(row[10]),
+        started_at=float(row[11]) if row[11] is not None else None,
+        finished_at=float(row[12]) if row[12] is not None else None,
+    )
+
+
+def _fresh(
+    key: CallKey,
+    tool: str,
+    arguments: Any,
+    approval: Mapping[str, Any] | None = None,
+    now: float | None = None,
+) -> JournalEntry:
+    return JournalEntry(
+        key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now or time.time(),
+        now, None,
+    )  # fmt: skip

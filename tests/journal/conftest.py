@@ -1,0 +1,110 @@
+"""A real PostgreSQL server for the journal tests: a throwaway cluster, started once.
+
+The Debian server binaries are on the machine (``pg_config --bindir``); the cluster runs
+as an unprivileged system user (PostgreSQL refuses to run as root) in a temporary
+directory, on a Unix socket only, and is stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_USER = "toolbridge-pg"
+_databases = itertools.count()
+
+
+def _bindir() -> Path:
+    found = shutil.which("pg_config")
+    if found:
+        done = subprocess.run([found, "--bindir"], capture_output=True, text=True, check=False)
+        candidate = Path(done.stdout.strip())
+        if (candidate / "initdb").exists():
+            return candidate
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    raise AssertionError(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql "
+        "(.ci/run does) to run the journal's PostgreSQL tests"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _as_user() -> dict[str, object]:
+    """Run the server as an unprivileged user when we are root (created if missing)."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        pwd.getpwnam(PG_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+            check=True,
+        )
+    entry = pwd.getpwnam(PG_USER)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The base connection string of a running throwaway cluster."""
+    bindir = _bindir()
+    identity = _as_user()
+    base = Path(tempfile.mkdtemp(prefix="toolbridge-pg-"))
+    data, sockets = base / "data", base / "sockets"
+    sockets.mkdir()
+    if identity:
+        for path in (base, sockets):
+            os.chown(path, int(identity["user"]), int(identity["group"]))  # type: ignore[call-overload]
+    port = _free_port()
+    env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "TZ": "UTC"}
+
+    def run(*argv: object, check: bool = True) -> None:
+        subprocess.run(  # type: ignore[call-overload]
+            [str(arg) for arg in argv], env=env, capture_output=True, text=True, check=check,
+            **identity,
+        )  # fmt: skip
+
+    run(bindir / "initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "-D", data, "--no-sync")
+    options = f"-k {sockets} -c listen_addresses= -p {port} -c fsync=off"
+    run(bindir / "pg_ctl", "-D", data, "-o", options, "-l", base / "log", "-w", "start")
+    try:
+        yield f"host={sockets} port={port} user=postgres"
+    finally:
+        run(bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop", check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A fresh, empty database on the throwaway cluster, as a postgresql:// URL."""
+    import psycopg
+
+    name = f"journal_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(f"{postgres_server} dbname=postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = dict(part.split("=", 1) for part in postgres_server.split())
+    return f"postgresql://{parts['user']}@/{name}?host={parts['host']}&port={parts['port']}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def journal_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a journal lives: a SQLite file, or a database on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "journal.sqlite3")
+    return str(request.getfixturevalue("postgres_url"))

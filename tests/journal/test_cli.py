@@ -1,0 +1,71 @@
+"""``toolbridge journal`` over a real journal file, run as a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from toolbridge.journal import CallKey, SQLiteJournal
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolbridge", "journal", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def fill(path: Path) -> None:
+    async with SQLiteJournal(path) as journal:
+        for session, calls in (("alpha", 2), ("beta", 1)):
+            for index in range(calls):
+                key = CallKey(session, f"call-{index}", "h")
+                await journal.claim(key, "read_file", {"path": f"f{index}"})
+                await journal.finish(key, {"text": "ok"}, error_kind=None)
+        await journal.claim(CallKey("beta", "stuck", "h"), "exec", {"command": "sleep 9"})
+
+
+def test_list_show_export_and_prune(tmp_path: Path) -> None:
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+    asyncio.run(fill(path))
+
+    listed = run_cli("list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "alpha" in listed.stdout and "beta" in listed.stdout
+
+    shown = run_cli("show", "beta", cwd=tmp_path)
+    assert shown.returncode == 0
+    assert "stuck" in shown.stdout and "running" in shown.stdout
+
+    exported = run_cli("export", "--session", "alpha", cwd=tmp_path)
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [(r["session"], r["call_id"], r["state"]) for r in rows] == [
+        ("alpha", "call-0", "finished"),
+        ("alpha", "call-1", "finished"),
+    ]
+    assert rows[0]["arguments"] == {"path": "f0"} and rows[0]["outcome"] == {"text": "ok"}
+
+    pruned = run_cli("prune", "--older-than-days", "0", cwd=tmp_path)
+    assert (pruned.returncode, pruned.stdout.strip()) == (0, "deleted 3 finished call(s)")
+    after = run_cli("export", cwd=tmp_path)
+    assert [json.loads(line)["call_id"] for line in after.stdout.splitlines()] == ["stuck"]
+
+
+def test_errors_are_one_line(tmp_path: Path) -> None:
+    missing = run_cli("list", cwd=tmp_path)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"error: no journal at {tmp_path}/.toolbridge/journal.sqlite3"
+    corrupt = tmp_path / "bad.sqlite3"
+    corrupt.write_bytes(b"garbage" * 1000)
+    done = run_cli("list", "--journal", str(corrupt), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: the journal {corrupt} is corrupt")
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,195 @@
+"""What every journal backend guarantees, run against SQLite and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolbridge.journal import (
+    CallJournal,
+    CallKey,
+    CallState,
+    ClaimAction,
+    JournalError,
+    SQLiteJournal,
+    open_journal,
+)
+
+WORKER = Path(__file__).with_name("journal_worker.py")
+KEY = CallKey("s1", "call-1", "hash-a")
+
+
+async def test_run_then_replay_never_twice(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        claim = await journal.claim(KEY, "write_file", {"path": "a"})
+        assert claim.action is ClaimAction.RUN
+        assert (claim.entry.state, claim.entry.attempt) == (CallState.RUNNING, 1)
+        await journal.finish(KEY, {"text": "wrote a"}, error_kind=None)
+        again = await journal.claim(KEY, "write_file", {"path": "a"})
+        assert again.action is ClaimAction.REPLAY
+        assert again.entry.outcome == {"text": "wrote a"}
+        assert again.entry.arguments == {"path": "a"}
+        other_args = await journal.claim(CallKey("s1", "call-1", "hash-b"), "write_file", {})
+        assert other_args.action is ClaimAction.RUN  # same id, other arguments: another call
+        other_session = await journal.claim(CallKey("s2", "call-1", "hash-a"), "write_file", {})
+        assert other_session.action is ClaimAction.RUN
+
+
+async def test_a_batch_of_claims_answers_each_call(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        keys = [CallKey("batch", f"c{index}", "h") for index in range(50)]
+        await journal.claim(keys[0], "t", {})
+        await journal.finish(keys[0], {"text": "done"})
+        claims = await asyncio.gather(*(journal.claim(key, "t", {"i": 1}) for key in keys))
+        assert [claim.action for claim in claims] == [ClaimAction.REPLAY] + [ClaimAction.RUN] * 49
+        await asyncio.gather(*(journal.finish(key, {"text": key.call_id}) for key in keys[1:]))
+        entries = await journal.entries(session="batch")
+        assert sorted(entry.outcome["text"] for entry in entries if entry.outcome) == sorted(
+            ["done", *(key.call_id for key in keys[1:])]
+        )
+
+
+async def test_a_second_journal_sees_busy_until_the_owner_finishes(journal_target: str) -> None:
+    first, second = await open_journal(journal_target), await open_journal(journal_target)
+    assert (await first.claim(KEY, "t", {})).action is ClaimAction.RUN
+    assert (await second.claim(KEY, "t", {})).action is ClaimAction.BUSY
+    assert (await first.claim(KEY, "t", {})).action is ClaimAction.BUSY  # not twice in one
+    waiting = asyncio.create_task(second.claim_when_free(KEY, "t", {}))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await first.finish(KEY, {"text": "first"})
+    claim = await asyncio.wait_for(waiting, 5)
+    assert claim.action is ClaimAction.REPLAY
+    assert claim.entry.outcome == {"text": "first"}
+    await first.close()
+    await second.close()
+
+
+async def test_a_call_of_a_killed_process_is_interrupted_then_restartable(
+    journal_target: str,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), "hang", journal_target, "c1", stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    assert (await process.stdout.readline()).strip() == b"run"
+    key = CallKey("crash", "c1", "h")
+    async with await open_journal(journal_target) as journal:
+        assert (await journal.claim(key, "slow", {})).action is ClaimAction.BUSY
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        claim = await wait_for_action(journal, key, ClaimAction.INTERRUPTED)
+        assert (claim.entry.state, claim.entry.attempt) == (CallState.RUNNING, 1)
+        restarted = await journal.restart(key)
+        assert restarted.attempt == 2
+        await journal.finish(key, {"text": "second attempt"})
+        assert (await journal.claim(key, "slow", {})).action is ClaimAction.REPLAY
+
+
+async def wait_for_action(journal: CallJournal, key: CallKey, action: ClaimAction) -> Any:
+    """PostgreSQL notices a dead client's connection a moment after the kill: ask until then."""
+    for _ in range(100):
+        claim = await journal.claim(key, "slow", {})
+        if claim.action is action:
+            return claim
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the call never became {action}")
+
+
+async def test_abandon_leaves_the_call_interrupted(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        await journal.claim(KEY, "t", {})
+        await journal.abandon(KEY)
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.INTERRUPTED
+
+
+async def test_finish_or_restart_without_a_claim_is_an_error(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        with pytest.raises(JournalError, match="not owned by this journal: claim it first"):
+            await journal.finish(KEY, {"text": "?"})
+        with pytest.raises(JournalError, match="not owned by this journal: claim it first"):
+            await journal.restart(KEY)
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.RUN  # still usable
+
+
+async def test_a_claim_whose_caller_was_cancelled_is_undone(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        release, blocker = hold_the_writer(journal)
+        claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
+        await asyncio.sleep(0.05)
+        claim.cancel()
+        release()
+        await blocker
+        with pytest.raises(asyncio.CancelledError):
+            await claim
+        await journal.entries()  # the undo was queued before this, on the same writer
+        assert await journal.entry(KEY) is None
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.RUN
+
+
+def hold_the_writer(journal: CallJournal) -> tuple[Any, asyncio.Future[Any]]:
+    """Keep the journal's writer busy until `release()`, so a claim waits in its queue."""
+    if isinstance(journal, SQLiteJournal):
+        gate = threading.Event()
+        return gate.set, asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
+    event = asyncio.Event()
+
+    async def wait(conn: object) -> None:
+        await event.wait()
+
+    return event.set, asyncio.ensure_future(journal._submit(wait))  # type: ignore[attr-defined]
+
+
+async def test_two_processes_share_one_journal_each_call_runs_once(
+    journal_target: str, tmp_path: Path
+) -> None:
+    effects = tmp_path / "effects.txt"
+    count = 60
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), "share", journal_target, str(effects), str(count),
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    outputs = [(await process.communicate())[0].split() for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    lines = (await asyncio.to_thread(effects.read_text)).splitlines()
+    assert sorted(int(line.split()[0]) for line in lines) == list(range(count))  # each once
+    assert sum(int(ran) for ran, _ in outputs) == count
+    assert sum(int(ran) + int(replayed) for ran, replayed in outputs) == 2 * count
+
+
+async def test_runs_are_saved_and_loaded(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        assert await journal.load_run("chat") is None
+        await journal.save_run("chat", {"messages": [{"role": "user", "content": "hi"}]})
+        await journal.save_run("chat", {"messages": [], "turn": 2})
+    async with await open_journal(journal_target) as journal:
+        assert await journal.load_run("chat") == {"messages": [], "turn": 2}
+        assert [name for name, _ in await journal.sessions()] == ["chat"]
+
+
+async def test_prune_by_age_and_by_session_count(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        for session in ("old", "mid", "new"):
+            for index in range(3):
+                key = CallKey(session, f"c{index}", "h")
+                await journal.claim(key, "t", {})
+                await journal.finish(key, {"text": "x"})
+            await journal.save_run(session, {})
+            await asyncio.sleep(0.01)
+        running = CallKey("new", "still-running", "h")
+        await journal.claim(running, "t", {})
+        assert await journal.prune(keep_sessions=2) == 3  # the old session's three calls
+        remaining = {(e.key.session, e.state) for e in await journal.entries()}
+        assert remaining == {("mid", "finished"), ("new", "finished"), ("new", "running")}
+        assert await journal.prune(older_than=0) == 6
+        assert [e.key for e in await journal.entries()] == [running]

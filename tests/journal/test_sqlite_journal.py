@@ -1,0 +1,130 @@
+"""What only the SQLite journal has: a file (durable, migrated, corrupt, foreign, disk full)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolbridge.journal import (
+    SCHEMA_VERSION,
+    CallKey,
+    CallState,
+    ClaimAction,
+    JournalError,
+    SQLiteJournal,
+)
+from toolbridge.journal.sqlite import MIGRATIONS
+
+WORKER = Path(__file__).with_name("journal_worker.py")
+KEY = CallKey("s1", "call-1", "hash-a")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "journal.sqlite3"
+
+
+async def test_an_outcome_is_durable_when_finish_returns(db: Path) -> None:
+    journal = SQLiteJournal(db)
+    await journal.claim(KEY, "t", {"x": 1})
+    await journal.finish(KEY, {"text": "ok"})
+    # Read it from another process while this journal is still open: it is on disk.
+    code = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "print(c.execute('select state, outcome from toolbridge_calls').fetchall())"
+    )
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", code, str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[('finished', '{\"text\":\"ok\"}')]"
+    await journal.close()
+
+
+def write_first_version_journal(db: Path) -> None:
+    """A journal as the first schema version wrote it, with one finished call."""
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '1')")
+    conn.execute(
+        "INSERT INTO toolbridge_calls VALUES ('s1', 'call-1', 'hash-a', 't', '{}', 'finished', "
+        '1, \'{"text":"from v1"}\', NULL, NULL, 1.0, 1.0, 2.0)'
+    )
+    conn.commit()
+    conn.close()
+
+
+async def test_a_first_version_journal_is_migrated(db: Path) -> None:
+    write_first_version_journal(db)
+    async with SQLiteJournal(db) as journal:
+        claim = await journal.claim(KEY, "t", {})
+        assert claim.action is ClaimAction.REPLAY
+        assert claim.entry.outcome == {"text": "from v1"}
+        await journal.save_run("s1", {"ok": True})  # a table version 2 added
+    version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
+    assert version == (str(SCHEMA_VERSION),)
+
+
+def test_a_newer_journal_is_refused(db: Path) -> None:
+    SQLiteJournal(db)  # creates it
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE toolbridge_meta SET value = '99'")
+    conn.commit()
+    with pytest.raises(JournalError, match=r"newer toolbridge \(schema version 99; this one"):
+        SQLiteJournal(db)
+
+
+def test_a_corrupt_file_is_a_clear_error(db: Path) -> None:
+    db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(JournalError, match=r"is corrupt or not a journal .* Move it aside"):
+        SQLiteJournal(db)
+
+
+def test_a_foreign_sqlite_file_is_refused(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.commit()
+    with pytest.raises(JournalError, match="holds other tables and no toolbridge journal"):
+        SQLiteJournal(db)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 200 KiB file system (tmpfs): the journal fills it up for real."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"mounting a small tmpfs needs root: {done.stderr}"
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_a_full_disk_is_a_clear_error_and_the_journal_stays_usable(small_disk: Path) -> None:
+    journal = SQLiteJournal(small_disk / "journal.sqlite3")
+    big = "x" * 20_000
+    with pytest.raises(JournalError, match=r"is full .*the call was not recorded"):
+        for index in range(100):
+            key = CallKey("s", f"c{index}", "h")
+            await journal.claim(key, "t", {"payload": big})
+            await journal.finish(key, {"text": big})
+    # What was committed before the disk filled is intact and readable.
+    entries = await journal.entries()
+    assert entries
+    assert all(e.outcome == {"text": big} for e in entries if e.state is CallState.FINISHED)
+    await journal.close()
