@@ -97,8 +97,10 @@ class _Worker:
         return os.getpid()
 
     async def call(
-        self, context: _Context, name: str, arguments: dict[str, Any], call_id: str
+        self, request: tuple[_Context, str, dict[str, Any], str]
     ) -> tuple[ToolResult, ToolError | None, tuple[str, str] | None, bytes | None]:
+        """Run one call; the request is one tuple, so Ray serialises one object, not four."""
+        context, name, arguments, call_id = request
         registry = self.registries.get(context.key)
         if registry is None:
             registry = self.registries[context.key] = self.source.registry(context.tool_context())
@@ -234,9 +236,7 @@ class RayBackend:
                 "max_concurrency": self.max_calls_per_worker,
                 "num_cpus": 0,
             }
-            custom = {
-                k: v for k, v in resources.items() if k not in ("num_cpus", "num_gpus", "memory")
-            }
+            custom = {k: v for k, v in resources.items() if k not in _RAY_KEYS}
             options.update({k: v for k, v in resources.items() if k not in custom})
             if custom:
                 options["resources"] = custom
@@ -260,17 +260,20 @@ class RayBackend:
             index = await pool.pick()
             pool.load[index] += 1
             try:
-                ref = pool.actors[index].call.remote(context, tool.name, arguments, call_id)
-                answer = _answer(ref)
-                try:
-                    wire = await asyncio.wait_for(asyncio.shield(answer), time_limit)
-                except TimeoutError:
-                    await self._stop(ref, answer, pool, index, kill=_blocking(tool))
+                ref = pool.actors[index].call.remote((context, tool.name, arguments, call_id))
+                if time_limit is None:  # the common case: Ray's own awaitable, nothing more
+                    try:
+                        wire = await ref
+                    except asyncio.CancelledError:
+                        await asyncio.shield(
+                            self._stop(ref, _answer(ref), pool, index, kill=_blocking(tool))
+                        )
+                        raise
+                else:
+                    wire = await self._within(ref, time_limit, pool, index, tool)
+                if wire is None:
                     assert time_limit is not None
                     return _failed(_timed_out(tool.name, time_limit))
-                except asyncio.CancelledError:
-                    await asyncio.shield(self._stop(ref, answer, pool, index, kill=_blocking(tool)))
-                    raise
             except ray.exceptions.RayTaskError as exc:  # the worker failed outside the tool
                 logger.error("worker failed on call %r (%s): %s", call_id, tool.name, exc)
                 return _failed(
@@ -294,6 +297,20 @@ class RayBackend:
             exception = RemoteToolException(": ".join(described)) if described else None
             return Invocation(result, pickle.loads(value) if value else None, error, exception)
         return _failed(_worker_lost(tool.name, attempts, retryable, lost))
+
+    async def _within(
+        self, ref: Any, time_limit: float, pool: _Pool, index: int, tool: Tool
+    ) -> Any:
+        """The call's answer if it comes within `time_limit`; else stop it and return None."""
+        answer = _answer(ref)
+        try:
+            return await asyncio.wait_for(asyncio.shield(answer), time_limit)
+        except TimeoutError:
+            await self._stop(ref, answer, pool, index, kill=_blocking(tool))
+            return None
+        except asyncio.CancelledError:
+            await asyncio.shield(self._stop(ref, answer, pool, index, kill=_blocking(tool)))
+            raise
 
     async def _stop(
         self, ref: Any, answer: asyncio.Future[Any], pool: _Pool, index: int, *, kill: bool
