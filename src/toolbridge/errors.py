@@ -47,6 +47,8 @@ class ErrorKind(enum.StrEnum):
     APPROVAL_DENIED = "approval_denied"
     INTERRUPTED = "interrupted"
 
+    WORKER_LOST = "worker_lost"
+
 
 @dataclass(frozen=True, slots=True)
 class ArgumentIssue:

@@ -29,6 +29,7 @@ from toolbridge.approval import (
     arguments_digest,
     requires_approval_flag,
 )
+from toolbridge.backends import ExecutionBackend
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.loop_guard import LoopGuard
@@ -198,6 +199,7 @@ class ToolExecutor:
     Each executor owns its approvals, loop guard, concurrency limit and result store;
     nothing is shared between two executors. `hooks` see every call, `listeners` get
     every `ToolEvent`, and `tracer_provider` (OpenTelemetry) defaults to the global one.
+    `backend` decides where prepared calls run (`toolbridge.backends`; default: here).
     """
 
     def __init__(
@@ -208,8 +210,11 @@ class ToolExecutor:
         hooks: Iterable[ExecutorHook] = (),
         listeners: Iterable[EventListener] = (),
         tracer_provider: Any = None,
+        backend: ExecutionBackend | None = None,
     ) -> None:
         self.registry = registry
+        # Where prepared calls run: this process unless a backend says otherwise.
+        self._invoke = backend.bind(registry) if backend is not None else registry.run_prepared
         self.policy = policy = policy or ExecutionPolicy()
         self.approvals = Approvals()
         self.loop_guard = (
@@ -384,9 +389,7 @@ class ToolExecutor:
                 invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
         elif self._tracer is None:  # the common case: no extra frame
             start = self._started(batch, call)
-            invocation = await self.registry.run_prepared(
-                prepared, call_id=call.id, time_limit=time_limit
-            )
+            invocation = await self._invoke(prepared, call_id=call.id, time_limit=time_limit)
         else:
             start = self._started(batch, call)
             invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
@@ -430,13 +433,9 @@ class ToolExecutor:
         self, tool_name: str, call_id: str, prepared: PreparedCall, time_limit: float | None
     ) -> Invocation:
         if self._tracer is None:
-            return await self.registry.run_prepared(
-                prepared, call_id=call_id, time_limit=time_limit
-            )
+            return await self._invoke(prepared, call_id=call_id, time_limit=time_limit)
         with self._tracer.span(tool_name, call_id) as span:
-            invocation = await self.registry.run_prepared(
-                prepared, call_id=call_id, time_limit=time_limit
-            )
+            invocation = await self._invoke(prepared, call_id=call_id, time_limit=time_limit)
             if invocation.result.is_error:
                 kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
                 self._tracer.failed(span, kind, kind.value)

@@ -310,6 +310,7 @@ class ToolRegistry:
         *,
         call_id: str | None = None,
         time_limit: float | None = None,
+        approved: bool = False,
     ) -> Invocation:
         """Like `invoke`, but also return the raw value, the `ToolError` and the exception.
 

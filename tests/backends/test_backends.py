@@ -1,0 +1,203 @@
+"""The executor's behaviour on both backends (the same tests), and what only Ray adds."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
+from toolbridge.backends import ExecutionBackend, LocalBackend
+from toolbridge.backends.ray import RayBackend, ToolSource
+
+SOURCE = ToolSource("ray_tools:build")
+
+
+@pytest.fixture(scope="module")
+def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
+    backend = RayBackend(SOURCE, workers=2, grace=0.5)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["local", "ray"])
+def backend(request: pytest.FixtureRequest) -> ExecutionBackend:
+    if request.param == "local":
+        return LocalBackend()
+    return request.getfixturevalue("ray_backend")  # type: ignore[no-any-return]
+
+
+def executor_for(workspace: Path, backend: ExecutionBackend, session: str = "s") -> ToolExecutor:
+    registry = SOURCE.registry(ToolContext(workspace=workspace, session=session))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
+    return ToolExecutor(registry, policy, backend=backend)
+
+
+def calls(*specs: tuple[str, dict[str, Any]]) -> list[ToolCallRequest]:
+    return [ToolCallRequest(f"c{i}", name, args) for i, (name, args) in enumerate(specs)]
+
+
+async def test_outcomes_in_call_order_with_their_kinds(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    outcomes = await executor_for(workspace, backend).run(
+        calls(
+            ("write_step", {"label": "a"}),
+            ("boom", {"message": "it broke"}),
+            ("nope", {}),
+            ("write_step", {"label": ["not", "text"]}),
+            ("nap", {"seconds": "0.01", "label": "n"}),
+        )
+    )
+    assert [o.call.id for o in outcomes] == ["c0", "c1", "c2", "c3", "c4"]
+    assert [o.kind for o in outcomes] == [
+        None,
+        "execution_error",
+        "unknown_tool",
+        "invalid_arguments",
+        None,
+    ]
+    assert outcomes[0].result.text == "a written"
+    assert "it broke" in outcomes[1].result.text
+    assert outcomes[4].result.text == "n slept"  # "0.01" was cast on the caller's side
+
+
+def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+async def test_safe_calls_run_together_others_alone_in_order(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    from ray_tools import spans
+
+    await executor_for(workspace, backend).run(
+        calls(
+            ("nap", {"seconds": 0.3, "label": "r1"}),
+            ("nap", {"seconds": 0.3, "label": "r2"}),
+            ("nap", {"seconds": 0.3, "label": "r3"}),
+            ("write_step", {"label": "w1"}),
+            ("write_step", {"label": "w2"}),
+        )
+    )
+    found = spans(workspace)
+    assert overlaps(found["r1"], found["r2"]) and overlaps(found["r2"], found["r3"])
+    assert found["r3"][1] <= found["w1"][0]  # the writes wait for the group
+    assert found["w1"][1] <= found["w2"][0]  # and run one after the other
+
+
+async def test_a_timeout_stops_an_async_call(workspace: Path, backend: ExecutionBackend) -> None:
+    registry = SOURCE.registry(ToolContext(workspace=workspace))
+    policy = ExecutionPolicy(persist_results=False, default_timeout=0.3)
+    executor = ToolExecutor(registry, policy, backend=backend)
+    [outcome] = await executor.run(calls(("nap", {"seconds": 30, "label": "slow"})))
+    assert outcome.kind == "timeout"
+    for _ in range(50):  # the cancellation reaches the tool (on a worker: a moment later)
+        if (workspace / "cancelled.txt").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert (workspace / "cancelled.txt").read_text().split() == ["slow"]
+
+
+async def test_cancelling_the_run_stops_the_calls(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    executor = executor_for(workspace, backend)
+    task = asyncio.create_task(executor.run(calls(("nap", {"seconds": 30, "label": "c"}))))
+    for _ in range(100):
+        if (workspace / "spans.txt").exists():
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(50):
+        if (workspace / "cancelled.txt").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert (workspace / "cancelled.txt").read_text().split() == ["c"]
+
+
+# --- what only a cluster brings ----------------------------------------------------------
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_a_blocking_call_past_its_limit_is_stopped_for_real(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    executor = executor_for(workspace, ray_backend)
+    [outcome] = await executor.run(calls(("block", {"seconds": 60})))
+    assert outcome.kind == "timeout"
+    blocked_pid = int((workspace / "pids.txt").read_text().split()[0])
+    for _ in range(100):  # the worker process that was blocked is killed, then replaced
+        if not process_alive(blocked_pid):
+            break
+        await asyncio.sleep(0.05)
+    assert not process_alive(blocked_pid)
+    [after] = await executor.run(calls(("pid", {})))
+    assert after.ok and after.value != blocked_pid
+
+
+async def test_a_dead_worker_is_an_outcome_side_effects_are_not_retried(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    executor = executor_for(workspace, ray_backend)
+    [outcome] = await executor.run(calls(("die_once", {"marker": "m"})))
+    assert outcome.kind == "worker_lost", outcome.result.text
+    assert "not retried" in outcome.result.text
+    assert (workspace / "effects.txt").read_text().split() == ["m"]  # ran once, not again
+    [after] = await executor.run(calls(("pid", {})))
+    assert after.ok  # the pool recovered without help
+
+
+async def test_a_read_only_call_is_retried_on_a_fresh_worker(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    [outcome] = await executor_for(workspace, ray_backend).run(
+        calls(("die_first_time", {"marker": "r"}))
+    )
+    assert outcome.ok, outcome.result.text
+    assert outcome.result.text == "answered on retry"
+
+
+async def test_a_tool_that_needs_a_resource_runs_where_it_is(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    import ray
+
+    outcomes = await executor_for(workspace, ray_backend).run(
+        calls(("sandboxed", {}), ("sandboxed", {}))
+    )
+    assert all(o.ok for o in outcomes), [o.result.text for o in outcomes]
+    assert ray.available_resources().get("sandbox", 0) == 0  # its worker holds the sandbox
+    pids = {o.result.text for o in outcomes}
+    assert len(pids) == 1  # one sandbox, one worker: both calls ran there
+
+
+async def test_fifty_sessions_share_one_pool(tmp_path: Path, ray_backend: RayBackend) -> None:
+    workspaces = [tmp_path / f"w{index}" for index in range(50)]
+    for folder in workspaces:
+        folder.mkdir()
+    executors = [
+        executor_for(folder, ray_backend, session=f"session-{index}")
+        for index, folder in enumerate(workspaces)
+    ]
+    results = await asyncio.gather(
+        *(executor.run(calls(("where", {}), ("nap", {"seconds": 0.01, "label": "x"})))
+          for executor in executors)
+    )  # fmt: skip
+    for index, (folder, outcomes) in enumerate(zip(workspaces, results, strict=True)):
+        assert [o.ok for o in outcomes] == [True, True]
+        assert outcomes[0].result.text == str(folder)
+        assert (folder / "touched").read_text() == f"session-{index}"
