@@ -46,7 +46,6 @@ class ErrorKind(enum.StrEnum):
     REPEATED_CALL = "repeated_call"
     APPROVAL_DENIED = "approval_denied"
     INTERRUPTED = "interrupted"
-
     WORKER_LOST = "worker_lost"
 
 

@@ -61,11 +61,11 @@ def test_list_show_export_and_prune(tmp_path: Path) -> None:
 
 def test_errors_are_one_line(tmp_path: Path) -> None:
     missing = run_cli("list", cwd=tmp_path)
-    assert missing.returncode == 1
-    assert missing.stderr.strip() == f"error: no journal at {tmp_path}/.toolbridge/journal.sqlite3"
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"Error: no journal at {tmp_path}/.toolbridge/journal.sqlite3"
     corrupt = tmp_path / "bad.sqlite3"
     corrupt.write_bytes(b"garbage" * 1000)
     done = run_cli("list", "--journal", str(corrupt), cwd=tmp_path)
-    assert done.returncode == 1
-    assert done.stderr.startswith(f"error: the journal {corrupt} is corrupt")
+    assert done.returncode == 3
+    assert done.stderr.startswith(f"Error: the journal {corrupt} is corrupt")
     assert "Traceback" not in done.stderr

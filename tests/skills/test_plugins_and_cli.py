@@ -108,8 +108,8 @@ def test_cli_list_show_and_validate(tmp_path: Path, write_skill: WriteSkill) -> 
     shown = run_cli("show", "pdf", cwd=tmp_path)
     assert (shown.returncode, shown.stdout) == (0, "# PDF body\n\n")
     missing = run_cli("show", "pdff", cwd=tmp_path)
-    assert missing.returncode == 1
-    assert missing.stderr.strip() == "error: no skill 'pdff'; did you mean pdf?"
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == "Error: no skill 'pdff'; did you mean pdf?"
 
     valid = run_cli("validate", str(root), cwd=tmp_path)
     assert (valid.returncode, valid.stdout.strip()) == (0, "2 skill(s) valid")

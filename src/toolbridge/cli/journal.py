@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from toolbridge.cli.app import WorkspaceOption, app, err, out
+from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
 from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
 
 journal_app = typer.Typer(
@@ -43,8 +43,7 @@ def _with_journal(
     if target is None:
         path = (workspace or Path.cwd()) / ".toolbridge" / "journal.sqlite3"
         if not path.exists():
-            err.print(f"error: no journal at {path}", markup=False, highlight=False)
-            raise typer.Exit(1)
+            raise CliError(f"no journal at {path}", ExitCode.USAGE)
         target = str(path)
 
     async def run() -> T:
@@ -54,13 +53,12 @@ def _with_journal(
     try:
         return asyncio.run(run())
     except JournalError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
-        raise typer.Exit(1) from None
+        raise CliError(str(exc), ExitCode.CONFIG) from None
 
 
 @journal_app.command("list")
 def list_command(
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     journal: JournalOption = None,
 ) -> None:
     """List the sessions in the journal, most recent first."""
@@ -70,8 +68,10 @@ def list_command(
         counts = [len(await store.entries(session=name)) for name, _ in sessions]
         return [(name, when, count) for (name, when), count in zip(sessions, counts, strict=True)]
 
+    with reporting(verbose=False):
+        sessions = _with_journal(workspace, journal, use)
     table = Table("session", "calls", "last change")
-    for name, when, count in _with_journal(workspace, journal, use):
+    for name, when, count in sessions:
         table.add_row(name, str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)))
     out.print(table)
 
@@ -79,14 +79,14 @@ def list_command(
 @journal_app.command("show")
 def show_command(
     session: Annotated[str, typer.Argument(help="The session to show.")],
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     journal: JournalOption = None,
 ) -> None:
     """Show the calls of one session: tool, state, attempts, error kind, duration."""
-    entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
-    if not entries:
-        err.print(f"error: no calls in session {session!r}", markup=False, highlight=False)
-        raise typer.Exit(1)
+    with reporting(verbose=False):
+        entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
+        if not entries:
+            raise CliError(f"no calls in session {session!r}", ExitCode.USAGE)
     table = Table("call id", "tool", "state", "attempt", "error", "seconds")
     for entry in entries:
         took = (
@@ -103,19 +103,20 @@ def show_command(
 
 @journal_app.command("export")
 def export_command(
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     journal: JournalOption = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
 ) -> None:
     """Print every stored call as one JSON object per line (JSON Lines), oldest first."""
-    entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
+    with reporting(verbose=False):
+        entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
     for entry in entries:
         typer.echo(json.dumps(_as_json(entry), ensure_ascii=False))
 
 
 @journal_app.command("prune")
 def prune_command(
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     journal: JournalOption = None,
     older_than_days: Annotated[
         float | None, typer.Option("--older-than-days", help="Delete finished calls older.")
@@ -125,13 +126,15 @@ def prune_command(
     ] = None,
 ) -> None:
     """Delete old finished calls; running ones always stay."""
-    if older_than_days is None and keep_sessions is None:
-        err.print("error: say what to prune: --older-than-days and/or --keep-sessions")
-        raise typer.Exit(2)
     older = older_than_days * 86_400 if older_than_days is not None else None
-    deleted = _with_journal(
-        workspace, journal, lambda store: store.prune(older_than=older, keep_sessions=keep_sessions)
-    )
+    with reporting(verbose=False):
+        if older_than_days is None and keep_sessions is None:
+            raise CliError("say what to prune: --older-than-days and/or --keep-sessions")
+        deleted = _with_journal(
+            workspace,
+            journal,
+            lambda store: store.prune(older_than=older, keep_sessions=keep_sessions),
+        )
     out.print(f"deleted {deleted} finished call(s)", markup=False, highlight=False)
 
 

@@ -9,7 +9,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolbridge.cli.app import WorkspaceOption, app, err, out
+from toolbridge.cli.app import (
+    CliError,
+    ExitCode,
+    VerboseOption,
+    WorkspaceOption,
+    app,
+    err,
+    out,
+    reporting,
+    terminal_safe,
+)
 from toolbridge.skills import SkillSet
 
 skills_app = typer.Typer(
@@ -31,11 +41,17 @@ def _skill_set(workspace: Path | None, paths: list[Path] | None) -> SkillSet:
 
 @skills_app.command("list")
 def list_command(
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     paths: PathsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """List the skills: available ones, then unavailable ones with the reason."""
+    with reporting(verbose):
+        _list(workspace, paths, as_json=as_json)
+
+
+def _list(workspace: Path | None, paths: list[Path] | None, *, as_json: bool) -> None:
     skills = _skill_set(workspace, paths)
     rows = [(skill.name, "available", skill.description, str(skill.folder)) for skill in skills]
     rows += [
@@ -49,29 +65,30 @@ def list_command(
     else:
         table = Table("name", "status", "description", title=f"{len(skills)} skills available")
         for name, status, description, _ in rows:
-            table.add_row(name, status, " ".join(description.split()))
+            table.add_row(name, status, terminal_safe(" ".join(description.split())))
         out.print(table)
     for problem in skills.problems:
-        err.print(f"invalid: {problem}", markup=False, highlight=False)
+        err.print(f"invalid: {terminal_safe(str(problem))}", markup=False, highlight=False)
 
 
 @skills_app.command("show")
 def show_command(
     name: Annotated[str, typer.Argument(help="The skill's name.")],
-    workspace: WorkspaceOption = None,  # type: ignore[assignment]
+    workspace: WorkspaceOption = None,
     paths: PathsOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Print a skill's instructions, as load_skill gives them to the model."""
-    skills = _skill_set(workspace, paths)
-    skill = skills.get(name)
-    if skill is None:
-        reason = skills.unavailable_reason(name)
-        suggestions = skills.suggest(name)
-        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        message = f"skill {name!r} is unavailable: {reason}" if reason else f"no skill {name!r}"
-        err.print(f"error: {message}{hint}", markup=False, highlight=False)
-        raise typer.Exit(1)
-    typer.echo(skill.body)
+    with reporting(verbose):
+        skills = _skill_set(workspace, paths)
+        skill = skills.get(name)
+        if skill is None:
+            reason = skills.unavailable_reason(name)
+            suggestions = skills.suggest(name)
+            hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+            message = f"skill {name!r} is unavailable: {reason}" if reason else f"no skill {name!r}"
+            raise CliError(message + hint, ExitCode.USAGE)
+        typer.echo(terminal_safe(skill.body))
 
 
 @skills_app.command("validate")
@@ -87,7 +104,7 @@ def validate_command(
         if not path.exists():
             err.print(f"{path}: no such file or directory", markup=False, highlight=False)
     for problem in skills.problems:
-        err.print(str(problem), markup=False, highlight=False)
+        err.print(terminal_safe(str(problem)), markup=False, highlight=False)
     if skills.problems or not all(path.exists() for path in paths):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CALL_FAILED)
     out.print(f"{found} skill(s) valid", markup=False, highlight=False)
