@@ -33,7 +33,7 @@ FUNCTION_CLOSE = "</function>"
 END_TOKENS = ("<|eom_id|>", "<|eot_id|>", "<|end_of_text|>")
 BUILTIN_TOOLS = frozenset({"brave_search", "wolfram_alpha", "photogen"})
 CODE_INTERPRETER = "code_interpreter"
-_FUNCTION_NAME = re.compile(r"<function=([^<>\n]*)>")
+_FUNCTION_NAME = re.compile(r"<function=([^>\n]*)>")
 
 
 def read_llama(reader: Reader) -> None:

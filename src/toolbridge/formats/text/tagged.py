@@ -59,8 +59,8 @@ def _why(source: str, start: int, found: tuple[str, int] | None) -> str:
     return "there is text between the JSON object and </tool_call>"
 
 
-_FUNCTION = re.compile(r"<function=([^<>\n]*)>")
-_PARAMETER = re.compile(r"<parameter=([^<>\n]*)>")
+_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_PARAMETER = re.compile(r"<parameter=([^>\n]*)>")
 # A value ends at the </parameter> that is followed by the next parameter or the end
 # of the function, so "</parameter>" written inside a value does not cut it short.
 _VALUE_END = re.compile(r"</parameter>(?=\s*(?:<parameter=|</function>))")
