@@ -141,3 +141,10 @@ def test_python_tag_json_that_is_not_a_call_is_a_problem() -> None:
 def test_cut_off_function_tag_reaches_the_registry_raw() -> None:
     (call,) = parse_text_calls('<function=write>{"path": "a', "llama3_json").calls
     assert (call.name, call.arguments) == ("write", '{"path": "a')
+
+
+def test_harmony_text_before_a_message_header_stays_text() -> None:
+    parsed = parse_text_calls(
+        "Hello <|start|>assistant<|channel|>final<|message|>Hi<|return|>", "harmony"
+    )
+    assert parsed.text == "Hello Hi"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.formats.call_ids import generated_call_id
@@ -38,13 +38,12 @@ _SHOWN = 80  # characters of a fragment quoted in a problem
 SpanKind = Literal["text", "reasoning", "markup", "call"]
 
 
-@dataclass(frozen=True, slots=True)
-class TextSpan:
+class TextSpan(NamedTuple):
     """One stretch ``input[start:end]`` of a reply and what it was read as.
 
     ``call`` spans match `TextCalls.calls` one to one, in order; ``markup`` is a
     dialect's framing (section markers, end-of-turn tokens, think tags, the
-    whitespace between blocks).
+    whitespace between blocks). A named tuple: a reply of many calls makes many.
     """
 
     kind: SpanKind
@@ -61,6 +60,7 @@ class TextCalls:
     could not be read as a call, and why; that piece stays in `text` and is never run.
     `reasoning` is the model's thinking (``<think>…</think>``, the gpt-oss ``analysis``
     channel), never read for calls. `spans` cover the input end to end, in order.
+    `dialect` is the dialect that read the reply (``""`` when ``auto`` found none).
     """
 
     calls: tuple[ToolCallRequest, ...]
@@ -198,12 +198,11 @@ class Reader:
         becomes a problem and stays text. A generated id hashes `id_basis` (the call's
         own text) or else the arguments, and is flagged ``extra["generated_id"]``.
         """
-        where = where or f"call at position {self.pos}"
         if not TOOL_NAME_PATTERN.match(name):
             self.unreadable(
                 end,
-                f"{where}: {name[:_SHOWN]!r} is not a tool name (1-64 letters, digits, "
-                "'_' or '-'), so the call is not run",
+                f"{where or f'call at position {self.pos}'}: {name[:_SHOWN]!r} is not a tool "
+                "name (1-64 letters, digits, '_' or '-'), so the call is not run",
             )
             return False
         kept = dict(extra or {})

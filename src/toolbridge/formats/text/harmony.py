@@ -30,12 +30,16 @@ def read_harmony(reader: Reader) -> None:
     source = reader.source
     while reader.pos < len(source):
         message_start = skip_space(source, reader.pos)
+        header_end = source.find(MESSAGE, message_start)
+        if header_end == -1:
+            break
+        start_token = source.rfind(START, message_start, header_end)
+        if start_token > message_start:  # text written before the message's header
+            reader.text(start_token)
+            message_start = start_token
         header_start = message_start
         if source.startswith(START, header_start):
             header_start += len(START)
-        header_end = source.find(MESSAGE, header_start)
-        if header_end == -1:
-            break
         header = source[header_start:header_end]
         content_start = header_end + len(MESSAGE)
         recipient = _RECIPIENT.search(header)
