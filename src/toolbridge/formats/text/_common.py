@@ -12,7 +12,6 @@ invented or lost.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -186,7 +185,6 @@ class Reader:
         name: str,
         arguments: Any,
         call_id: str | None = None,
-        extra: Mapping[str, Any] | None = None,
         *,
         where: str = "",
         id_basis: str | None = None,
@@ -205,9 +203,9 @@ class Reader:
                 "name (1-64 letters, digits, '_' or '-'), so the call is not run",
             )
             return False
-        kept = dict(extra or {})
+        extra: dict[str, Any] = {}
         if not call_id:
-            kept["generated_id"] = True
+            extra["generated_id"] = True
             call_id = generated_call_id(
                 len(self.calls),
                 name,
@@ -215,7 +213,7 @@ class Reader:
                 salt=self._salt,
                 alphanumeric9=self.alphanumeric9_ids,
             )
-        self.calls.append(ToolCallRequest(call_id, name, arguments, kept))
+        self.calls.append(ToolCallRequest(call_id, name, arguments, extra))
         self._span("call", end)
         return True
 
