@@ -60,7 +60,14 @@ def test_fixture_parses_to_expected_calls_and_text(path: Path) -> None:
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_auto_detection_reads_each_fixture_like_its_dialect(path: Path) -> None:
     text, _ = _load(path)
-    assert parse_text_calls(text, "auto") == parse_text_calls(text, path.parent.name)
+    auto, explicit = parse_text_calls(text, "auto"), parse_text_calls(text, path.parent.name)
+    assert (auto.calls, auto.text, auto.problems, auto.reasoning, auto.spans) == (
+        explicit.calls,
+        explicit.text,
+        explicit.problems,
+        explicit.reasoning,
+        explicit.spans,
+    )
     detected = detect_dialect(text)
     assert detected in (path.parent.name, None)
 
@@ -100,14 +107,14 @@ def test_cut_off_text_call_reaches_the_model_as_a_truncation_error() -> None:
 
 
 def test_unknown_dialect_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown dialect 'qwen'.*hermes"):
-        parse_text_calls("x", "qwen")
+    with pytest.raises(ValueError, match=r"unknown dialect 'qwen9'.*hermes"):
+        parse_text_calls("x", "qwen9")
 
 
-def test_text_without_calls_comes_back_whole() -> None:
-    parsed = parse_text_calls("  The answer is [1, 2] (see above).  ")
+def test_text_without_calls_comes_back_whole_as_written() -> None:
+    parsed = parse_text_calls("  The answer is [1, 2] (see above).\n\n")
     assert (parsed.calls, parsed.text, parsed.problems) == (
         (),
-        "The answer is [1, 2] (see above).",
+        "  The answer is [1, 2] (see above).\n\n",
         (),
     )

@@ -1,53 +1,48 @@
 """Tool calls written in generated text, for open-weight models served without a
-tool-call parser: Hermes/Qwen, Qwen3-Coder, Llama 3.x, pythonic, Mistral, DeepSeek
-V3/V3.1, Kimi K2 and gpt-oss harmony.
+tool-call parser: Hermes/Qwen, Qwen3-Coder, Llama 3.x (JSON, ``<function=…>``,
+``<|python_tag|>``), pythonic (Llama 4), Mistral, DeepSeek V3/V3.1/R1, Kimi K2, gpt-oss
+harmony and FunctionGemma.
 
-Every dialect returns the calls (`ToolCallRequest`, with a stable generated id where
-the text has none) and the remaining text. Arguments are never repaired: broken or
-cut-off argument text goes to the registry as it is, which tells the model what is
-wrong; pieces that cannot even be read as a call are listed in `TextCalls.problems`.
+`parse_text_calls` returns the calls (`ToolCallRequest`, with a stable generated id
+where the text has none), the reply text exactly as written, the reasoning (split off
+first and never read for calls), and the problems: every call-shaped piece that could
+not be read. Arguments are never repaired: broken or cut-off argument text goes to the
+registry as it is, which tells the model what is wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-
-from toolbridge.formats.text._common import TextCalls
+from toolbridge.formats.text._common import Reader, TextCalls, TextSpan
 from toolbridge.formats.text.deepseek import CALL_BEGIN as DEEPSEEK_CALL_BEGIN
-from toolbridge.formats.text.deepseek import parse_deepseek
-from toolbridge.formats.text.harmony import parse_harmony
+from toolbridge.formats.text.dialects import (
+    ALIASES,
+    DIALECTS,
+    Dialect,
+    UnknownDialect,
+    known_names,
+    resolve_dialect,
+)
+from toolbridge.formats.text.functiongemma import START as FUNCTIONGEMMA_START
+from toolbridge.formats.text.harmony import MESSAGE as HARMONY_MESSAGE
 from toolbridge.formats.text.kimi import CALL_BEGIN as KIMI_CALL_BEGIN
-from toolbridge.formats.text.kimi import parse_kimi_k2
-from toolbridge.formats.text.llama import PYTHON_TAG, parse_llama3_json
-from toolbridge.formats.text.mistral import TOOL_CALLS, parse_mistral
-from toolbridge.formats.text.pythonic import parse_pythonic
+from toolbridge.formats.text.llama import FUNCTION_CLOSE, FUNCTION_OPEN, PYTHON_TAG
+from toolbridge.formats.text.mistral import TOOL_CALLS
+from toolbridge.formats.text.reasoning import MAGISTRAL, THINK, read_reasoning
+from toolbridge.formats.text.tagged import END as TOOL_CALL_END
 from toolbridge.formats.text.tagged import START as TOOL_CALL_START
-from toolbridge.formats.text.tagged import parse_hermes, parse_qwen3_coder
 
 __all__ = [
+    "ALIASES",
     "DIALECTS",
+    "Dialect",
     "TextCalls",
-    "TextParser",
+    "TextSpan",
+    "UnknownDialect",
     "detect_dialect",
+    "known_names",
     "parse_text_calls",
+    "resolve_dialect",
 ]
-
-TextParser = Callable[..., TextCalls]
-"""``parser(text, *, id_salt="") -> TextCalls``."""
-
-DIALECTS: Mapping[str, TextParser] = MappingProxyType(
-    {
-        "hermes": parse_hermes,
-        "qwen3_coder": parse_qwen3_coder,
-        "llama3_json": parse_llama3_json,
-        "pythonic": parse_pythonic,
-        "mistral": parse_mistral,
-        "deepseek_v3": parse_deepseek,
-        "kimi_k2": parse_kimi_k2,
-        "harmony": parse_harmony,
-    }
-)
 
 
 def detect_dialect(text: str) -> str | None:
@@ -56,7 +51,7 @@ def detect_dialect(text: str) -> str | None:
     Marker-less dialects are recognised by shape: a reply that is a ``[f(…)]`` list is
     pythonic, one that starts with ``{"name"`` is Llama JSON.
     """
-    if "<|message|>" in text and ("<|channel|>" in text or "to=" in text):
+    if HARMONY_MESSAGE in text and ("<|channel|>" in text or "to=" in text):
         return "harmony"
     if KIMI_CALL_BEGIN in text:
         return "kimi_k2"
@@ -64,12 +59,18 @@ def detect_dialect(text: str) -> str | None:
         return "deepseek_v3"
     if TOOL_CALLS in text:
         return "mistral"
+    if FUNCTIONGEMMA_START in text:
+        return "functiongemma"
     start = text.find(TOOL_CALL_START)
     if start != -1:
         after = text[start + len(TOOL_CALL_START) :].lstrip()
         return "qwen3_coder" if after.startswith("<function=") else "hermes"
+    if TOOL_CALL_END in text:
+        return "hermes"
+    if PYTHON_TAG in text or FUNCTION_OPEN in text or FUNCTION_CLOSE in text:
+        return "llama3_json"
     body = text.strip()
-    if body.startswith(PYTHON_TAG) or (body.startswith("{") and '"name"' in body):
+    if body.startswith("{") and '"name"' in body:
         return "llama3_json"
     if body.startswith(("[", "<|python_start|>")) and "(" in body:
         return "pythonic"
@@ -77,19 +78,30 @@ def detect_dialect(text: str) -> str | None:
 
 
 def parse_text_calls(text: str, dialect: str = "auto", *, id_salt: str = "") -> TextCalls:
-    """Calls and remaining text of one reply in `dialect` (a name from `DIALECTS`).
+    """Calls, reply text, reasoning and problems of one reply written in `dialect`.
 
-    With ``"auto"`` the dialect is detected from the text; text without any dialect's
-    markers comes back whole, with no calls.
+    `dialect` is a name `resolve_dialect` knows (``hermes``, ``qwen3``, ``llama4``,
+    ``gpt-oss``, ``deepseek_v31``, vLLM's parser names …) or ``"auto"``: the reasoning
+    (any known tags) is split off, then the dialect is detected from the rest; text
+    without any dialect's markers comes back whole, with no calls. `id_salt` keeps the
+    generated ids of identical calls in different turns apart.
+
+    Never raises for any `text`; an unknown `dialect` raises `UnknownDialect` (a
+    `ValueError`) listing the known names, a `text` that is not a string `TypeError`.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"expected the model's text as a str, got {type(text).__name__}")
+    reader = Reader(text, id_salt)
     if dialect == "auto":
-        detected = detect_dialect(text)
+        read_reasoning(reader, MAGISTRAL + THINK)
+        detected = detect_dialect(text[reader.pos :])
         if detected is None:
-            return TextCalls((), text.strip())
-        dialect = detected
-    parser = DIALECTS.get(dialect)
-    if parser is None:
-        raise ValueError(
-            f"unknown dialect {dialect!r}; use 'auto' or one of: {', '.join(DIALECTS)}"
-        )
-    return parser(text, id_salt=id_salt)
+            return reader.result()
+        chosen = DIALECTS[detected]
+    else:
+        chosen = resolve_dialect(dialect)
+        read_reasoning(reader, chosen.reasoning)
+    reader.alphanumeric9_ids = chosen.alphanumeric9_ids
+    reader.end_tokens = chosen.end_tokens
+    chosen.read(reader)
+    return reader.result(chosen.name)

@@ -10,54 +10,67 @@ from __future__ import annotations
 
 import re
 
-from toolbridge.formats.text._common import CallCollector, TextCalls, arguments_until, skip_space
+from toolbridge.formats.text._common import Reader, arguments_until, first_of, skip_space
 
-__all__ = ["parse_kimi_k2"]
+__all__ = ["CALL_BEGIN", "read_kimi_k2"]
 
 SECTION_BEGIN = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 SECTION_END = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
 CALL_BEGIN = "<|tool_call_begin|>"
 ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 CALL_END = "<|tool_call_end|>"
-_CALL_ID = re.compile(r"(?:functions\.)?(?P<name>.+?)(?::\d+)?")
+END_TOKENS = ("<|im_end|>",)
+_CALL_ID = re.compile(r"(?:functions\.)?(?P<name>[^\s:]*)(?::\d+)?")
 
 
-def parse_kimi_k2(text: str, *, id_salt: str = "") -> TextCalls:
+def read_kimi_k2(reader: Reader) -> None:
     """Text outside the section is the reply; each call keeps its own id."""
-    calls = CallCollector(id_salt)
-    begins = [index for marker in SECTION_BEGIN if (index := text.find(marker)) != -1]
-    if not begins:
-        return calls.result(text)
-    first = min(begins)
-    pos = skip_space(text, text.index("|>", first) + 2)
-    while text.startswith(CALL_BEGIN, pos):
-        end = _read_call(text, pos + len(CALL_BEGIN), calls)
-        if end is None:
-            return calls.result(text[:first] + text[pos:])
-        pos = skip_space(text, end)
-    for marker in SECTION_END:
-        if text.startswith(marker, pos):
-            pos += len(marker)
-    return calls.result(text[:first] + text[pos:])
+    source = reader.source
+    orphans = (CALL_END, *SECTION_END)
+    while True:
+        begin, marker = first_of(source, (*SECTION_BEGIN, CALL_BEGIN), reader.pos)
+        if not marker:
+            break
+        reader.text(begin, orphans=orphans)
+        if marker != CALL_BEGIN:
+            reader.markup(begin + len(marker))
+        while source.startswith(CALL_BEGIN, pos := skip_space(source, reader.pos)):
+            reader.markup(pos)
+            if not _read_call(reader):
+                break
+        pos = skip_space(source, reader.pos)
+        for end in SECTION_END:
+            if source.startswith(end, pos):
+                reader.markup(pos + len(end))
+                break
+    reader.text(len(source), orphans=orphans)
 
 
-def _read_call(text: str, pos: int, calls: CallCollector) -> int | None:
-    where = f"{CALL_BEGIN} at position {pos - len(CALL_BEGIN)}"
-    argument_begin = text.find(ARGUMENT_BEGIN, pos)
+def _read_call(reader: Reader) -> bool:
+    source = reader.source
+    start = reader.pos
+    where = f"{CALL_BEGIN} at position {start}"
+    call_end = source.find(CALL_END, start)
+    unreadable_end = len(source) if call_end == -1 else call_end + len(CALL_END)
+    argument_begin = source.find(ARGUMENT_BEGIN, start)
     if argument_begin == -1:
-        calls.problem(f"{where}: no {ARGUMENT_BEGIN} (was the output cut off?)")
-        return None
-    call_id = text[pos:argument_begin].strip()
+        why = f"no {ARGUMENT_BEGIN} (was the output cut off?)"
+        reader.unreadable(unreadable_end, f"{where}: {why}")
+        return False
+    call_id = source[start + len(CALL_BEGIN) : argument_begin].strip()
     matched = _CALL_ID.fullmatch(call_id)
     if matched is None:
-        calls.problem(f"{where}: the call has no id of the form functions.NAME:INDEX")
-        return None
+        why = "the call has no id of the form functions.NAME:INDEX"
+        reader.unreadable(unreadable_end, f"{where}: {why}")
+        return False
     arguments, pos = arguments_until(
-        text, argument_begin + len(ARGUMENT_BEGIN), (CALL_END, *SECTION_END)
+        source, argument_begin + len(ARGUMENT_BEGIN), (CALL_END, *SECTION_END)
     )
-    pos = skip_space(text, pos)
-    if not text.startswith(CALL_END, pos) and pos != len(text):
-        calls.problem(f"{where}: expected {CALL_END} after the arguments of {call_id!r}")
-        return None
-    calls.add(matched.group("name"), arguments, call_id)
-    return pos + len(CALL_END) if pos < len(text) else pos
+    pos = skip_space(source, pos)
+    if source.startswith(CALL_END, pos):
+        pos += len(CALL_END)
+    elif pos != len(source):
+        why = f"expected {CALL_END} after the arguments of {call_id[:80]!r}"
+        reader.unreadable(unreadable_end, f"{where}: {why}")
+        return False
+    return reader.call(pos, matched.group("name"), arguments, call_id, where=where)

@@ -5,84 +5,78 @@
 - with call ids: ``[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{…}``
 
 Generated ids are nine letters and digits, the only shape Mistral's API accepts.
+Magistral's ``[THINK]…[/THINK]`` reasoning is split off first.
 """
 
 from __future__ import annotations
 
 import re
 
-from toolbridge.formats.text._common import (
-    CallCollector,
-    TextCalls,
-    arguments_until,
-    scan_json,
-    skip_space,
-)
+from toolbridge.formats.text._common import Reader, arguments_until, scan_json, skip_space
 
-__all__ = ["parse_mistral"]
+__all__ = ["TOOL_CALLS", "read_mistral"]
 
 TOOL_CALLS = "[TOOL_CALLS]"
-ARGS = "[ARGS]"
-CALL_ID = "[CALL_ID]"
-_NAMED = re.compile(r"([A-Za-z0-9_.:-]+)\s*(?:\[CALL_ID\]\s*([A-Za-z0-9_-]+)\s*)?\[ARGS\]")
-_END_TOKENS = ("</s>",)
+END_TOKENS = ("</s>",)
+_NAMED = re.compile(r"([^\[\]\n]{0,200}?)\s*(?:\[CALL_ID\]\s*([A-Za-z0-9_-]+)\s*)?\[ARGS\]")
 
 
-def parse_mistral(text: str, *, id_salt: str = "") -> TextCalls:
+def read_mistral(reader: Reader) -> None:
     """Text before the first ``[TOOL_CALLS]`` is the reply; each marker starts calls."""
-    calls = CallCollector(id_salt, alphanumeric9_ids=True)
-    first = text.find(TOOL_CALLS)
-    if first == -1:
-        return calls.result(text)
-    pos = first
-    while text.startswith(TOOL_CALLS, pos):
-        start = skip_space(text, pos + len(TOOL_CALLS))
-        end = _read_calls(text, start, calls)
-        if end is None:
-            return calls.result(text[:first] + text[pos:])
-        pos = skip_space(text, end)
-    rest = text[pos:]
-    for token in _END_TOKENS:
-        rest = rest.strip().removeprefix(token)
-    return calls.result(text[:first] + rest)
+    source = reader.source
+    while (marker := source.find(TOOL_CALLS, reader.pos)) != -1:
+        reader.text(marker)
+        reader.markup(skip_space(source, marker + len(TOOL_CALLS)))
+        _read_calls(reader, marker)
+    reader.text(len(source))
 
 
-def _read_calls(text: str, start: int, calls: CallCollector) -> int | None:
-    """Read the calls after one marker; the position after them, or None on a problem."""
-    where = f"{TOOL_CALLS} at position {start}"
-    if text.startswith(("[", "{"), start):
-        found = scan_json(text, start)
+def _read_calls(reader: Reader, marker: int) -> None:
+    """The calls after one marker, up to the next marker or an end token."""
+    source = reader.source
+    start = reader.pos
+    where = f"{TOOL_CALLS} at position {marker}"
+    if source.startswith(("[", "{"), start):
+        found = scan_json(source, start)
         if found is None:
-            calls.problem(f"{where}: the JSON is not complete (was the output cut off?)")
-            return None
+            why = "the JSON is not complete (was the output cut off?)"
+            reader.unreadable(_section_end(source, start), f"{where}: {why}")
+            return
         json_text, end = found
         if json_text.startswith("{"):
-            return end if calls.add_object(json_text, where) else None
-        objects = _array_items(json_text)
-        if objects is None:
-            calls.problem(f"{where}: expected a JSON array of call objects")
-            return None
-        for item in objects:
-            if not calls.add_object(item, where):
-                return None
-        return end
-    named = _NAMED.match(text, start)
+            reader.call_object(end, json_text, where)
+            return
+        items = _array_items(json_text, start)
+        if items is None:
+            reader.unreadable(end, f"{where}: expected a JSON array of call objects")
+            return
+        for item_start, item_text in items:
+            reader.markup(item_start)
+            reader.call_object(item_start + len(item_text), item_text, where)
+        reader.markup(end)
+        return
+    named = _NAMED.match(source, start)
     if named is None:
-        calls.problem(f"{where}: expected NAME[ARGS]{{…}} or a JSON array of calls")
-        return None
-    arguments, end = arguments_until(text, named.end(), (TOOL_CALLS, *_END_TOKENS))
-    calls.add(named.group(1), arguments, named.group(2))
-    return end
+        why = "expected NAME[ARGS]{…} or a JSON array of calls"
+        reader.unreadable(_section_end(source, start), f"{where}: {why}")
+        return
+    arguments, end = arguments_until(source, named.end(), (TOOL_CALLS, *END_TOKENS))
+    reader.call(end, named.group(1).strip(), arguments, named.group(2), where=where)
 
 
-def _array_items(json_text: str) -> list[str] | None:
-    """The exact text of each element of a JSON array (kept as text for strict decoding)."""
-    items: list[str] = []
+def _section_end(source: str, start: int) -> int:
+    end = source.find(TOOL_CALLS, start)
+    return len(source) if end == -1 else end
+
+
+def _array_items(json_text: str, offset: int) -> list[tuple[int, str]] | None:
+    """Where each element of a JSON array starts (in the reply) and its exact text."""
+    items: list[tuple[int, str]] = []
     pos = skip_space(json_text, 1)
     if json_text.startswith("]", pos):
         return items
     while (found := scan_json(json_text, pos)) is not None:
-        items.append(found[0])
+        items.append((offset + skip_space(json_text, pos), found[0]))
         pos = skip_space(json_text, found[1])
         if json_text.startswith("]", pos):
             return items
