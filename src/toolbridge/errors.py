@@ -45,6 +45,7 @@ class ErrorKind(enum.StrEnum):
     NETWORK_VIOLATION = "network_violation"
     REPEATED_CALL = "repeated_call"
     APPROVAL_DENIED = "approval_denied"
+    APPROVAL_REQUIRED = "approval_required"
 
 
 @dataclass(frozen=True, slots=True)
