@@ -31,13 +31,14 @@ from toolbridge.isolation import IsolatedFunctionTool, isolated_tool
 from toolbridge.loader import ToolLoader
 from toolbridge.outcomes import (
     EventType,
+    Outcomes,
     OutcomeStatus,
     ToolEvent,
     ToolOutcome,
     tool_result_messages,
 )
 from toolbridge.registry import PreparedCall, ToolRegistry
-from toolbridge.results import ResultStore
+from toolbridge.results import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
 from toolbridge.tool import (
     ContentBlock,
     ImageBlock,
@@ -67,10 +68,13 @@ __all__ = [
     "JsonBlock",
     "NetworkViolation",
     "OutcomeStatus",
+    "Outcomes",
+    "PAGE_METADATA_KEY",
     "PolicyViolation",
     "PreparedCall",
     "Repair",
     "ResultStore",
+    "SAVED_METADATA_KEY",
     "TextBlock",
     "Tool",
     "ToolBatch",
