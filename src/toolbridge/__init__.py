@@ -54,6 +54,8 @@ from toolbridge.tool import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "PAGE_METADATA_KEY",
+    "SAVED_METADATA_KEY",
     "ApprovalRequest",
     "ArgumentIssue",
     "ArgumentsError",
@@ -69,12 +71,10 @@ __all__ = [
     "NetworkViolation",
     "OutcomeStatus",
     "Outcomes",
-    "PAGE_METADATA_KEY",
     "PolicyViolation",
     "PreparedCall",
     "Repair",
     "ResultStore",
-    "SAVED_METADATA_KEY",
     "TextBlock",
     "Tool",
     "ToolBatch",

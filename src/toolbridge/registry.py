@@ -332,7 +332,7 @@ class ToolRegistry:
         prepared: PreparedCall,
         *,
         call_id: str | None = None,
-        time_limit: float | None | _ToolTimeout = TOOL_TIMEOUT,
+        time_limit: float | _ToolTimeout | None = TOOL_TIMEOUT,
         approved: bool = False,
     ) -> Invocation:
         """Run one prepared call under the tool's contract: the one place every path uses.
@@ -351,8 +351,8 @@ class ToolRegistry:
         if tool is None or args is None:
             raise ValueError("run_prepared() needs a prepared call without an error")
         if not approved and requires_approval_flag(tool, args):
-            error = approval_required_error(tool.name)
-            return Invocation(ToolResult.error(error), None, error, None)
+            refusal = approval_required_error(tool.name)
+            return Invocation(ToolResult.error(refusal), None, refusal, None)
         if time_limit is TOOL_TIMEOUT:
             time_limit = tool.timeout
         assert not isinstance(time_limit, _ToolTimeout)

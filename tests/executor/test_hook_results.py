@@ -68,7 +68,8 @@ class Steer(ExecutorHook):
 
     async def after_call(self, outcome: ToolOutcome) -> ToolResult | None:
         if "x9" in outcome.result.text:
-            return ToolResult("Error: redacted", is_error=True, error_kind=ErrorKind.POLICY_VIOLATION)
+            kind = ErrorKind.POLICY_VIOLATION
+            return ToolResult("Error: redacted", is_error=True, error_kind=kind)
         return None
 
 
@@ -77,9 +78,7 @@ async def test_before_call_answers_refuses_or_rewrites_by_its_return_value(
 ) -> None:
     executor = ToolExecutor(registry, hooks=[Steer(registry)])
     sources = ["cached", "secret", "rewrite", "invalid", "elsewhere", "plain"]
-    outcomes = await executor.run(
-        [ToolCallRequest(s, "move", {"src": s}) for s in sources]
-    )
+    outcomes = await executor.run([ToolCallRequest(s, "move", {"src": s}) for s in sources])
     by_id = {o.call.id: o for o in outcomes}
     assert by_id["cached"].ok and by_id["cached"].result.text == "from the cache"
     assert by_id["secret"].kind is ErrorKind.POLICY_VIOLATION

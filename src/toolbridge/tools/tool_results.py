@@ -12,10 +12,9 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from toolbridge.errors import ToolExecutionError
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.results import PAGE_METADATA_KEY, PAGER_TOOL, ResultStore
+from toolbridge.errors import ToolDefinitionError, ToolExecutionError
 from toolbridge.registry import ToolRegistry
+from toolbridge.results import PAGE_METADATA_KEY, PAGER_TOOL, ResultStore
 from toolbridge.tool import Tool, ToolResult, current_context, tool_parameters
 
 __all__ = ["ReadToolResult", "attach_pager"]
