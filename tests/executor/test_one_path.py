@@ -181,6 +181,38 @@ def test_keyboard_interrupt_stops_the_run_after_cancelling_and_awaiting_siblings
     assert [o.status for o in kept[1:]] == [OutcomeStatus.CANCELLED] * 3
 
 
+def test_system_exit_from_a_sync_tool_in_order_still_answers_every_call(
+    registry: ToolRegistry,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def first() -> str:
+        return "first"
+
+    @tool
+    def leave() -> str:
+        raise SystemExit(3)
+
+    @tool
+    def after() -> str:
+        ran.append("after")
+        return "after"
+
+    for made in (first, leave, after):
+        registry.register(made)
+    kept = Outcomes()
+    calls = [ToolCallRequest(n, n, {}) for n in ("first", "leave", "after")]
+    with pytest.raises(SystemExit):
+        asyncio.run(ToolExecutor(registry).run(calls, into=kept))
+    assert [o.status for o in kept] == [
+        OutcomeStatus.OK,
+        OutcomeStatus.CANCELLED,
+        OutcomeStatus.CANCELLED,
+    ]
+    assert ran == []  # nothing starts after the stop
+
+
 async def test_unsendable_results_become_execution_errors_and_still_render(
     registry: ToolRegistry,
 ) -> None:
