@@ -440,7 +440,51 @@ class ToolExecutor:
         """
         call = batch.calls[index]
         try:
-            await self._execute_call(batch, index, call, prepared)
+            screened = self._screen(call, prepared)
+            if screened is not None:
+                await self._settle(batch, index, screened)
+                return
+            answer: ToolResult | None = None
+            if self._before:
+                steered = await self._steer(call, prepared)
+                if isinstance(steered, ToolOutcome):
+                    await self._settle(batch, index, steered)
+                    return
+                if isinstance(steered, ToolResult):
+                    answer = steered
+                else:
+                    prepared = steered
+            tool = prepared.tool
+            assert tool is not None
+            time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
+            if answer is not None:
+                start = self._started(batch, call)
+                invocation = _answered(tool.name, answer)
+            elif self._limit is not None:
+                async with self._limit:
+                    start = self._started(batch, call)
+                    invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+            elif self._tracer is None:  # the common case: no extra frame
+                start = self._started(batch, call)
+                invocation = await self.registry.run_prepared(
+                    prepared, call_id=call.id, time_limit=time_limit, approved=True
+                )
+            else:
+                start = self._started(batch, call)
+                invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+            duration = time.perf_counter() - start
+            result = invocation.result
+            if PAGE_METADATA_KEY not in result.metadata and (
+                text_length(result) > self.policy.max_result_chars
+            ):
+                result = await self._cap(result, call.id)
+            outcome = self._outcome(
+                batch, call, prepared, invocation, result=result, start=start, duration=duration
+            )
+            if self._plain_settle and not batch.listeners:
+                batch.outcomes[index] = outcome
+            else:
+                await self._settle(batch, index, outcome)
         except asyncio.CancelledError:
             raise
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -450,63 +494,50 @@ class ToolExecutor:
             error = describe_exception(str(call.name), exc)
             batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
 
-    async def _execute_call(
-        self, batch: ToolBatch, index: int, call: ToolCallRequest, prepared: PreparedCall
-    ) -> None:
-        screened = self._screen(call, prepared)
-        if screened is not None:
-            await self._settle(batch, index, screened)
-            return
-        answer: ToolResult | None = None
+    async def _steer(
+        self, call: ToolCallRequest, prepared: PreparedCall
+    ) -> PreparedCall | ToolResult | ToolOutcome:
+        """Ask the `before_call` hooks: the call to run, an answer, or the outcome that
+        settles it (a refusal, or the screening of rewritten arguments)."""
         for hook in self._before:
             verdict = await _before_hook(hook, call, prepared)
             if verdict is None:
                 continue
             if isinstance(verdict, ToolError):
-                await self._settle(batch, index, failed_outcome(call, verdict, prepared.repairs))
-                return
+                return failed_outcome(call, verdict, prepared.repairs)
             if isinstance(verdict, ToolResult):
-                answer = verdict
-                break
+                return verdict
             prepared = verdict  # other arguments: screened again, as a new call would be
             screened = self._screen(call, prepared)
             if screened is not None:
-                await self._settle(batch, index, screened)
-                return
-        tool = prepared.tool
-        assert tool is not None
-        time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-        if answer is not None:
-            start = self._started(batch, call)
-            invocation = _answered(tool.name, answer)
-        elif self._limit is not None:
-            async with self._limit:
-                start = self._started(batch, call)
-                invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        elif self._tracer is None:  # the common case: no extra frame
-            start = self._started(batch, call)
-            invocation = await self.registry.run_prepared(
-                prepared, call_id=call.id, time_limit=time_limit, approved=True
-            )
-        else:
-            start = self._started(batch, call)
-            invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        duration = time.perf_counter() - start
-        result, error = invocation.result, invocation.error
-        if PAGE_METADATA_KEY not in result.metadata and (
-            text_length(result) > self.policy.max_result_chars
-        ):
-            result = await self._cap(result, call.id)
+                return screened
+        return prepared
+
+    def _outcome(
+        self,
+        batch: ToolBatch,
+        call: ToolCallRequest,
+        prepared: PreparedCall,
+        invocation: Invocation,
+        *,
+        result: ToolResult,
+        start: float,
+        duration: float,
+    ) -> ToolOutcome:
+        """The outcome of a call that ran (or was answered), after the loop guard learnt
+        from it; `result` is the invocation's result, capped."""
+        error = invocation.error
         if result.is_error and error is None:  # the tool returned an error result itself
             error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
         guard = self.loop_guard
         if guard is not None:
             exc = invocation.exception
             target = exc.target if isinstance(exc, PolicyViolation) else None
-            warning = guard.record(tool.name, prepared.arguments or {}, error, target)
+            tool_name = prepared.tool.name if prepared.tool is not None else str(call.name)
+            warning = guard.record(tool_name, prepared.arguments or {}, error, target)
             if warning is not None:
                 result = append_note(result, warning)
-        outcome = ToolOutcome(
+        return ToolOutcome(
             call,
             OutcomeStatus.ERROR if result.is_error else OutcomeStatus.OK,
             result,
@@ -516,10 +547,6 @@ class ToolExecutor:
             batch.wall_clock(start),
             duration,
         )
-        if self._plain_settle and not batch.listeners:
-            batch.outcomes[index] = outcome
-        else:
-            await self._settle(batch, index, outcome)
 
     def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
         """Mark a call as started (it holds its slot now): emit the event, read the clock."""
@@ -685,7 +712,8 @@ class _Stopped(Exception):
 async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:
     """Run `calls` concurrently. If one stops the run, cancel the others and wait for them
     before the stop goes on: no call is left running."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(call) for call in calls]
     try:
         await asyncio.gather(*tasks)
     except BaseException:
