@@ -68,6 +68,7 @@ from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
 
 __all__ = [
+    "BeforeCall",
     "EventType",
     "ExecutionPolicy",
     "ExecutorHook",
