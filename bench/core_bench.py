@@ -42,7 +42,7 @@ VENVS = BENCH / ".venvs"
 RESULTS = BENCH / "results"
 DOCS = REPO / "docs" / "benchmarks.md"
 SECTION = "## Core: prepare + execute per call"
-WORKLOAD_KEYS = ("W1", "W2", "W3", "W4")
+WORKLOAD_KEYS = ("W1", "W2", "W3", "W4", "W1s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +191,22 @@ def targets(reports: dict[str, Any]) -> list[tuple[str, str, str]]:
                     "yes" if factor <= 3 else "no",
                 )
             )
+    sync_async = [
+        ("execute", "W1s on a worker thread"),
+        ("execute, inline=True", "W1s inline (`@tool(inline=True)`)"),
+    ]
+    for variant, label in sync_async:
+        factor = ratio(
+            case(reports, "toolbridge", "W1s", variant), case(reports, "toolbridge", "W1")
+        )
+        if factor is not None:
+            rows.append(
+                (
+                    f"{label} vs async W1 (issue 8 §7, ≤ 1.5x inline)",
+                    f"{factor:.2f}x",
+                    ("yes" if factor <= 1.5 else "no") if "inline" in variant else "-",
+                )
+            )
     for error_path, valid in (("W3", "W2"), ("W4", "W1")):
         error = case(reports, "toolbridge", error_path, "execute")
         ok = case(reports, "toolbridge", valid, "execute")
@@ -229,8 +245,8 @@ def render(run: dict[str, Any]) -> str:
         "process and virtual environment. `err` marks a call that came back as an error "
         "(expected for W3 and W4). Lower is better.",
         "",
-        "| Implementation | Path | W1 | W2 | W3 | W4 |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Implementation | Path | W1 | W2 | W3 | W4 | W1s (sync) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for peer in PEER_KEYS:
         report = reports.get(peer)
@@ -242,13 +258,18 @@ def render(run: dict[str, Any]) -> str:
             lines.append(f"| {report['label']} | `{variant}` | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Workloads (10 tools registered everywhere: the two below and 8 one-parameter fillers):",
+        "Workloads (10 tools registered everywhere: the two below and 8 one-parameter fillers; "
+        "the typed peers also register `add_sync`):",
         "",
         "- W1 `add(a: int, b: int)` called with `" + run["workloads"]["W1"] + "`.",
         "- W2 `schedule_meeting(title: str, start: datetime, priority: Priority, "
         "attendees: list[Attendee])`, 5 attendees `{name, email}`.",
         '- W3 the W2 call without `start` and with `priority: "urgent"` (not in the enum).',
         "- W4 the unknown name `schedule_meting` (a typo of `schedule_meeting`).",
+        "- W1s the W1 call of `add_sync`, the same `add` as a plain sync function: each "
+        "peer's own path for sync tools (toolbridge: a worker thread by default, or "
+        "`@tool(inline=True)` on the loop; nanobot's tools are async classes and the floor "
+        "has no tool runner, so they have no W1s).",
         "",
         "### Targets (issue 2)",
         "",
@@ -426,9 +447,9 @@ def merge(earlier: dict[str, Any] | None, report: dict[str, Any]) -> dict[str, A
 
 def workloads_by_key() -> dict[str, str]:
     sys.path.insert(0, str(RUNNERS))
-    from workloads import WORKLOADS
+    from workloads import ALL_WORKLOADS
 
-    return {workload.key: workload.arguments for workload in WORKLOADS}
+    return {workload.key: workload.arguments for workload in ALL_WORKLOADS}
 
 
 if __name__ == "__main__":

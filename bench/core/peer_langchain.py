@@ -16,7 +16,7 @@ import typed_tools
 from harness import Case, excerpt, run_cases
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
-from workloads import FILLER_NAMES, WORKLOADS
+from workloads import ALL_WORKLOADS, FILLER_NAMES
 
 
 def describe(result: Any) -> tuple[str, str]:
@@ -29,9 +29,11 @@ async def build() -> Sequence[Case]:
     functions = [typed_tools.add, typed_tools.schedule_meeting]
     functions += [typed_tools.make_filler(name) for name in FILLER_NAMES]
     tools = {fn.__name__: StructuredTool.from_function(coroutine=fn) for fn in functions}
+    # a sync function is a `func`: ainvoke runs it in the loop's default executor (a thread)
+    tools["add_sync"] = StructuredTool.from_function(func=typed_tools.add_sync)
 
     cases: list[Case] = []
-    for workload in WORKLOADS:
+    for workload in ALL_WORKLOADS:
         if workload.tool_name not in tools:
             continue
         tool = tools[workload.tool_name]

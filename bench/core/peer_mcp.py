@@ -17,7 +17,7 @@ import typed_tools
 from harness import Case, excerpt, run_cases
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from workloads import FILLER_NAMES, WORKLOADS
+from workloads import ALL_WORKLOADS, FILLER_NAMES
 
 
 def describe(result: Any) -> tuple[str, str]:
@@ -32,12 +32,13 @@ def describe(result: Any) -> tuple[str, str]:
 async def build() -> Sequence[Case]:
     server = MCPServer("bench")
     server.add_tool(typed_tools.add)
+    server.add_tool(typed_tools.add_sync)
     server.add_tool(typed_tools.schedule_meeting)
     for name in FILLER_NAMES:
         server.add_tool(typed_tools.make_filler(name), name=name)
 
     cases: list[Case] = []
-    for workload in WORKLOADS:
+    for workload in ALL_WORKLOADS:
 
         async def call(name: str = workload.tool_name, text: str = workload.arguments) -> Any:
             try:

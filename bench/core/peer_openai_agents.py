@@ -18,7 +18,7 @@ from agents import FunctionTool, function_tool
 from agents.tool import default_tool_error_function
 from agents.tool_context import ToolContext
 from harness import Case, excerpt, run_cases
-from workloads import FILLER_NAMES, WORKLOADS
+from workloads import ALL_WORKLOADS, FILLER_NAMES
 
 _FAILURE = default_tool_error_function(None, Exception())  # type: ignore[arg-type]
 
@@ -29,12 +29,16 @@ def describe(result: Any) -> tuple[str, str]:
 
 async def build() -> Sequence[Case]:
     logging.getLogger("openai.agents").setLevel(logging.ERROR)
-    functions: list[Callable[..., Any]] = [typed_tools.add, typed_tools.schedule_meeting]
+    functions: list[Callable[..., Any]] = [
+        typed_tools.add,
+        typed_tools.add_sync,
+        typed_tools.schedule_meeting,
+    ]
     functions += [typed_tools.make_filler(name) for name in FILLER_NAMES]
     tools: dict[str, FunctionTool] = {fn.__name__: function_tool(fn) for fn in functions}
 
     cases: list[Case] = []
-    for workload in WORKLOADS:
+    for workload in ALL_WORKLOADS:
         if workload.tool_name not in tools:
             continue
         tool = tools[workload.tool_name]

@@ -20,7 +20,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
-from workloads import FILLER_NAMES, WORKLOADS
+from workloads import ALL_WORKLOADS, FILLER_NAMES
 
 
 def describe(result: Any) -> tuple[str, str]:
@@ -31,14 +31,15 @@ def describe(result: Any) -> tuple[str, str]:
 
 async def build() -> Sequence[Case]:
     # max_retries=1 is the Agent's default; a bare toolset would allow none.
-    toolset = FunctionToolset([typed_tools.add, typed_tools.schedule_meeting], max_retries=1)
+    functions = [typed_tools.add, typed_tools.add_sync, typed_tools.schedule_meeting]
+    toolset = FunctionToolset(functions, max_retries=1)
     for name in FILLER_NAMES:
         toolset.add_function(typed_tools.make_filler(name), name=name)
     ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
     manager = await ToolManager(toolset=toolset).for_run_step(ctx)
 
     cases: list[Case] = []
-    for workload in WORKLOADS:
+    for workload in ALL_WORKLOADS:
 
         async def call(name: str = workload.tool_name, text: str = workload.arguments) -> Any:
             try:

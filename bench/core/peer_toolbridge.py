@@ -1,5 +1,8 @@
 """toolbridge: `ToolRegistry.execute(name, raw_json)` and `prepare_call` alone.
 
+W1s (a sync function) is timed on the default path (a worker thread) and with
+``@tool(inline=True)`` (on the event loop).
+
 Run with the interpreter of bench/.venvs/toolbridge (an editable install of this repo):
     bench/.venvs/toolbridge/bin/python bench/core/peer_toolbridge.py [repetitions] [batch_ms]
 """
@@ -11,14 +14,15 @@ from typing import Any
 
 import typed_tools
 from harness import Case, excerpt, run_cases
-from workloads import FILLER_NAMES, WORKLOADS
+from workloads import ALL_WORKLOADS, FILLER_NAMES, SYNC_WORKLOADS
 
 import toolbridge
 
 
-def build_registry() -> toolbridge.ToolRegistry:
+def build_registry(*, inline: bool = False) -> toolbridge.ToolRegistry:
     registry = toolbridge.ToolRegistry()
     registry.register(toolbridge.tool(typed_tools.add))
+    registry.register(toolbridge.tool(inline=inline)(typed_tools.add_sync))
     registry.register(toolbridge.tool(typed_tools.schedule_meeting))
     for name in FILLER_NAMES:
         registry.register(toolbridge.tool(typed_tools.make_filler(name)))
@@ -37,8 +41,9 @@ def describe_prepared(prepared: toolbridge.PreparedCall) -> tuple[str, str]:
 
 async def build() -> Sequence[Case]:
     registry = build_registry()
+    inline = build_registry(inline=True)
     cases: list[Case] = []
-    for workload in WORKLOADS:
+    for workload in ALL_WORKLOADS:
         name, text = workload.tool_name, workload.arguments
 
         async def execute(name: str = name, text: str = text) -> Any:
@@ -49,6 +54,12 @@ async def build() -> Sequence[Case]:
 
         cases.append(Case(workload.key, "execute", execute, describe_result))
         cases.append(Case(workload.key, "prepare_call", prepare, describe_prepared, False))
+    for workload in SYNC_WORKLOADS:
+
+        async def on_loop(name: str = workload.tool_name, text: str = workload.arguments) -> Any:
+            return await inline.execute(name, text)
+
+        cases.append(Case(workload.key, "execute, inline=True", on_loop, describe_result))
     return cases
 
 

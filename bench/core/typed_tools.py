@@ -1,7 +1,8 @@
-"""The benchmark's tools as typed async Python functions, shared by every pydantic-based peer.
+"""The benchmark's tools as typed Python functions, shared by every pydantic-based peer.
 
-Async everywhere: toolbridge sends sync tools to a worker thread by design, and so do
-some peers, so async tools compare the preparation cost and nothing else.
+Async for W1-W4, so they compare the preparation cost and nothing else; `add_sync` (W1s)
+is the same `add` as a plain function, timing each peer's path for sync tools (a worker
+thread in toolbridge by default, or inline on the loop with ``@tool(inline=True)``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class Attendee(BaseModel):
 
 
 async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def add_sync(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 

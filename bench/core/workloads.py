@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 ADD = "add"
+# W1 again, with `add` written as a plain (sync) function: each peer's path for sync tools.
+ADD_SYNC = "add_sync"
 SCHEDULE = "schedule_meeting"
 # A typo of SCHEDULE: an unknown name that a good registry can suggest a fix for.
 UNKNOWN = "schedule_meting"
@@ -60,6 +62,9 @@ WORKLOADS = (
     Workload("W3", "W2 with a missing + a wrong field", SCHEDULE, json.dumps(_BROKEN_MEETING)),
     Workload("W4", "unknown tool name", UNKNOWN, '{"a": 1, "b": 2}'),
 )
+# Timed by the peers that run sync functions as tools (every typed peer registers add_sync).
+SYNC_WORKLOADS = (Workload("W1s", "W1 with a sync function", ADD_SYNC, '{"a": "1", "b": "2"}'),)
+ALL_WORKLOADS = WORKLOADS + SYNC_WORKLOADS
 
 # Hand-written schemas, equivalent to what the typed signatures in typed_tools.py give.
 ADD_SCHEMA: dict[str, Any] = {

@@ -33,13 +33,14 @@ from toolbridge.isolation import IsolatedFunctionTool, isolated_tool
 from toolbridge.loader import ToolLoader
 from toolbridge.outcomes import (
     EventType,
+    Outcomes,
     OutcomeStatus,
     ToolEvent,
     ToolOutcome,
     tool_result_messages,
 )
 from toolbridge.registry import PreparedCall, ToolRegistry
-from toolbridge.results import ResultStore
+from toolbridge.results import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
 from toolbridge.tool import (
     ContentBlock,
     ImageBlock,
@@ -59,6 +60,8 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "PAGE_METADATA_KEY",
+    "SAVED_METADATA_KEY",
     "ApprovalRequest",
     "ArgumentIssue",
     "ArgumentsError",
@@ -73,6 +76,7 @@ __all__ = [
     "JsonBlock",
     "NetworkViolation",
     "OutcomeStatus",
+    "Outcomes",
     "PolicyViolation",
     "PreparedCall",
     "Repair",

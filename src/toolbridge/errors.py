@@ -47,6 +47,7 @@ class ErrorKind(enum.StrEnum):
     APPROVAL_DENIED = "approval_denied"
     INTERRUPTED = "interrupted"
     WORKER_LOST = "worker_lost"
+    APPROVAL_REQUIRED = "approval_required"
 
 
 @dataclass(frozen=True, slots=True)

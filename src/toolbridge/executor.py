@@ -3,12 +3,13 @@
 Consecutive concurrency-safe calls run together; any other call runs alone, in order,
 and an ``exclusive`` tool never overlaps another call of the same executor. Every
 failure becomes a `ToolOutcome` (never an exception out of `run`), outcomes come back
-in call order, and `CancelledError` always propagates after the finished outcomes are
-kept on the `ToolBatch`.
+in call order as `Outcomes`, and `CancelledError` (like `KeyboardInterrupt` and
+`SystemExit`) propagates only after every call has an outcome and none is left running.
 
-Per call: prepare (registry) -> loop guard -> approval -> before hooks -> run with
-the time limit (registry) -> cap and persist a long result -> loop guard record ->
-after hooks and events.
+Per call: prepare (registry) -> loop guard -> approval -> before hooks -> run under the
+tool's contract (`ToolRegistry.run_prepared`: time limit, tool hooks, error capture;
+the same code `ToolRegistry.execute` uses) -> cap and persist a long result -> loop
+guard record -> after hooks and events.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import enum
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from toolbridge.approval import (
@@ -29,12 +31,13 @@ from toolbridge.approval import (
     arguments_digest,
     requires_approval_flag,
 )
-from toolbridge.backends import ExecutionBackend
+from toolbridge.backends import ExecutionBackend, LocalBackend
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.loop_guard import LoopGuard
 from toolbridge.outcomes import (
     EventType,
+    Outcomes,
     OutcomeStatus,
     ToolEvent,
     ToolOutcome,
@@ -45,17 +48,33 @@ from toolbridge.outcomes import (
     pending_outcome,
     tool_result_messages,
 )
-from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
-from toolbridge.results import PAGE_METADATA_KEY, ResultStore, cap_result, text_length
+from toolbridge.registry import (
+    Invocation,
+    PreparedCall,
+    ToolRegistry,
+    describe_exception,
+    malformed_result_error,
+)
+from toolbridge.results import (
+    PAGE_METADATA_KEY,
+    MalformedResult,
+    ResultStore,
+    cap_result,
+    check_result,
+    text_length,
+)
 from toolbridge.scheduling import ExclusiveGate
 from toolbridge.tool import ToolResult
+from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
 
 __all__ = [
+    "BeforeCall",
     "EventType",
     "ExecutionPolicy",
     "ExecutorHook",
     "OutcomeStatus",
+    "Outcomes",
     "ToolBatch",
     "ToolEvent",
     "ToolExecutor",
@@ -67,10 +86,20 @@ logger = logging.getLogger(__name__)
 
 EventListener = Callable[["ToolEvent"], None]
 
+BeforeCall = ToolResult | ToolError | PreparedCall | None
+"""What `ExecutorHook.before_call` may return (see there)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ExecutionPolicy:
-    """How an executor schedules calls and shapes their results. Defaults are safe."""
+    """How an executor schedules calls and shapes their results. Defaults are safe.
+
+    A result longer than `max_result_chars` reaches the model as a preview; with
+    `persist_results` its full text is saved for the ``read_tool_result`` pager: by
+    default in a private per-user folder outside the workspace
+    (`ResultStore.for_workspace`), or in `results_dir` (relative: inside the workspace,
+    e.g. ``".toolbridge/results"``).
+    """
 
     concurrency: bool = True
     max_concurrency: int | None = None
@@ -80,6 +109,7 @@ class ExecutionPolicy:
     max_result_chars: int = 30_000
     preview_chars: int = 4_000
     persist_results: bool = True
+    results_dir: str | Path | None = None
     results_max_age: float = 7 * 24 * 3600
     results_max_count: int = 200
     loop_guard: bool = True
@@ -105,18 +135,29 @@ class _Mode(enum.Enum):
 class ExecutorHook:
     """Executor-level hooks; override what you need. A failing hook is logged and ignored.
 
-    The one exception: a `PolicyViolation` raised by `before_call` refuses the call with
-    that violation, so a guard can be a hook.
+    Hooks steer calls by what they return (None changes nothing):
+
+    - `before_call` runs after the loop guard and approval, just before the tool. It may
+      return a `ToolError` to refuse the call with it, a `ToolResult` to answer the call
+      without running the tool (a cache, a dry run), or a `PreparedCall` of the same
+      tool, from ``registry.prepare_call``, to run with other (validated) arguments;
+      such a call passes the loop guard and approval again. Raising a `PolicyViolation`
+      refuses the call too, so a guard can be a hook.
+    - `after_call` sees every outcome and may return a `ToolResult` to send instead (to
+      redact a secret, say); an ok/error status follows the new result's `is_error`.
+    - `on_error` sees every outcome whose status is error, after the `after_call` hooks.
     """
 
-    async def before_call(self, call: ToolCallRequest, prepared: PreparedCall) -> None:
-        """Called just before a prepared call runs."""
+    async def before_call(self, call: ToolCallRequest, prepared: PreparedCall) -> BeforeCall:
+        """Called just before a prepared call runs; see the class for what it may return."""
+        return None
 
-    async def after_call(self, outcome: ToolOutcome) -> None:
-        """Called with every outcome, success or not."""
+    async def after_call(self, outcome: ToolOutcome) -> ToolResult | None:
+        """Called with every outcome, success or not; may return a replacement result."""
+        return None
 
     async def on_error(self, outcome: ToolOutcome) -> None:
-        """Called with every outcome whose status is not ok or pending approval."""
+        """Called with every outcome whose status is error."""
 
 
 @dataclass(slots=True)
@@ -148,14 +189,26 @@ class ToolBatch:
     def finished(self) -> list[ToolOutcome]:
         return [outcome for outcome in self.outcomes if outcome is not None]
 
-    async def run(self) -> list[ToolOutcome]:
-        """Run every call; return the outcomes in call order."""
+    async def run(self, *, into: Outcomes | None = None) -> Outcomes:
+        """Run every call; return the outcomes in call order (`into`, when given).
+
+        If the run is stopped (`CancelledError`, `KeyboardInterrupt`, `SystemExit`),
+        every call still gets an outcome - unfinished ones `CANCELLED` - in `into`
+        (and `outcomes`) before the exception propagates; no call is left running.
+        """
+        out = Outcomes() if into is None else into
         try:
             await self.executor._run_batch(self)
+        except _Stopped as stop:
+            self._cancel_rest()
+            out[:] = self.finished
+            raise stop.reason from None
         except asyncio.CancelledError:
             self._cancel_rest()
+            out[:] = self.finished
             raise
-        return self.finished
+        out[:] = self.finished
+        return out
 
     async def stream(self) -> AsyncIterator[ToolEvent]:
         """Run the batch, yielding events as calls start and finish."""
@@ -213,8 +266,8 @@ class ToolExecutor:
         backend: ExecutionBackend | None = None,
     ) -> None:
         self.registry = registry
-        # Where prepared calls run: this process unless a backend says otherwise.
-        self._invoke = backend.bind(registry) if backend is not None else registry.run_prepared
+        # Where prepared, approved calls run: this process unless a backend says otherwise.
+        self._invoke = (backend or LocalBackend()).bind(registry)
         self.policy = policy = policy or ExecutionPolicy()
         self.approvals = Approvals()
         self.loop_guard = (
@@ -232,17 +285,24 @@ class ToolExecutor:
         self._tracer = call_tracer(tracer_provider) if policy.tracing else None
         # Settling is a plain store unless hooks or fail_on_tool_error watch outcomes.
         self._plain_settle = not (policy.fail_on_tool_error or self._after or self._on_error)
-        ctx = registry.context
-        self.results = (
-            ResultStore(
-                ctx.workspace,
-                ctx.session,
-                max_age=policy.results_max_age,
-                max_count=policy.results_max_count,
-            )
-            if policy.persist_results
-            else None
-        )
+        self.results = self._result_store() if policy.persist_results else None
+        if self.results is not None:
+            attach_pager(registry, self.results)  # the notice names it: it must be callable
+
+    def _result_store(self) -> ResultStore:
+        """Where long results are saved (see `ExecutionPolicy`)."""
+        ctx, policy = self.registry.context, self.policy
+        options: dict[str, Any] = {
+            "max_age": policy.results_max_age,
+            "max_count": policy.results_max_count,
+        }
+        if policy.results_dir is None:
+            return ResultStore.for_workspace(ctx.workspace, ctx.session, **options)
+        folder = Path(policy.results_dir)
+        if not folder.is_absolute():
+            folder = ctx.workspace / folder
+            return ResultStore(folder, ctx.session, boundary=ctx.workspace, **options)
+        return ResultStore(folder, ctx.session, **options)
 
     # --- public API ---------------------------------------------------------------------
 
@@ -250,9 +310,18 @@ class ToolExecutor:
         """A batch to `run()` or `stream()`; it keeps finished outcomes if cancelled."""
         return ToolBatch(self, list(calls), self.listeners)
 
-    async def run(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
-        """Run `calls`; one outcome per call, in call order. Raises only `CancelledError`."""
-        return await self.batch(calls).run()
+    async def run(
+        self, calls: Sequence[ToolCallRequest], *, into: Outcomes | None = None
+    ) -> Outcomes:
+        """Run `calls`; one outcome per call, in call order, as `Outcomes` (a list).
+
+        Raises only `CancelledError`, `KeyboardInterrupt` and `SystemExit`. To keep the
+        finished outcomes when the run is stopped, pass your own ``into=Outcomes()``: it
+        is the object returned, and it holds an outcome for every call (unfinished ones
+        `CANCELLED`) when the exception reaches you. `Outcomes.fatal` is the failure that
+        stopped a `fail_on_tool_error` run; `Outcomes.pending` the calls to approve.
+        """
+        return await self.batch(calls).run(into=into)
 
     def stream(self, calls: Sequence[ToolCallRequest]) -> AsyncIterator[ToolEvent]:
         """Run `calls`, yielding a `ToolEvent` as each call starts and finishes."""
@@ -302,7 +371,7 @@ class ToolExecutor:
                 await self._gate.acquire(exclusive)
             try:
                 if mode is _Mode.TOGETHER and len(run) > 1:
-                    await asyncio.gather(*(self._execute(batch, i, p) for i, p in run))
+                    await _together([self._execute(batch, i, p) for i, p in run])
                     continue
                 for position, (index, prepared) in enumerate(run):
                     if batch.fatal_index < index:
@@ -369,46 +438,110 @@ class ToolExecutor:
     # --- one call -------------------------------------------------------------------------
 
     async def _execute(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> None:
-        """Run one admitted call and settle its outcome (one coroutine: this is per call)."""
+        """Run one admitted call and settle its outcome (one coroutine: this is per call).
+
+        Only a stop propagates: `CancelledError`, and `KeyboardInterrupt`/`SystemExit`
+        wrapped in `_Stopped` (so that a concurrent group can stop its siblings first).
+        Anything else that goes wrong here, even a bug, still becomes an outcome.
+        """
         call = batch.calls[index]
-        tool = prepared.tool
-        assert tool is not None
-        screened = self._screen(call, prepared)
-        if screened is not None:
-            await self._settle(batch, index, screened)
-            return
-        for hook in self._before:
-            refused = await _before_hook(hook, call, prepared, tool.name)
-            if refused is not None:
-                await self._settle(batch, index, failed_outcome(call, refused, prepared.repairs))
+        try:
+            screened = self._screen(call, prepared)
+            if screened is not None:
+                await self._settle(batch, index, screened)
                 return
-        time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-        if self._limit is not None:
-            async with self._limit:
+            answer: ToolResult | None = None
+            if self._before:
+                steered = await self._steer(call, prepared)
+                if isinstance(steered, ToolOutcome):
+                    await self._settle(batch, index, steered)
+                    return
+                if isinstance(steered, ToolResult):
+                    answer = steered
+                else:
+                    prepared = steered
+            tool = prepared.tool
+            assert tool is not None
+            time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
+            if answer is not None:
+                start = self._started(batch, call)
+                invocation = _answered(tool.name, answer)
+            elif self._limit is not None:
+                async with self._limit:
+                    start = self._started(batch, call)
+                    invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+            elif self._tracer is None:  # the common case: no extra frame
+                start = self._started(batch, call)
+                invocation = await self._invoke(prepared, call_id=call.id, time_limit=time_limit)
+            else:
                 start = self._started(batch, call)
                 invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        elif self._tracer is None:  # the common case: no extra frame
-            start = self._started(batch, call)
-            invocation = await self._invoke(prepared, call_id=call.id, time_limit=time_limit)
-        else:
-            start = self._started(batch, call)
-            invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        duration = time.perf_counter() - start
-        result, error = invocation.result, invocation.error
-        if PAGE_METADATA_KEY not in result.metadata and (
-            text_length(result) > self.policy.max_result_chars
-        ):
-            result = await self._cap(result, call.id)
+            duration = time.perf_counter() - start
+            result = invocation.result
+            if PAGE_METADATA_KEY not in result.metadata and (
+                text_length(result) > self.policy.max_result_chars
+            ):
+                result = await self._cap(result, call.id)
+            outcome = self._outcome(
+                batch, call, prepared, invocation, result=result, start=start, duration=duration
+            )
+            if self._plain_settle and not batch.listeners:
+                batch.outcomes[index] = outcome
+            else:
+                await self._settle(batch, index, outcome)
+        except asyncio.CancelledError:
+            raise
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise _Stopped(exc) from None
+        except BaseException as exc:
+            logger.exception("the executor failed on call %r", call.id)
+            error = describe_exception(str(call.name), exc)
+            batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+
+    async def _steer(
+        self, call: ToolCallRequest, prepared: PreparedCall
+    ) -> PreparedCall | ToolResult | ToolOutcome:
+        """Ask the `before_call` hooks: the call to run, an answer, or the outcome that
+        settles it (a refusal, or the screening of rewritten arguments)."""
+        for hook in self._before:
+            verdict = await _before_hook(hook, call, prepared)
+            if verdict is None:
+                continue
+            if isinstance(verdict, ToolError):
+                return failed_outcome(call, verdict, prepared.repairs)
+            if isinstance(verdict, ToolResult):
+                return verdict
+            prepared = verdict  # other arguments: screened again, as a new call would be
+            screened = self._screen(call, prepared)
+            if screened is not None:
+                return screened
+        return prepared
+
+    def _outcome(
+        self,
+        batch: ToolBatch,
+        call: ToolCallRequest,
+        prepared: PreparedCall,
+        invocation: Invocation,
+        *,
+        result: ToolResult,
+        start: float,
+        duration: float,
+    ) -> ToolOutcome:
+        """The outcome of a call that ran (or was answered), after the loop guard learnt
+        from it; `result` is the invocation's result, capped."""
+        error = invocation.error
         if result.is_error and error is None:  # the tool returned an error result itself
             error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
         guard = self.loop_guard
         if guard is not None:
             exc = invocation.exception
             target = exc.target if isinstance(exc, PolicyViolation) else None
-            warning = guard.record(tool.name, prepared.arguments or {}, error, target)
+            tool_name = prepared.tool.name if prepared.tool is not None else str(call.name)
+            warning = guard.record(tool_name, prepared.arguments or {}, error, target)
             if warning is not None:
                 result = append_note(result, warning)
-        outcome = ToolOutcome(
+        return ToolOutcome(
             call,
             OutcomeStatus.ERROR if result.is_error else OutcomeStatus.OK,
             result,
@@ -418,10 +551,6 @@ class ToolExecutor:
             batch.wall_clock(start),
             duration,
         )
-        if self._plain_settle and not batch.listeners:
-            batch.outcomes[index] = outcome
-        else:
-            await self._settle(batch, index, outcome)
 
     def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
         """Mark a call as started (it holds its slot now): emit the event, read the clock."""
@@ -463,25 +592,24 @@ class ToolExecutor:
             )
 
     async def _settle(self, batch: ToolBatch, index: int, outcome: ToolOutcome) -> None:
-        """Record `outcome`: fatal marking, hooks, then the finished event."""
+        """Record `outcome`: after hooks (which may replace its result), fatal marking,
+        error hooks, then the finished event."""
+        batch.outcomes[index] = outcome
+        for hook in self._after:
+            replacement = await _safe_hook(hook.after_call, outcome)
+            if isinstance(replacement, ToolResult):
+                _replace_result(outcome, replacement, hook)
         failed = outcome.status is OutcomeStatus.ERROR
         if failed and self.policy.fail_on_tool_error and index < batch.fatal_index:
             if batch.fatal is not None:
                 batch.fatal.fatal = False  # an earlier call failed later: it is the first
             outcome.fatal = True
             batch.fatal, batch.fatal_index = outcome, index
-        batch.outcomes[index] = outcome
-        if self._after or self._on_error:
-            await self._after_hooks(outcome, failed)
-        if batch.listeners:
-            self._emit(batch.listeners, finished_event(outcome))
-
-    async def _after_hooks(self, outcome: ToolOutcome, failed: bool) -> None:
-        for hook in self._after:
-            await _safe_hook(hook.after_call, outcome)
         if failed:
             for hook in self._on_error:
                 await _safe_hook(hook.on_error, outcome)
+        if batch.listeners:
+            self._emit(batch.listeners, finished_event(outcome))
 
     def _emit(self, listeners: list[EventListener], event: ToolEvent) -> None:
         for listener in listeners:
@@ -498,23 +626,106 @@ def _overrides(hook: ExecutorHook, name: str) -> bool:
     return getattr(type(hook), name) is not getattr(ExecutorHook, name)
 
 
-async def _safe_hook(method: Callable[[ToolOutcome], Any], outcome: ToolOutcome) -> None:
+async def _safe_hook(method: Callable[[ToolOutcome], Awaitable[Any]], outcome: ToolOutcome) -> Any:
     try:
-        await method(outcome)
+        return await method(outcome)
     except Exception:
         logger.exception("executor hook %r failed for call %r", method, outcome.call.id)
+        return None
 
 
 async def _before_hook(
-    hook: ExecutorHook, call: ToolCallRequest, prepared: PreparedCall, tool_name: str
-) -> ToolError | None:
+    hook: ExecutorHook, call: ToolCallRequest, prepared: PreparedCall
+) -> ToolResult | ToolError | PreparedCall | None:
+    """What `hook.before_call` decided, checked: a bad answer refuses the call (fail closed)."""
+    tool = prepared.tool
+    assert tool is not None
     try:
-        await hook.before_call(call, prepared)
+        verdict = await hook.before_call(call, prepared)
     except PolicyViolation as exc:
-        return describe_exception(tool_name, exc)
+        return describe_exception(tool.name, exc)
     except Exception:
         logger.exception("before_call hook %r failed for call %r", hook, call.id)
-    return None
+        return None
+    if verdict is None or isinstance(verdict, ToolError):
+        return verdict
+    if isinstance(verdict, ToolResult):
+        try:
+            return check_result(verdict)
+        except MalformedResult as exc:
+            return malformed_result_error(tool.name, exc)
+    if isinstance(verdict, PreparedCall):
+        if verdict.error is not None:
+            return verdict.error
+        if verdict.tool is tool:
+            return verdict
+    logger.error(
+        "before_call hook %r returned %r for call %r: expected None, a ToolError, a "
+        "ToolResult, or a PreparedCall of the same tool; the call is refused",
+        hook,
+        type(verdict).__name__,
+        call.id,
+    )
+    return ToolError(
+        ErrorKind.POLICY_VIOLATION,
+        f"the call to {tool.name!r} was refused by a check that could not decide.",
+        "Tell the user; do not repeat the call.",
+    )
+
+
+def _answered(tool_name: str, result: ToolResult) -> Invocation:
+    """A hook's answer as if the tool had returned it (the tool did not run)."""
+    error = None
+    if result.is_error:
+        error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
+    return Invocation(result, None, error, None)
+
+
+def _replace_result(outcome: ToolOutcome, result: ToolResult, hook: ExecutorHook) -> None:
+    """Put an `after_call` replacement in `outcome`; ok/error follows the new result."""
+    try:
+        check_result(result)
+    except MalformedResult as exc:
+        logger.error("after_call hook %r returned a malformed result, ignored: %s", hook, exc)
+        return
+    outcome.result = result
+    if outcome.status not in (OutcomeStatus.OK, OutcomeStatus.ERROR):
+        return
+    if not result.is_error:
+        outcome.status, outcome.error = OutcomeStatus.OK, None
+        return
+    outcome.status = OutcomeStatus.ERROR
+    kind = result.error_kind or ErrorKind.EXECUTION_ERROR
+    if outcome.error is None or outcome.error.kind is not kind:
+        outcome.error = ToolError(kind, result.text)
+
+
+class _Stopped(Exception):
+    """Carries a `KeyboardInterrupt`/`SystemExit` from a call up to its batch, so that the
+    batch stops the other calls of its group before the exception goes on."""
+
+    def __init__(self, reason: BaseException) -> None:
+        super().__init__(repr(reason))
+        self.reason = reason
+
+
+async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:
+    """Run `calls` concurrently. If one stops the run, cancel the others and wait for them
+    before the stop goes on: no call is left running."""
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(call) for call in calls]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        running = [task for task in tasks if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
+        for task in tasks:  # retrieve every exception: none is reported as lost
+            if task.done() and not task.cancelled():
+                task.exception()
+        raise
 
 
 def _request_of(item: ApprovalRequest | ToolOutcome) -> ApprovalRequest:

@@ -4,8 +4,12 @@ A sync tool in a thread cannot be stopped: a timeout only abandons the thread, w
 keeps running (and holding files, sockets, CPU). `IsolatedFunctionTool` runs the
 function in a fresh ``python`` process instead; a timeout or a cancelled batch
 kills that process and waits for it, so nothing is left behind. The price is a
-process start per call (tens of milliseconds) and picklable arguments and results;
-the function must be importable by its module and name (no lambdas or closures).
+process start per call (tens of milliseconds) and picklable arguments and results.
+
+The importability rule: the child finds the function by its module and qualified name,
+so it must be defined at the top level of an importable module (not a lambda, a
+closure, or a script run as ``__main__``). Decorating it with `isolated_tool` is fine:
+the child unwraps the tool it finds under that name.
 """
 
 from __future__ import annotations
@@ -22,14 +26,21 @@ from toolbridge.tool import current_context
 
 __all__ = ["IsolatedFunctionTool", "WorkerError", "isolated_tool", "run_in_subprocess"]
 
-# The child: take the parent's sys.path, then (function, kwargs); run it with stdout sent to stderr
-# (so prints cannot corrupt the reply), and write back ("ok", value) or ("error", exc).
+# The child: take the parent's sys.path, then (module, qualname, kwargs); import the function
+# (unwrapping a tool that decorates it), run it with stdout sent to stderr (so prints cannot
+# corrupt the reply), and write back ("ok", value) or ("error", exc).
 _WORKER = """
-import os, pickle, sys
+import importlib, os, pickle, sys
 reply = os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
-fn, kwargs = pickle.load(sys.stdin.buffer)
+module, qualname, kwargs = pickle.load(sys.stdin.buffer)
 try:
+    fn = importlib.import_module(module)
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    tools = sys.modules.get("toolbridge.function_tool")
+    if tools is not None and isinstance(fn, tools.FunctionTool):
+        fn = fn.fn
     message = ("ok", fn(**kwargs))
 except Exception as exc:
     message = ("error", exc)
@@ -56,7 +67,7 @@ async def run_in_subprocess(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
 
     Exceptions raised by `fn` are re-raised here (by type, when they pickle).
     """
-    payload = pickle.dumps(sys.path) + pickle.dumps((fn, kwargs))
+    payload = pickle.dumps(sys.path) + pickle.dumps((fn.__module__, fn.__qualname__, kwargs))
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -87,10 +98,16 @@ class IsolatedFunctionTool(FunctionTool):
 
     def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
         qualname = getattr(fn, "__qualname__", "")
-        if "<locals>" in qualname or "<lambda>" in qualname:
+        module = getattr(fn, "__module__", None)
+        if "<locals>" in qualname or "<lambda>" in qualname or module in (None, "__main__"):
             raise ToolDefinitionError(
-                f"isolated tool {qualname!r} must be a module-level function: the child "
-                "process imports it by module and name"
+                f"isolated tool {qualname!r} (module {module!r}) must be a function at the top "
+                "level of an importable module: the child process imports it by module and "
+                "name, and a script's __main__ is not importable there"
+            )
+        if options.get("inline"):
+            raise ToolDefinitionError(
+                f"isolated tool {qualname!r} cannot be inline: it runs in a child process"
             )
         super().__init__(fn, **options)
         if self._is_async:

@@ -1,4 +1,4 @@
-"""What the executor hands back: `ToolOutcome` per call, `ToolEvent` as calls run.
+"""What the executor hands back: `ToolOutcome` per call in `Outcomes`, `ToolEvent` as calls run.
 
 The provider formats render an outcome through `.call` and `.result` only;
 `tool_result_messages` is the OpenAI chat shape of a finished batch.
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.approval import ApprovalRequest
+from toolbridge.approval import ApprovalRequest, approval_required_error
 from toolbridge.calls import Repair, ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.results import text_length
@@ -21,6 +21,7 @@ from toolbridge.tool import TextBlock, ToolResult
 __all__ = [
     "EventType",
     "OutcomeStatus",
+    "Outcomes",
     "ToolEvent",
     "ToolOutcome",
     "tool_result_messages",
@@ -70,6 +71,27 @@ class ToolOutcome:
         return self.error.kind if self.error is not None else None
 
 
+class Outcomes(list[ToolOutcome]):
+    """The outcomes of one batch, one per call, in call order: a plain list, plus the
+    two questions every caller asks of a batch.
+
+    `ToolExecutor.run` returns one; pass your own (``into=``) to keep the outcomes when
+    the run is cancelled - the same object then holds an outcome for every call.
+    """
+
+    __slots__ = ()
+
+    @property
+    def fatal(self) -> ToolOutcome | None:
+        """The failure that stopped a `fail_on_tool_error` run (later calls are skipped)."""
+        return next((outcome for outcome in self if outcome.fatal), None)
+
+    @property
+    def pending(self) -> list[ToolOutcome]:
+        """The calls waiting for approval: approve or deny each, then run their calls again."""
+        return [o for o in self if o.status is OutcomeStatus.PENDING_APPROVAL]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolEvent:
     """A call started or finished; `summary()` is the reference design's status line."""
@@ -96,11 +118,10 @@ def tool_result_messages(outcomes: Iterable[ToolOutcome]) -> list[dict[str, Any]
     from toolbridge.formats import openai_chat
 
     outcomes = list(outcomes)
-    names = {outcome.call.id: str(outcome.call.name) for outcome in outcomes}
     messages = openai_chat.result_messages(outcomes)
-    for message in messages:
-        if message["role"] == "tool":
-            message["name"] = names[message["tool_call_id"]]
+    tool_messages = (message for message in messages if message["role"] == "tool")
+    for outcome, message in zip(outcomes, tool_messages, strict=False):
+        message["name"] = str(outcome.call.name)
     return messages
 
 
@@ -121,12 +142,17 @@ def failed_outcome(
 def pending_outcome(
     call: ToolCallRequest, request: ApprovalRequest, repairs: tuple[Repair, ...]
 ) -> ToolOutcome:
-    """An outcome for a call that waits for the user's decision (not an error)."""
-    text = f"The call to {request.tool_name!r} needs the user's approval and has not run yet."
+    """An outcome for a call that waits for the user's decision.
+
+    Its status is not an error, but its result is the same ``approval_required`` error
+    `ToolRegistry.execute` gives, in case it is sent to the model before a decision.
+    """
+    error = approval_required_error(request.tool_name)
     return ToolOutcome(
         call,
         OutcomeStatus.PENDING_APPROVAL,
-        ToolResult(text),
+        ToolResult.error(error),
+        error,
         repairs=repairs,
         started_at=time.time(),
         approval=request,
@@ -155,10 +181,10 @@ def append_note(result: ToolResult, note: str) -> ToolResult:
 
 def finished_event(outcome: ToolOutcome) -> ToolEvent:
     """The call-finished event of `outcome`, with a one-line detail."""
-    if outcome.error is not None:
-        detail = outcome.error.message.split("\n", 1)[0][:200]
-    elif outcome.status is OutcomeStatus.PENDING_APPROVAL:
+    if outcome.status is OutcomeStatus.PENDING_APPROVAL:
         detail = "waiting for approval"
+    elif outcome.error is not None:
+        detail = outcome.error.message.split("\n", 1)[0][:200]
     else:
         detail = f"{text_length(outcome.result)} characters"
     return ToolEvent(

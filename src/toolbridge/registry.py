@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import hashlib
 import json
 import logging
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge.approval import approval_required_error, requires_approval_flag
 from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments, format_path
 from toolbridge.errors import (
     RETRY_HINT,
@@ -30,7 +32,7 @@ from toolbridge.errors import (
     ToolExecutionError,
 )
 from toolbridge.naming import NameIndex
-from toolbridge.results import to_tool_result
+from toolbridge.results import MalformedResult, to_tool_result
 from toolbridge.schema import (
     MAX_DEPTH,
     MAX_ISSUES,
@@ -42,7 +44,15 @@ from toolbridge.schema import (
 )
 from toolbridge.tool import Tool, ToolContext, ToolResult, _current_call
 
-__all__ = ["TOOL_NAME_PATTERN", "Invocation", "PreparedCall", "ToolRegistry", "describe_exception"]
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "TOOL_TIMEOUT",
+    "Invocation",
+    "PreparedCall",
+    "ToolRegistry",
+    "describe_exception",
+    "malformed_result_error",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +82,17 @@ class PreparedCall:
         return iter((self.tool, self.arguments, self.error))
 
 
+class _ToolTimeout(enum.Enum):
+    TOOL_TIMEOUT = "the tool's own timeout"
+
+
+TOOL_TIMEOUT = _ToolTimeout.TOOL_TIMEOUT
+"""`run_prepared`'s default time limit: the tool's own `timeout` attribute."""
+
+# Exceptions a call lets through: the run is being stopped, not the tool failing.
+_PROPAGATE = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
+
+
 @dataclass(slots=True)
 class Invocation:
     """What running one prepared call gave: the result for the model and what it came from.
@@ -83,7 +104,7 @@ class Invocation:
     result: ToolResult
     value: Any
     error: ToolError | None
-    exception: Exception | None
+    exception: BaseException | None
 
 
 @dataclass(slots=True)
@@ -293,15 +314,17 @@ class ToolRegistry:
     async def execute(self, name: Any, params: Any, *, call_id: str | None = None) -> ToolResult:
         """Prepare and run one call. Failures come back as error results, never raised.
 
-        `asyncio.CancelledError` always propagates.
+        The tool's contract holds here as in `ToolExecutor`: its `timeout`, and
+        `requires_approval` (an ``approval_required`` error result; the tool does not run:
+        use a `ToolExecutor` to approve calls). `asyncio.CancelledError` always propagates.
         """
         prepared = self.prepare_call(name, params)
         if prepared.error is not None:
             return ToolResult.error(prepared.error)
-        return await self.invoke(prepared, call_id=call_id)
+        return (await self.run_prepared(prepared, call_id=call_id)).result
 
     async def invoke(self, prepared: PreparedCall, *, call_id: str | None = None) -> ToolResult:
-        """Run an already prepared, error-free call with hooks, context and error capture."""
+        """Run an already prepared, error-free call: `run_prepared`'s result only."""
         return (await self.run_prepared(prepared, call_id=call_id)).result
 
     async def run_prepared(
@@ -309,22 +332,35 @@ class ToolRegistry:
         prepared: PreparedCall,
         *,
         call_id: str | None = None,
-        time_limit: float | None = None,
+        time_limit: float | _ToolTimeout | None = TOOL_TIMEOUT,
         approved: bool = False,
     ) -> Invocation:
-        """Like `invoke`, but also return the raw value, the `ToolError` and the exception.
+        """Run one prepared call under the tool's contract: the one place every path uses.
 
-        `time_limit` (seconds) cancels `execute` when it runs over; the call then fails with
-        a timeout error and `after_execute` still runs. `CancelledError` propagates.
+        - Approval: a call the tool says needs approval (`requires_approval_flag`) does not
+          run unless `approved` (a `ToolExecutor` passes it once its approval step cleared
+          the call); it fails with an ``approval_required`` error instead.
+        - Time limit: `time_limit` seconds, by default the tool's own `timeout` (None: no
+          limit); past it, `execute` is cancelled and the call fails with ``timeout``.
+        - Hooks: `before_execute` and `after_execute` (also for error results).
+        - Errors: any exception from the tool, and any `BaseException` other than
+          `CancelledError`, `KeyboardInterrupt` and `SystemExit` (which propagate), becomes
+          an error result; so does a malformed return value (`MalformedResult`).
         """
         tool, args = prepared.tool, prepared.arguments
         if tool is None or args is None:
-            raise ValueError("invoke() needs a prepared call without an error")
+            raise ValueError("run_prepared() needs a prepared call without an error")
+        if not approved and requires_approval_flag(tool, args):
+            refusal = approval_required_error(tool.name)
+            return Invocation(ToolResult.error(refusal), None, refusal, None)
+        if time_limit is TOOL_TIMEOUT:
+            time_limit = tool.timeout
+        assert not isinstance(time_limit, _ToolTimeout)
         entry = self._entries.get(tool.name)
         hooks = entry.hooks if entry is not None else True
         value: Any = None
         error: ToolError | None = None
-        exception: Exception | None = None
+        exception: BaseException | None = None
         deadline: asyncio.Timeout | None = None
         token = _current_call.set((self.context, call_id, tool.name))
         try:
@@ -336,19 +372,26 @@ class ToolRegistry:
                 async with asyncio.timeout(time_limit) as deadline:
                     value = await tool.execute(**args)
             result = to_tool_result(value)
-        except Exception as exc:
+        except _PROPAGATE:
+            raise
+        except BaseException as exc:
             exception = exc
             if deadline is not None and deadline.expired() and time_limit is not None:
                 error = _timed_out(tool.name, time_limit)
+            elif isinstance(exc, MalformedResult):
+                error = malformed_result_error(tool.name, exc)
             else:
                 error = describe_exception(tool.name, exc)
+            value = None
             result = ToolResult.error(error)
         finally:
             _current_call.reset(token)
         if hooks:
             try:
                 await tool.after_execute(args, result)
-            except Exception:
+            except _PROPAGATE:
+                raise
+            except BaseException:
                 logger.exception("after_execute hook of tool %r failed", tool.name)
         return Invocation(result, value, error, exception)
 
@@ -382,15 +425,24 @@ def _timed_out(tool_name: str, time_limit: float) -> ToolError:
     )
 
 
-def describe_exception(tool_name: str, exc: Exception) -> ToolError:
+def malformed_result_error(tool_name: str, exc: MalformedResult) -> ToolError:
+    """The model's view of a result the tool could not hand back in a sendable shape."""
+    logger.warning("tool %r returned a malformed result: %s", tool_name, exc)
+    return ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"tool {tool_name!r} returned a result that cannot be sent back: {exc}.",
+        "This is a fault in the tool, not in your arguments: do not repeat the call "
+        "unchanged; use another approach or tell the user the tool is broken.",
+    )
+
+
+def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
     """The model's view of an exception from a tool: classified by type, no traceback."""
     if isinstance(exc, PolicyViolation):
         return ToolError(exc.kind, exc.message, exc.hint)
     if isinstance(exc, ToolExecutionError):
         return ToolError(ErrorKind.EXECUTION_ERROR, exc.message, exc.hint or RETRY_HINT)
-    # DEBUG: the model gets the error as a result; a library prints nothing by itself
-    # (Python's last-resort handler shows WARNING and up when logging is not configured).
-    logger.debug("tool %r raised", tool_name, exc_info=exc)
+    logger.warning("tool %r raised", tool_name, exc_info=exc)
     detail = str(exc).strip()
     if len(detail) > 500:
         detail = detail[:500] + "…"

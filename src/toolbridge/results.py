@@ -10,8 +10,11 @@ kept in a `ResultStore` file the model can page through with ``read_tool_result`
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import getpass
 import hashlib
+import json
 import os
 import re
 import stat
@@ -28,14 +31,19 @@ from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool
 
 __all__ = [
     "EMPTY_RESULT",
+    "PAGER_TOOL",
     "PAGE_METADATA_KEY",
     "RESULTS_DIR",
+    "SAVED_METADATA_KEY",
+    "MalformedResult",
     "ResultPage",
     "ResultStore",
     "cap_result",
+    "check_result",
     "estimate_tokens",
     "image_media_type",
     "preview_text",
+    "private_results_root",
     "safe_file_name",
     "text_length",
     "to_tool_result",
@@ -61,24 +69,30 @@ def image_media_type(data: bytes) -> str | None:
     return None
 
 
+class MalformedResult(TypeError):
+    """A tool returned something that cannot become a result the model can read.
+
+    A `ToolResult` whose content is not text or content blocks, a `JsonBlock` whose value
+    is not JSON data (tuple keys, a cycle), or data that cannot be written as JSON. The
+    call fails with an ``execution_error`` instead of failing later, in a provider format.
+    """
+
+
 def to_tool_result(value: Any) -> ToolResult:
-    """Convert a tool's return value to a `ToolResult`."""
+    """Convert a tool's return value to a checked `ToolResult`; `MalformedResult` if it cannot."""
     cls = type(value)
     if cls is str:
         return ToolResult(value if value.strip() else EMPTY_RESULT)
     if cls is int:
         return ToolResult(str(value))
     if isinstance(value, ToolResult):
-        content = value.content
-        if not (content.strip() if isinstance(content, str) else content):
-            value.content = EMPTY_RESULT
-        return value
+        return _checked(value)
     if isinstance(value, str):
         return ToolResult(value if value.strip() else EMPTY_RESULT)
     if value is None:
         return ToolResult(EMPTY_RESULT)
     if isinstance(value, TextBlock | ImageBlock | JsonBlock):
-        return ToolResult([value])
+        return _checked(ToolResult([value]))
     if isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
         media_type = image_media_type(data)
@@ -90,8 +104,61 @@ def to_tool_result(value: Any) -> ToolResult:
             return ToolResult(f"(binary output, {len(data)} bytes, not shown)")
         return ToolResult(text if text.strip() else EMPTY_RESULT)
     if _is_block_list(value):
-        return ToolResult(list(value) or EMPTY_RESULT)
-    return ToolResult(to_json_text(value))
+        return _checked(ToolResult(list(value)))
+    try:
+        return ToolResult(to_json_text(value))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MalformedResult(
+            f"the returned {type(value).__name__} cannot be written as JSON ({exc})"
+        ) from None
+
+
+def _checked(result: ToolResult) -> ToolResult:
+    """`result` if every part of it can be sent to a model; empty content becomes a note."""
+    content = result.content
+    if isinstance(content, str):
+        if not content.strip():
+            result.content = EMPTY_RESULT
+    elif isinstance(content, list | tuple):
+        for position, block in enumerate(content):
+            problem = _block_problem(block)
+            if problem is not None:
+                raise MalformedResult(f"content block {position}: {problem}")
+        if not content:
+            result.content = EMPTY_RESULT
+    else:
+        raise MalformedResult(
+            "ToolResult.content must be a str or a list of TextBlock/ImageBlock/JsonBlock, "
+            f"got {type(content).__name__}"
+        )
+    if type(result.is_error) is not bool:
+        raise MalformedResult(f"ToolResult.is_error must be a bool, got {result.is_error!r}")
+    if not isinstance(result.metadata, dict):
+        raise MalformedResult(
+            f"ToolResult.metadata must be a dict, got {type(result.metadata).__name__}"
+        )
+    return result
+
+
+def _block_problem(block: Any) -> str | None:
+    if isinstance(block, TextBlock):
+        return None if isinstance(block.text, str) else "TextBlock.text is not a str"
+    if isinstance(block, ImageBlock):
+        if not isinstance(block.data, bytes) or not isinstance(block.media_type, str):
+            return "ImageBlock needs bytes data and a str media_type"
+        return None
+    if isinstance(block, JsonBlock):
+        try:
+            to_json_text(block.value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return f"the JsonBlock value cannot be written as JSON ({exc})"
+        return None
+    return f"expected TextBlock, ImageBlock or JsonBlock, got {type(block).__name__}"
+
+
+def check_result(result: ToolResult) -> ToolResult:
+    """`result`, checked like a tool's own return value (for results a hook supplies)."""
+    return _checked(result)
 
 
 def _is_block_list(value: Any) -> bool:
@@ -106,10 +173,18 @@ def _is_block_list(value: Any) -> bool:
 # --- length cap, preview and persistence ----------------------------------------------
 
 RESULTS_DIR = Path(".toolbridge") / "results"
+"""Where `ExecutionPolicy(results_dir=RESULTS_DIR)` keeps results: relative to the workspace."""
 PAGE_METADATA_KEY = "toolbridge.page"
-"""Set in a result's metadata by a pager: it is a slice the model asked for, never re-capped."""
+"""Metadata key of a pager's result: ``{"call_id", "offset", "next_offset", "size",
+"at_end"}`` in characters. A page is what the model asked for: it is never re-capped."""
+SAVED_METADATA_KEY = "toolbridge.saved"
+"""Metadata key of a capped result whose full text was saved: ``{"call_id", "path",
+"size", "pager"}``, `size` in characters, `pager` the tool that pages through it."""
+PAGER_TOOL = "read_tool_result"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}\Z")
 _WRITE_CHUNK = 1 << 20  # characters encoded and written at a time: no full bytes copy
+_READ_BLOCK = 1 << 18  # bytes counted or decoded at a time while paging
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
 def estimate_tokens(text: str) -> int:
@@ -129,9 +204,19 @@ def safe_file_name(name: str) -> str:
     return f"{stem}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
 
+def private_results_root() -> Path:
+    """The default home of saved results: ``<temp dir>/toolbridge-<user>/results``.
+
+    Outside every workspace and the current directory, readable by this user only
+    (created with mode 0700; a folder that another user owns or can read is refused).
+    """
+    user = str(os.getuid()) if hasattr(os, "getuid") else safe_file_name(getpass.getuser())
+    return Path(tempfile.gettempdir()) / f"toolbridge-{user}" / "results"
+
+
 @dataclass(frozen=True, slots=True)
 class ResultPage:
-    """A slice of a stored result: text from byte `offset` to `next_offset` of `size`."""
+    """A slice of a stored result: text from character `offset` to `next_offset` of `size`."""
 
     text: str
     offset: int
@@ -142,28 +227,58 @@ class ResultPage:
     def at_end(self) -> bool:
         return self.next_offset >= self.size
 
+    def metadata(self, call_id: str) -> dict[str, Any]:
+        """The page as structured metadata (under `PAGE_METADATA_KEY`)."""
+        return {
+            "call_id": call_id,
+            "offset": self.offset,
+            "next_offset": self.next_offset,
+            "size": self.size,
+            "at_end": self.at_end,
+        }
+
 
 class ResultStore:
-    """Full tool results kept under ``<workspace>/.toolbridge/results/<session>/``.
+    """Full tool results, one UTF-8 file per call under ``<root>/<session>/<call id>.txt``.
 
-    Writes are atomic (temp file, then rename), so a reader never sees half a result.
-    Reads seek to a byte offset and decode only the requested slice, so paging a
-    50 MB result costs the page, not the file. Old results are pruned by age and count.
+    Offsets and sizes count characters, as the save notice does. Writes are atomic
+    (temp file, then rename), so a reader never sees half a result; reads decode the
+    file in blocks and keep only the requested page in memory. Old results are pruned
+    by age and count. The session folder must resolve inside `boundary` (default: `root`),
+    so a symlink planted in a workspace cannot send writes or deletions elsewhere.
     """
 
     def __init__(
         self,
-        workspace: Path,
+        root: Path,
         session: str = "default",
         *,
+        boundary: Path | None = None,
+        private: bool = False,
         max_age: float = 7 * 24 * 3600,
         max_count: int = 200,
     ) -> None:
-        self.workspace = Path(workspace)
-        self.root = self.workspace / RESULTS_DIR
+        self.root = Path(root)
+        self.boundary = Path(boundary) if boundary is not None else self.root
         self.directory = self.root / safe_file_name(session)
+        self.private = private
         self.max_age = max_age
         self.max_count = max_count
+
+    @classmethod
+    def in_workspace(cls, workspace: Path, session: str = "default", **options: Any) -> ResultStore:
+        """A store at ``<workspace>/.toolbridge/results/<session>/``, kept inside the workspace."""
+        workspace = Path(workspace)
+        return cls(workspace / RESULTS_DIR, session, boundary=workspace, **options)
+
+    @classmethod
+    def for_workspace(
+        cls, workspace: Path, session: str = "default", **options: Any
+    ) -> ResultStore:
+        """The default store of a workspace: under `private_results_root()`, one folder per
+        workspace (a short hash of its path), then one per session. Nothing in the workspace."""
+        digest = hashlib.sha256(str(Path(workspace).absolute()).encode()).hexdigest()[:16]
+        return cls(private_results_root() / digest, session, private=True, **options)
 
     def path_for(self, call_id: str) -> Path:
         """Where the result of `call_id` is (or would be) stored."""
@@ -171,7 +286,7 @@ class ResultStore:
 
     def save(self, call_id: str, text: str) -> Path:
         """Store `text` for `call_id` atomically, prune old results, return the path."""
-        self._check_inside_workspace(self.directory, create=True)
+        self._check_directory(create=True)
         path = self.path_for(call_id)
         fd, temp_name = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".txt")
         try:
@@ -188,34 +303,59 @@ class ResultStore:
         self.prune(keep=path)
         return path
 
-    def read(self, call_id: str, offset: int = 0, limit: int = 20_000) -> ResultPage:
-        """Up to `limit` bytes of the stored result from byte `offset`, on UTF-8 boundaries.
+    def has(self, call_id: str) -> bool:
+        """Whether a result is stored for `call_id` (a regular file, not a link)."""
+        try:
+            return stat.S_ISREG(self.path_for(call_id).lstat().st_mode)
+        except OSError:
+            return False
 
-        Raises `FileNotFoundError` when nothing is stored for `call_id`.
+    def read(self, call_id: str, offset: int = 0, limit: int = 20_000) -> ResultPage:
+        """Up to `limit` characters of the stored result from character `offset`.
+
+        Raises `FileNotFoundError` when nothing is stored for `call_id`. Reaching a page
+        costs a scan of the file up to it (in C, about a millisecond per megabyte).
         """
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         path = self.path_for(call_id)
-        self._check_inside_workspace(path.parent, create=False)
+        self._check_directory(create=False)
         # No-follow and non-blocking, then only a regular file: a symlink or a FIFO planted
         # in the results folder can neither lead outside nor hang the read.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise FileNotFoundError(f"{path.name} is not a regular file")
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        position = 0  # characters decoded so far
+        parts: list[str] = []
+        taken = 0
+        decoding = False
         with os.fdopen(fd, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            start = min(offset, size)
-            handle.seek(start)
-            data = handle.read(limit + 3)  # up to 3 extra bytes to finish a character
-        lead = 0
-        while lead < len(data) and lead < 3 and _is_continuation(data[lead]):
-            lead += 1  # an offset inside a character moves to the next character start
-        end = min(len(data), lead + limit)
-        while end < len(data) and _is_continuation(data[end]):
-            end += 1
-        chunk = data[lead:end]
-        return ResultPage(chunk.decode("utf-8", errors="replace"), start + lead, start + end, size)
+            while True:
+                block = handle.read(_READ_BLOCK)
+                if not decoding and taken < limit and position + len(block) >= offset:
+                    decoding = True  # the page starts in this block
+                    skip = 0  # bytes that finish a character counted with the block before
+                    while skip < min(3, len(block)) and block[skip] & 0xC0 == 0x80:
+                        skip += 1
+                    block = block[skip:]
+                if decoding:
+                    text = decoder.decode(block, final=not block)
+                    if position + len(text) > offset:
+                        piece = text[max(0, offset - position) :][: limit - taken]
+                        parts.append(piece)
+                        taken += len(piece)
+                    position += len(text)
+                    if taken >= limit:  # the rest is only counted; a character cut at the
+                        decoding = False  # end of this block is counted here
+                        position += 1 if decoder.getstate()[0] else 0
+                else:  # before or after the page: count characters, do not decode
+                    position += len(block.translate(None, _CONTINUATION_BYTES))
+                if not block:
+                    break
+        start = min(offset, position)
+        return ResultPage("".join(parts), start, start + taken, position)
 
     def prune(self, *, keep: Path | None = None) -> int:
         """Delete results older than `max_age` (any session) and all but this session's
@@ -245,21 +385,33 @@ class ResultStore:
                 path.unlink()
         return len(doomed)
 
-    def _check_inside_workspace(self, directory: Path, *, create: bool) -> None:
-        workspace = self.workspace.resolve()
+    def _check_directory(self, *, create: bool) -> None:
+        """Refuse a session folder that resolves outside the boundary; make it if asked."""
+        if create and self.private:
+            _make_private(self.root.parent.parent)
+        boundary = self.boundary.resolve()
         for check in ("before", "after") if create else ("before",):
-            resolved = directory.resolve()
-            if resolved != workspace and workspace not in resolved.parents:
+            resolved = self.directory.resolve()
+            if resolved != boundary and boundary not in resolved.parents:
                 raise WorkspaceViolation(
-                    f"the results folder {directory} resolves outside the workspace",
+                    f"the results folder {self.directory} resolves outside {self.boundary}",
                     target=str(resolved),
                 )
             if check == "before" and create:
-                directory.mkdir(parents=True, exist_ok=True)
+                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
-def _is_continuation(byte: int) -> bool:
-    return byte & 0xC0 == 0x80
+def _make_private(folder: Path) -> None:
+    """Create `folder` for this user alone, or refuse one that someone else controls."""
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = folder.lstat()
+    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    if not stat.S_ISDIR(info.st_mode) or not owner_ok or info.st_mode & 0o077:
+        raise PermissionError(
+            f"{folder} must be a folder owned by this user with mode 0700; refusing to keep "
+            "tool results in it (remove it, or set ExecutionPolicy.results_dir)"
+        )
 
 
 def preview_text(text: str, *, head: int, tail: int) -> str:
@@ -282,7 +434,9 @@ def cap_result(
     """Keep `result` under `max_chars` of text; persist the full text when it is longer.
 
     The model then gets a head-and-tail preview and how to page through the rest with
-    `read_tool_result`. Images pass unchanged. Without a store the text is only cut.
+    `read_tool_result` (which must be callable where the result goes: `ToolExecutor`
+    registers it with its store). Images pass unchanged. Without a store the text is
+    only cut, and no pager is named.
     """
     content = result.content
     if isinstance(content, str):
@@ -305,10 +459,16 @@ def cap_result(
     metadata = dict(result.metadata)
     if store is not None:
         path = store.save(call_id, text)
-        metadata["persisted_path"] = str(path)
+        metadata[SAVED_METADATA_KEY] = {
+            "call_id": call_id,
+            "path": str(path),
+            "size": len(text),
+            "pager": PAGER_TOOL,
+        }
         note += (
-            f'\n[The full output is saved. Read it in pages with read_tool_result(call_id="'
-            f'{call_id}", offset=0, limit=20000); each page says its next offset.]'
+            f"\n[The full output is saved. Read it in pages with {PAGER_TOOL}(call_id="
+            f"{json.dumps(call_id)}, offset=0, limit=20000); offsets count characters, and "
+            "each page says its next offset.]"
         )
     capped = f"{note}\n\n{preview}"
     new_content: str | list[ContentBlock] = capped if not images else [TextBlock(capped), *images]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,15 @@ class InFlight:
 
     def leave(self) -> None:
         self.now -= 1
+
+
+@pytest.fixture(autouse=True)
+def private_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system temp folder for this test: saved results land here, not in /tmp."""
+    folder = tmp_path / "system-temp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
 @pytest.fixture

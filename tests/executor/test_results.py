@@ -14,7 +14,14 @@ import pytest
 
 from toolbridge import ImageBlock, ToolCallRequest, ToolContext, ToolRegistry, tool
 from toolbridge.executor import ExecutionPolicy, ToolExecutor, tool_result_messages
-from toolbridge.results import EMPTY_RESULT, ResultStore, cap_result, safe_file_name
+from toolbridge.results import (
+    EMPTY_RESULT,
+    PAGE_METADATA_KEY,
+    SAVED_METADATA_KEY,
+    ResultStore,
+    cap_result,
+    safe_file_name,
+)
 from toolbridge.tool import ToolResult
 from toolbridge.tools.tool_results import ReadToolResult
 
@@ -73,17 +80,18 @@ async def test_a_long_result_is_previewed_and_persisted_for_the_pager(
         return body
 
     registry.register(dump)
-    registry.register(ReadToolResult())
     policy = ExecutionPolicy(max_result_chars=5_000, preview_chars=900)
     executor = ToolExecutor(registry, policy)
+    assert isinstance(registry.get("read_tool_result"), ReadToolResult)  # registered for us
     [outcome] = await executor.run([ToolCallRequest("call/../1", "dump", {})])
 
     text = outcome.result.text
     assert len(text) < 5_000
     assert "line 00000" in text and "line 09999" in text and "line 05000" not in text
     assert 'read_tool_result(call_id="call/../1"' in text
-    saved = Path(outcome.result.metadata["persisted_path"])
-    assert saved.parent == workspace / ".toolbridge" / "results" / "test-session"
+    saved = Path(outcome.result.metadata[SAVED_METADATA_KEY]["path"])
+    assert saved.parent == ResultStore.for_workspace(workspace, "test-session").directory
+    assert not (workspace / ".toolbridge").exists()  # nothing written into the workspace
     assert saved.stat().st_size == len(body)  # noqa: ASYNC240 - a test's own check
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]  # no temp files left
 
@@ -99,35 +107,43 @@ async def test_a_long_result_is_previewed_and_persisted_for_the_pager(
                 )
             ]
         )
-        _header, _, rest = page.result.text.partition("\n")
+        header, _, rest = page.result.text.partition("\n")
         chunk, _, footer = rest.rpartition("\n")
         pages.append(chunk)
-        if footer == "[end of the saved result]":
+        meta = page.result.metadata[PAGE_METADATA_KEY]
+        assert header == f"[characters {offset:,}-{meta['next_offset']:,} of {len(body):,}]"
+        if meta["at_end"]:
+            assert footer == "[end of the saved result]"
             break
-        offset = int(footer.split("offset=")[1].rstrip("]"))
+        offset = meta["next_offset"]
     assert "".join(pages) == body
     assert len(pages) == 4
 
 
-def test_pages_never_split_a_character(workspace: Path) -> None:
-    store = ResultStore(workspace, "s")
-    text = "aé€😀" * 1000
+def test_pages_count_characters_and_never_split_one(workspace: Path) -> None:
+    store = ResultStore.in_workspace(workspace, "s")
+    text = "aé€😀" * 100_000  # multi-byte characters across the reader's blocks
     store.save("c1", text)
     pieces = []
     offset = 0
-    while offset < len(text.encode()):
-        page = store.read("c1", offset, 7)
+    while True:
+        page = store.read("c1", offset, 70_001)
+        assert page.size == len(text)
         pieces.append(page.text)
         offset = page.next_offset
+        if page.at_end:
+            break
     assert "".join(pieces) == text
-    assert store.read("c1", 1, 4).text == "é€"  # an offset inside "a"+"é" moves forward
+    assert store.read("c1", 1, 4).text == "é€😀a"  # offsets and limits are characters
+    assert store.read("c1", 399_998, 10).text == "€😀"
+    assert store.read("c1", 10**9, 10).text == ""
 
 
 def test_a_50_mb_result_is_saved_and_paged_without_loading_it_all_twice(
     workspace: Path,
 ) -> None:
     text = "0123456789abcdef" * (50 * 1024 * 1024 // 16)
-    store = ResultStore(workspace, "big")
+    store = ResultStore.in_workspace(workspace, "big")
     result = ToolResult(text)
 
     tracemalloc.start()
@@ -148,7 +164,7 @@ def test_a_50_mb_result_is_saved_and_paged_without_loading_it_all_twice(
 
 
 def test_old_results_are_pruned_by_age_and_by_count(workspace: Path) -> None:
-    store = ResultStore(workspace, "s", max_age=3600, max_count=3)
+    store = ResultStore.in_workspace(workspace, "s", max_age=3600, max_count=3)
     old = store.save("old", "x")
     past = time.time() - 7200
     os.utime(old, (past, past))
@@ -165,7 +181,7 @@ def test_old_results_are_pruned_by_age_and_by_count(workspace: Path) -> None:
 
 
 def test_unsafe_ids_stay_inside_the_results_folder(workspace: Path) -> None:
-    store = ResultStore(workspace, "../../etc")
+    store = ResultStore.in_workspace(workspace, "../../etc")
     path = store.save("../../passwd", "x")
     assert path.resolve().is_relative_to((workspace / ".toolbridge" / "results").resolve())
     assert safe_file_name("call_1-ok") == "call_1-ok"
@@ -179,7 +195,7 @@ def test_a_results_folder_symlinked_out_of_the_workspace_is_refused(
     outside.mkdir()
     (workspace / ".toolbridge").mkdir()
     (workspace / ".toolbridge" / "results").symlink_to(outside, target_is_directory=True)
-    store = ResultStore(workspace, "s")
+    store = ResultStore.in_workspace(workspace, "s")
     from toolbridge import WorkspaceViolation
 
     with pytest.raises(WorkspaceViolation):
@@ -206,10 +222,11 @@ async def test_a_read_only_workspace_still_gets_a_preview(tmp_path: Path) -> Non
         return "y" * 1000
 
     registry = ToolRegistry([dump], context=ToolContext(workspace=blocker))
-    executor = ToolExecutor(registry, ExecutionPolicy(max_result_chars=100, preview_chars=50))
-    [outcome] = await executor.run([ToolCallRequest("c", "dump", {})])
+    policy = ExecutionPolicy(max_result_chars=100, preview_chars=50, results_dir="results")
+    [outcome] = await ToolExecutor(registry, policy).run([ToolCallRequest("c", "dump", {})])
     assert outcome.ok and "Output too long" in outcome.result.text
-    assert "persisted_path" not in outcome.result.metadata
+    assert SAVED_METADATA_KEY not in outcome.result.metadata
+    assert "read_tool_result" not in outcome.result.text  # nothing saved: no pager named
 
 
 async def test_tool_result_messages_answer_every_call_in_order(registry: ToolRegistry) -> None:

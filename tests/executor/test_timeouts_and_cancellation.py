@@ -159,7 +159,7 @@ def test_isolation_refuses_functions_a_child_cannot_import() -> None:
     async def coroutine(x: int) -> int:
         return x
 
-    with pytest.raises(ToolDefinitionError, match="module-level"):
+    with pytest.raises(ToolDefinitionError, match="top level of an importable module"):
         IsolatedFunctionTool(local)
     coroutine.__qualname__ = "coroutine"
     with pytest.raises(ToolDefinitionError, match="async"):

@@ -8,6 +8,7 @@ process; `toolbridge.backends.ray.RayBackend` runs it on a Ray cluster.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable
 from typing import Protocol
 
@@ -17,7 +18,7 @@ __all__ = ["CallRunner", "ExecutionBackend", "LocalBackend"]
 
 
 class CallRunner(Protocol):
-    """Runs one prepared call of a bound registry: `ToolRegistry.run_prepared`'s shape."""
+    """Runs one prepared, approved call of a bound registry (`ToolRegistry.run_prepared`)."""
 
     def __call__(
         self, prepared: PreparedCall, *, call_id: str | None = None, time_limit: float | None
@@ -31,7 +32,8 @@ class ExecutionBackend(Protocol):
 
 
 class LocalBackend:
-    """Runs calls in this process, on the event loop: the registry's own `run_prepared`."""
+    """Runs calls in this process, on the event loop: the registry's own `run_prepared`,
+    for calls the executor has already approved."""
 
     def bind(self, registry: ToolRegistry) -> CallRunner:
-        return registry.run_prepared
+        return functools.partial(registry.run_prepared, approved=True)

@@ -144,7 +144,10 @@ class ReadSkillFile(_SkillTool):
                 PAGE_METADATA_KEY: {
                     "skill": skill.name,
                     "path": shown,
-                    "next_offset": end if end < len(text) else None,
+                    "offset": offset,
+                    "next_offset": end,
+                    "size": len(text),
+                    "at_end": end >= len(text),
                 }
             },
         )
