@@ -442,7 +442,9 @@ def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
         return ToolError(exc.kind, exc.message, exc.hint)
     if isinstance(exc, ToolExecutionError):
         return ToolError(ErrorKind.EXECUTION_ERROR, exc.message, exc.hint or RETRY_HINT)
-    logger.warning("tool %r raised", tool_name, exc_info=exc)
+    # DEBUG: the model gets the error as a result; a library prints nothing by itself
+    # (Python's last-resort handler shows WARNING and up when logging is not configured).
+    logger.debug("tool %r raised", tool_name, exc_info=exc)
     detail = str(exc).strip()
     if len(detail) > 500:
         detail = detail[:500] + "…"
