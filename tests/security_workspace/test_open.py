@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.security.workspace import Workspace
+from toolbridge.security.workspace import InvalidPath, Workspace
 
 
 def test_open_read_reads_a_regular_file(guard: Workspace, workspace: Path) -> None:
@@ -22,9 +22,9 @@ def test_open_read_reads_a_regular_file(guard: Workspace, workspace: Path) -> No
 def test_a_fifo_is_refused_without_blocking(guard: Workspace, workspace: Path) -> None:
     os.mkfifo(workspace / "pipe")
     real = guard.resolve("pipe")
-    with pytest.raises(WorkspaceViolation, match="FIFO"):
+    with pytest.raises(InvalidPath, match="FIFO"):
         guard.open_read(real)  # no writer: a blocking open would hang here forever
-    with pytest.raises(WorkspaceViolation, match="FIFO"):
+    with pytest.raises(InvalidPath, match="FIFO"):
         guard.write_atomic(real, b"data")
     assert stat.S_ISFIFO(os.lstat(workspace / "pipe").st_mode)
 
@@ -33,7 +33,7 @@ def test_a_unix_socket_is_refused(guard: Workspace, workspace: Path) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(str(workspace / "sock"))
-        with pytest.raises(WorkspaceViolation, match="regular file"):
+        with pytest.raises(InvalidPath, match="regular file"):
             guard.open_read(guard.resolve("sock"))
     finally:
         server.close()

@@ -25,7 +25,7 @@ from typing import BinaryIO, Literal
 
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
 
-__all__ = ["EntryKind", "WalkEntry", "Workspace"]
+__all__ = ["EntryKind", "InvalidPath", "WalkEntry", "Workspace"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,18 @@ MAX_PATH_BYTES = 4095
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_WINDOWS_PREFIX = re.compile(r"[A-Za-z]:|\\\\")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 EntryKind = Literal["file", "dir", "symlink", "other"]
+
+
+class InvalidPath(ToolExecutionError):
+    """A path that is wrong wherever the workspace is: empty, a NUL byte, too long, not
+    valid Unicode, or naming a FIFO, socket or device instead of a regular file.
+
+    Not a `WorkspaceViolation`: the model can fix the argument and try again. The file
+    tools report it as an ``invalid_arguments`` error (see `toolbridge.fs.WorkspaceTool`).
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +94,8 @@ class Workspace:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        real = Path(os.path.realpath(os.fspath(root)))
+        configured = Path(os.path.abspath(os.fspath(root)))
+        real = Path(os.path.realpath(configured))
         try:
             info = os.stat(real)
         except OSError as exc:
@@ -94,6 +103,10 @@ class Workspace:
         if not stat.S_ISDIR(info.st_mode):
             raise ValueError(f"workspace {root!s} is not a directory")
         self.root = real
+        # The root as configured, when it differs from the real path (a symlink on the
+        # way, as macOS /tmp -> /private/tmp): absolute paths under it are accepted too.
+        self.configured = configured
+        self._alias = configured.parts[1:] if configured != real else None
         self._identity = (info.st_dev, info.st_ino)
 
     def __repr__(self) -> str:
@@ -110,7 +123,7 @@ class Workspace:
         """
         self._check_spelling(path)
         expanded = os.path.expanduser(path) if path.startswith("~") else path
-        real = self._follow(path, expanded)
+        real = self._follow(path, self._respell(expanded))
         if not self.contains(real):
             raise WorkspaceViolation(
                 f"{_show(path)} is outside the workspace ({self.root})", target=path
@@ -126,40 +139,59 @@ class Workspace:
         return real.relative_to(self.root).as_posix() or "."
 
     def _check_spelling(self, path: str) -> None:
-        if "\x00" in path:
-            raise WorkspaceViolation(
-                f"{_show(path)} contains a NUL byte, which no file name can hold", target=path
-            )
-        if _WINDOWS_PREFIX.match(path):
-            raise WorkspaceViolation(
-                f"{_show(path)} is a Windows drive or UNC path; this workspace is a POSIX "
-                "directory, use a path relative to it",
-                target=path,
-            )
+        """Refuse what no file system holds. Backslashes and drive letters are ordinary
+        name characters on POSIX (``\\\\server\\x`` is one file name), so they pass."""
         if not path:
-            raise ToolExecutionError(
+            raise InvalidPath(
                 "the path is empty", hint="Use '.' for the workspace root, or a relative path."
+            )
+        if "\x00" in path:
+            raise InvalidPath(
+                f"{_show(path)} contains a NUL byte, which no file name can hold",
+                hint="Remove the NUL byte (\\u0000) from the path.",
             )
         surrogate = _SURROGATE.search(path)
         if surrogate:
-            raise ToolExecutionError(
+            raise InvalidPath(
                 f"{_show(path)} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
                 "which is not valid Unicode",
                 hint="Send the path as valid Unicode text.",
             )
         if len(path.encode()) > MAX_PATH_BYTES:
-            raise ToolExecutionError(
+            raise InvalidPath(
                 f"the path is {len(path.encode())} bytes long; paths are at most "
                 f"{MAX_PATH_BYTES} bytes",
                 hint="Use a shorter path.",
             )
         for part in path.split("/"):
             if len(part.encode()) > MAX_NAME_BYTES:
-                raise ToolExecutionError(
+                raise InvalidPath(
                     f"the path component {_show(part)} is {len(part.encode())} bytes long; "
                     f"file names are at most {MAX_NAME_BYTES} bytes",
                     hint="Use a shorter file name.",
                 )
+
+    def _respell(self, path: str) -> str:
+        """An absolute path spelled under the configured root, re-spelled under the real
+        root (``/tmp/ws/x`` -> ``/private/tmp/ws/x``); any other path as it is.
+
+        Only the leading components are compared, as written: ``..`` after them is
+        still applied to the real directory by `_follow`, as the kernel would.
+        """
+        alias = self._alias
+        if alias is None or not path.startswith("/"):
+            return path
+        parts = path.split("/")
+        matched = 0
+        for index, part in enumerate(parts):
+            if matched == len(alias):
+                return "/".join([str(self.root), *parts[index:]])
+            if part in ("", "."):
+                continue
+            if part != alias[matched]:
+                return path
+            matched += 1
+        return str(self.root) if matched == len(alias) else path
 
     def _follow(self, original: str, path: str) -> Path:
         """Resolve `path` component by component, as the kernel's path walk does."""
@@ -230,7 +262,7 @@ class Workspace:
                         "Try again once the files stop changing.",
                     ) from None
                 if target.startswith("/"):
-                    current = "/"
+                    target, current = self._respell(target), "/"
                 pending.extendleft(reversed(target.split("/")))
                 continue
             current, is_dir = candidate, stat.S_ISDIR(info.st_mode)
@@ -443,9 +475,9 @@ class Workspace:
                     hint="Check the path with list_dir.",
                 ) from None
             if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing
-                raise WorkspaceViolation(
+                raise InvalidPath(
                     f"{shown} is not a regular file; only regular files can be opened",
-                    target=shown,
+                    hint=_NOT_REGULAR_HINT,
                 ) from None
             raise ToolExecutionError(
                 f"{shown} cannot be opened: {exc.strerror}", hint="Try another path."
@@ -478,9 +510,13 @@ def _is_a_directory(shown: str) -> ToolExecutionError:
     )
 
 
-def _not_regular(shown: str, mode: int) -> WorkspaceViolation:
-    return WorkspaceViolation(
-        f"{shown} is {_describe_mode(mode)}; only regular files can be opened", target=shown
+_NOT_REGULAR_HINT = "Choose a regular file; list_dir marks special files as not readable."
+
+
+def _not_regular(shown: str, mode: int) -> InvalidPath:
+    return InvalidPath(
+        f"{shown} is {_describe_mode(mode)}; only regular files can be opened",
+        hint=_NOT_REGULAR_HINT,
     )
 
 

@@ -124,7 +124,7 @@ class GlobTool(WorkspaceTool):
     )
     read_only = True
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
             self._glob, kwargs["pattern"], kwargs.get("path", "."), kwargs.get("max_results", 200)
         )
@@ -222,7 +222,7 @@ class GrepTool(WorkspaceTool):
     max_line_chars = 300
     batch_bytes = 1 << 20
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         return await self._grep(
             kwargs["pattern"],
             kwargs.get("path", "."),
