@@ -11,18 +11,20 @@ from __future__ import annotations
 import asyncio
 import codecs
 import ipaddress
+import os
 import re
 import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from toolbridge.errors import ToolExecutionError
+from toolbridge.errors import ToolConfigError, ToolExecutionError
 from toolbridge.fs import looks_binary
 from toolbridge.html import HtmlText, html_to_text
 from toolbridge.isolation import run_in_subprocess
-from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver
+from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver, static_resolver
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
 
 if TYPE_CHECKING:
@@ -43,9 +45,14 @@ _HINT_UNREACHABLE = "Check the URL, try again later, or use another source."
 
 
 class WebFetchConfig(BaseModel):
-    """Settings of `web_fetch` (config section ``web_fetch``)."""
+    """Settings of `web_fetch` (config section ``web_fetch``).
 
-    model_config = ConfigDict(extra="forbid")
+    Everything but `resolver` and `ssl_context` is plain data a TOML table can hold.
+    Those two are live objects for library users: pass a `WebFetchConfig` (or a mapping
+    holding them) as ``ToolContext.config["web_fetch"]``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     allow_cidrs: list[str] = Field(
         default_factory=list,
@@ -53,6 +60,21 @@ class WebFetchConfig(BaseModel):
     )
     allow_ports: list[int] = Field(
         default_factory=list, description="If set, allow_cidrs are open on these ports only."
+    )
+    hosts: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Fixed addresses for host names, like /etc/hosts: "
+        "{'wiki.corp.example': ['10.1.2.3']}. Still checked: open them with allow_cidrs.",
+    )
+    ca_bundle: str | None = Field(
+        default=None,
+        description="A PEM file (or a directory of them) with CA certificates to trust for "
+        "https, e.g. a company CA. Use an absolute path.",
+    )
+    system_ca: bool = Field(
+        default=True,
+        description="With ca_bundle: trust the system's CA certificates too. Without "
+        "ca_bundle, https is verified against httpx's default (certifi) bundle.",
     )
     max_bytes: int = Field(default=2_000_000, gt=0, description="Stop downloading after this many.")
     max_chars: int = Field(
@@ -64,6 +86,17 @@ class WebFetchConfig(BaseModel):
     )
     max_redirects: int = Field(default=MAX_REDIRECTS, ge=0, le=MAX_REDIRECTS)
     user_agent: str = "toolbridge-web-fetch/0.1"
+    resolver: SkipJsonSchema[Resolver | None] = Field(
+        default=None,
+        exclude=True,
+        description="Python only: async host -> addresses, used instead of the system "
+        "resolver (hosts still wins). Every answer is checked by the guard.",
+    )
+    ssl_context: SkipJsonSchema[ssl.SSLContext | None] = Field(
+        default=None,
+        exclude=True,
+        description="Python only: the TLS context that verifies https servers.",
+    )
 
     @field_validator("allow_cidrs")
     @classmethod
@@ -82,6 +115,67 @@ class WebFetchConfig(BaseModel):
         if bad:
             raise ValueError(f"ports must be between 1 and 65535, got {bad}")
         return ports
+
+    @field_validator("hosts")
+    @classmethod
+    def _valid_hosts(cls, hosts: dict[str, list[str]]) -> dict[str, list[str]]:
+        for host, answers in hosts.items():
+            if not answers:
+                raise ValueError(f"host {host!r} has no addresses; give at least one")
+            for answer in answers:
+                try:
+                    ipaddress.ip_address(answer)
+                except ValueError:
+                    raise ValueError(
+                        f"{answer!r} (for host {host!r}) is not an IP address like '10.1.2.3'"
+                    ) from None
+        return hosts
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _existing_bundle(cls, path: str | None) -> str | None:
+        if path is not None and not os.path.exists(os.path.expanduser(path)):
+            raise ValueError(f"{path!r} does not exist; give the path of a PEM file or directory")
+        return path
+
+    @model_validator(mode="after")
+    def _one_trust_setting(self) -> WebFetchConfig:
+        if self.ssl_context is not None and (self.ca_bundle is not None or not self.system_ca):
+            raise ValueError("set either ssl_context or ca_bundle/system_ca, not both")
+        return self
+
+    def network_guard(self) -> NetworkGuard:
+        """The guard these settings describe (allowlist, fixed hosts, resolver)."""
+        resolver = self.resolver
+        if self.hosts:
+            resolver = static_resolver(self.hosts, resolver)
+        return NetworkGuard(
+            allow_cidrs=self.allow_cidrs, allow_ports=self.allow_ports, resolver=resolver
+        )
+
+    def tls_verify(self) -> ssl.SSLContext | bool:
+        """What verifies https servers (True: httpx's default); a CA bundle that cannot be
+        loaded is a `ToolConfigError`."""
+        if self.ssl_context is not None:
+            return self.ssl_context
+        if self.ca_bundle is None:
+            return True
+        if self.system_ca:
+            context = ssl.create_default_context()
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, trusts nothing yet
+        path = os.path.expanduser(self.ca_bundle)
+        try:
+            if os.path.isdir(path):
+                context.load_verify_locations(capath=path)
+            else:
+                context.load_verify_locations(cafile=path)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"configuration of tool 'web_fetch' (section 'web_fetch') is invalid: "
+                f"ca_bundle {self.ca_bundle!r} could not be loaded as PEM certificates: {exc}"
+            ) from None
+        return context
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,20 +217,10 @@ class WebFetchTool(Tool):
     )
     read_only = True
 
-    def __init__(
-        self,
-        config: WebFetchConfig | None = None,
-        *,
-        resolver: Resolver | None = None,
-        verify: ssl.SSLContext | bool = True,
-    ) -> None:
+    def __init__(self, config: WebFetchConfig | None = None) -> None:
         self.config = config or WebFetchConfig()
-        self.guard = NetworkGuard(
-            allow_cidrs=self.config.allow_cidrs,
-            allow_ports=self.config.allow_ports,
-            resolver=resolver,
-        )
-        self.verify = verify
+        self.guard = self.config.network_guard()
+        self.verify = self.config.tls_verify()
 
     @classmethod
     def config_cls(cls) -> type[BaseModel]:
