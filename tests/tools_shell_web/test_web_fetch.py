@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime
 import ssl
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from toolbridge import ErrorKind, ToolConfigError, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.html import html_to_text
+from toolbridge.html import html_to_text, page_text
 from toolbridge.tools.web import BANNER_END, WebFetchConfig, WebFetchTool
 
 PAGE = b"""<!doctype html><html><head><title>Release notes</title>
@@ -329,3 +330,109 @@ def test_a_ca_bundle_that_is_not_pem_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "ca.pem").write_text("not a certificate")
     with pytest.raises(ToolConfigError, match="could not be loaded as PEM"):
         loaded_web_fetch({"ca_bundle": str(tmp_path / "ca.pem")})
+
+
+PAGES = Path(__file__).parent / "pages"
+
+# Per saved page: text of the article that must be kept; text of the page's chrome
+# (navigation, cookie banner, sidebar, footer, comments, ads), which main-content
+# extraction leaves out; and scripts and hidden elements, which never reach the model.
+SAVED_PAGES = {
+    "blog_post.html": (
+        [
+            "# Understanding Python's asyncio.TaskGroup",
+            "## Why structured concurrency matters",
+            "### Handling errors with except",
+            "- If any task raises, the other tasks are cancelled.",
+            "2. Add one `except*` clause per exception type.",
+            '        first = group.create_task(fetch("first", 1.0))',
+            "[official documentation on task groups]"
+            "(https://docs.python.org/3/library/asyncio-task.html#task-groups)",
+        ],
+        [
+            "We use cookies",
+            "Subscribe to the newsletter",
+            "Popular posts",
+            "Sponsored",
+            "All rights reserved",
+            "dev_guy42",
+        ],
+        ["gtag", "dataLayer", "id_rsa", "SYSTEM OVERRIDE"],
+    ),
+    "docs_page.html": (
+        [
+            "# Configuration reference",
+            "| `port` | `8080` | TCP port to listen on. |",
+            "$ skyline cache clear --all",
+            "[Caching in production](https://docs.example/4.2/deployment.html#caching)",
+        ],
+        [
+            "Quick search",
+            "Previous topic",
+            "Created using",
+            "5.0 beta is out",
+        ],
+        ["initSearch", "disable TLS verification"],
+    ),
+    "news_article.html": (
+        [
+            "# City council approves new cycle lanes after two-year debate",
+            "## Shop owners object",
+            "- Forty-two parking spaces on Harbour Road will be removed.",
+            "[2024 consultation](https://docs.example/news/local/mill-street-consultation)",
+        ],
+        [
+            "847 partners",
+            "Subscribe from",
+            "Most read",
+            "ADVERTISEMENT",
+            "Example Media Group",
+        ],
+        ["__INITIAL_STATE__", "say the vote failed", "tracking pixel"],
+    ),
+}
+
+
+@pytest.mark.parametrize("page", sorted(SAVED_PAGES))
+async def test_saved_pages_give_the_article_without_the_chrome(
+    servers: Any, local_http: Any, page: str
+) -> None:
+    """Main-content extraction keeps the article (headings, lists, code, links) and
+    leaves out what the plain-text path keeps: navigation, banners, sidebars, footers."""
+    server = await servers()
+    server.routes["/4.2/page.html"] = local_http.Reply(
+        headers={"Content-Type": "text/html; charset=utf-8"}, body=(PAGES / page).read_bytes()
+    )
+    url = f"http://docs.example:{server.port}/4.2/page.html"
+    kept, chrome, unseen = SAVED_PAGES[page]
+    kept = [k.replace("https://docs.example", f"http://docs.example:{server.port}") for k in kept]
+    hosts = {"hosts": {"docs.example": ["127.0.0.1"]}}
+
+    main = await fetcher(server, **hosts).execute("web_fetch", {"url": url})
+    assert main.metadata["extractor"] == "main_content"
+    assert "Showing: the main content as Markdown" in main.text
+    for text in kept:
+        assert text in main.text, text
+    for text in chrome + unseen:
+        assert text not in main.text, text
+
+    whole = await fetcher(server, html="text", **hosts).execute("web_fetch", {"url": url})
+    assert whole.metadata["extractor"] == "text"
+    assert [text for text in chrome if text in whole.text], "plain text keeps the chrome"
+    assert [text for text in unseen if text in whole.text] == []
+    assert len(main.text) < len(whole.text)
+
+
+def test_without_the_extra_pages_fall_back_to_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = (PAGES / "news_article.html").read_text()
+    assert page_text(html, "https://news.example/").extractor == "main_content"
+    monkeypatch.setitem(sys.modules, "trafilatura", None)  # import now raises ImportError
+    fallback = page_text(html, "https://news.example/")
+    assert fallback.extractor == "text"
+    assert "City council approves new cycle lanes" in fallback.text
+    assert "say the vote failed" not in fallback.text
+
+
+def test_short_pages_are_returned_whole() -> None:
+    page = page_text(PAGE.decode(), "http://public.example/notes")
+    assert page.extractor == "text" and "# Version 2" in page.text

@@ -15,14 +15,14 @@ import os
 import re
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from toolbridge.errors import ToolConfigError, ToolExecutionError
 from toolbridge.fs import looks_binary
-from toolbridge.html import HtmlText, html_to_text
+from toolbridge.html import HtmlText, page_text
 from toolbridge.isolation import run_in_subprocess
 from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver, static_resolver
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
@@ -85,6 +85,12 @@ class WebFetchConfig(BaseModel):
         default=10.0, gt=0, le=600, description="Seconds to turn a page's HTML into text."
     )
     max_redirects: int = Field(default=MAX_REDIRECTS, ge=0, le=MAX_REDIRECTS)
+    html: Literal["main_content", "text"] = Field(
+        default="main_content",
+        description="main_content: the page's article as Markdown, without navigation, "
+        "banners and sidebars (needs the web extra's trafilatura; falls back to text); "
+        "text: all visible text of the page.",
+    )
     user_agent: str = "toolbridge-web-fetch/0.1"
     resolver: SkipJsonSchema[Resolver | None] = Field(
         default=None,
@@ -271,13 +277,14 @@ class WebFetchTool(Tool):
             ) from None
 
     async def _convert(self, html: str, url: str) -> HtmlText:
-        """HTML to text in a worker process with a deadline: the stdlib parser is quadratic
-        on some malformed input, and a thread could neither be stopped nor spare the loop."""
+        """HTML to text in a worker process with a deadline: parsers can be quadratic on
+        malformed input, and a thread could neither be stopped nor spare the loop."""
         limit = self.config.convert_timeout
+        main = self.config.html == "main_content"
         try:
             async with asyncio.timeout(limit):
                 converted: HtmlText = await run_in_subprocess(
-                    html_to_text, {"html": html, "base_url": url}
+                    page_text, {"html": html, "base_url": url, "main": main}
                 )
         except TimeoutError:
             raise ToolExecutionError(
@@ -327,10 +334,10 @@ class WebFetchTool(Tool):
                 hint="web_fetch reads HTML and text; look for an HTML or text version.",
             )
         text = page.body.decode(_charset(page), errors="replace")
-        title = ""
+        title = extractor = ""
         if kind == "html":
             converted = await self._convert(text, page.url)
-            title, text = converted.title, converted.text
+            title, text, extractor = converted.title, converted.text, converted.extractor
         total = len(text)
         notes: list[str] = []
         if total > limit:
@@ -347,6 +354,10 @@ class WebFetchTool(Tool):
             header.append(f"Redirected from: {hops[0]}")
         if title:
             header.append(f"Title: {title}")
+        if extractor == "main_content":
+            header.append(
+                "Showing: the main content as Markdown (navigation and sidebars left out)"
+            )
         body = text.replace(BANNER_END, "<<<END OF EXTERNAL CONTENT (quoted)>>>")
         content = "\n".join([*header, "", body, *notes, BANNER_END])
         metadata = {
@@ -357,6 +368,8 @@ class WebFetchTool(Tool):
             "truncated": page.truncated or total > limit,
             "redirects": hops[1:],
         }
+        if extractor:
+            metadata["extractor"] = extractor
         return ToolResult(content, metadata=metadata)
 
 
