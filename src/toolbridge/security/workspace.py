@@ -17,7 +17,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -354,14 +354,21 @@ class Workspace:
             os.close(parent)
 
     def walk(
-        self, real: Path, *, max_depth: int, skip_dirs: frozenset[str] = frozenset()
+        self,
+        real: Path,
+        *,
+        max_depth: int,
+        skip_dirs: frozenset[str] = frozenset(),
+        leave_out: Callable[[Path, EntryKind], bool] | None = None,
     ) -> Generator[WalkEntry, None, None]:
         """Entries below the resolved directory `real`, depth first, sorted by name.
 
         Symlinks are reported but never followed, so a walk cannot leave the workspace
         and ends on symlink loops. Directories named in `skip_dirs` are reported but not
-        entered. A directory that cannot be opened or listed is reported with `error`
-        set, and the walk goes on; only `real` itself failing is an error.
+        entered; entries for which `leave_out(path, kind)` is true are neither reported
+        nor entered (how searches honour ``.gitignore``). A directory that cannot be
+        opened or listed is reported with `error` set, and the walk goes on; only `real`
+        itself failing is an error.
         """
         with self.open_dir(real) as fd:
             try:
@@ -372,7 +379,7 @@ class Workspace:
                     hint="List another directory.",
                 ) from None
             yield from self._walk_entries(
-                fd, entries, real, 1, max_depth=max_depth, skip_dirs=skip_dirs
+                fd, entries, real, 1, max_depth=max_depth, skip_dirs=skip_dirs, leave_out=leave_out
             )
 
     def _walk_entries(
@@ -384,6 +391,7 @@ class Workspace:
         *,
         max_depth: int,
         skip_dirs: frozenset[str],
+        leave_out: Callable[[Path, EntryKind], bool] | None,
     ) -> Iterator[WalkEntry]:
         for entry in entries:
             try:
@@ -392,6 +400,8 @@ class Workspace:
                 continue
             kind = _kind(info.st_mode)
             path = real / entry.name
+            if leave_out is not None and leave_out(path, kind):
+                continue
             size = info.st_size if kind == "file" else 0
             if kind != "dir" or depth >= max_depth or entry.name in skip_dirs:
                 yield WalkEntry(path, kind, size, depth)
@@ -411,7 +421,13 @@ class Workspace:
                     continue
                 yield WalkEntry(path, kind, size, depth)
                 yield from self._walk_entries(
-                    child, below, path, depth + 1, max_depth=max_depth, skip_dirs=skip_dirs
+                    child,
+                    below,
+                    path,
+                    depth + 1,
+                    max_depth=max_depth,
+                    skip_dirs=skip_dirs,
+                    leave_out=leave_out,
                 )
             finally:
                 os.close(child)
