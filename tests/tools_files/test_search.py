@@ -102,8 +102,8 @@ async def test_glob_finds_paths_without_following_symlinks(
     assert either.text.splitlines() == ["README.md", "data.bin"]
     none = await registry.execute("glob", {"pattern": "*.rs", "path": "src"})
     assert none.text == "No paths match '*.rs' under src."
-    missing = await registry.execute("glob", {"pattern": "nope/**/*.py"})
-    assert missing.text == "No paths match 'nope/**/*.py' under ."
+    missing = await registry.execute("glob", {"pattern": "nope/**/*.py", "path": "src"})
+    assert missing.text == "No paths match 'nope/**/*.py' under src."
 
 
 async def test_absolute_glob_patterns_are_checked_by_the_guard(
