@@ -1,19 +1,26 @@
 """Glob patterns of the glob tool and grep's include: parsing, matching, fixed prefixes.
 
 ``*`` and ``?`` stay within one name, ``[...]`` is a character class, ``**`` spans
-directories and ``{a,b}`` is alternation. Matching is memoised over segments, so its
-cost stays polynomial whatever the pattern.
+directories and ``{a,b}`` is alternation. Matching runs a small automaton over the
+path's names, so its cost stays polynomial whatever the pattern.
 """
 
 from __future__ import annotations
 
 import re
-from fnmatch import fnmatchcase
-from functools import cache
+from collections.abc import Callable, Sequence
+from fnmatch import translate
 
 from toolbridge.errors import ToolExecutionError
 
-__all__ = ["expand_braces", "glob_match", "has_magic", "pattern_parts", "split_fixed_prefix"]
+__all__ = [
+    "Glob",
+    "expand_braces",
+    "glob_match",
+    "has_magic",
+    "pattern_parts",
+    "split_fixed_prefix",
+]
 
 MAX_ALTERNATIVES = 64
 _MAGIC = re.compile(r"[*?\[{]")
@@ -82,15 +89,71 @@ def split_fixed_prefix(parts: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[s
     return parts[:fixed], parts[fixed:]
 
 
-def glob_match(parts: tuple[str, ...], path: tuple[str, ...]) -> bool:
+class Glob:
+    """A compiled pattern: each segment's regex built once, matched as a small automaton
+    over the path's names (at most len(pattern) states per name, whatever the pattern)."""
+
+    def __init__(self, parts: tuple[str, ...]) -> None:
+        self.parts = parts
+        self._segments: list[Callable[[str], object] | None] = [
+            None if part == "**" else re.compile(translate(part)).match for part in parts
+        ]
+
+    def _closure(self, states: set[int]) -> set[int]:
+        pending = list(states)
+        while pending:
+            index = pending.pop()
+            if (
+                index < len(self.parts)
+                and self._segments[index] is None
+                and index + 1 not in states
+            ):
+                states.add(index + 1)
+                pending.append(index + 1)
+        return states
+
+    def match(self, path: Sequence[str]) -> bool:
+        """Whether the path segments match the pattern (``**`` spans any number of names)."""
+        spans = [i for i, segment in enumerate(self._segments) if segment is None]
+        if len(spans) <= 1:  # the common shapes, 'src/*.py' and '**/*.py', without the automaton
+            return self._match_around(spans[0] if spans else None, path)
+        return self._run(path)
+
+    def _match_around(self, span: int | None, path: Sequence[str]) -> bool:
+        segments = self._segments
+        if span is None:
+            head, tail = segments, []
+            if len(path) != len(head):
+                return False
+        else:
+            head, tail = segments[:span], segments[span + 1 :]
+            if len(path) < len(head) + len(tail):
+                return False
+        pairs = zip(head, path[: len(head)], strict=True)
+        ends = zip(tail, path[len(path) - len(tail) :], strict=True)
+        return all(s is not None and s(n) for s, n in pairs) and all(
+            s is not None and s(n) for s, n in ends
+        )
+
+    def _run(self, path: Sequence[str]) -> bool:
+        end = len(self.parts)
+        states = self._closure({0})
+        for name in path:
+            following: set[int] = set()
+            for index in states:
+                if index == end:
+                    continue
+                segment = self._segments[index]
+                if segment is None:
+                    following.add(index)  # ** takes this name and may take more
+                elif segment(name):
+                    following.add(index + 1)
+            if not following:
+                return False
+            states = self._closure(following)
+        return end in states
+
+
+def glob_match(parts: tuple[str, ...], path: Sequence[str]) -> bool:
     """Whether the path segments match the pattern segments (``**`` spans any depth)."""
-
-    @cache
-    def match(i: int, j: int) -> bool:
-        if i == len(parts):
-            return j == len(path)
-        if parts[i] == "**":
-            return match(i + 1, j) or (j < len(path) and match(i, j + 1))
-        return j < len(path) and fnmatchcase(path[j], parts[i]) and match(i + 1, j + 1)
-
-    return match(0, 0)
+    return Glob(parts).match(path)

@@ -27,9 +27,10 @@ MAX_LISTED_FILES = 200_000
 
 @dataclass(slots=True)
 class Listing:
-    """The files found (real paths, in walk order), and whether the listing was cut short."""
+    """The files found (paths relative to the workspace root, in walk order), and whether
+    the listing was cut short."""
 
-    files: list[Path] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     timed_out: bool = False  # the deadline passed while listing
     capped: bool = False  # more than `MAX_LISTED_FILES` files: the rest were left out
 
@@ -59,7 +60,7 @@ def python_listing(workspace: Workspace, base: Path, *, max_depth: int, stop: fl
             if len(listing.files) == MAX_LISTED_FILES:
                 listing.capped = True
                 break
-            listing.files.append(entry.path)
+            listing.files.append(workspace.relative(entry.path))
     finally:
         walk.close()
     return listing
@@ -101,7 +102,7 @@ async def ripgrep_listing(
     if len(names) > MAX_LISTED_FILES:
         del names[MAX_LISTED_FILES:]
         listing.capped = True
-    listing.files = [workspace.root / name for name in names]
+    listing.files = names
     return listing
 
 

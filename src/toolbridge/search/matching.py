@@ -59,7 +59,7 @@ class Found:
 
 
 async def python_matches(
-    workspace: Workspace, files: list[Path], request: GrepRequest, stop: float
+    workspace: Workspace, files: list[str], request: GrepRequest, stop: float
 ) -> Found:
     """Search `files` with Python's `re` in a worker process killed at `stop`."""
     found = Found()
@@ -119,9 +119,9 @@ async def python_matches(
     return found
 
 
-def _batches(files: list[Path]) -> Iterator[list[Path]]:
+def _batches(files: list[str]) -> Iterator[list[str]]:
     """Files in groups of 256, each read in one worker thread."""
-    batch: list[Path] = []
+    batch: list[str] = []
     for path in files:
         batch.append(path)
         if len(batch) >= 256:
@@ -132,19 +132,18 @@ def _batches(files: list[Path]) -> Iterator[list[Path]]:
 
 
 def _read_batch(
-    workspace: Workspace, batch: list[Path], request: GrepRequest, stop: float
+    workspace: Workspace, batch: list[str], request: GrepRequest, stop: float
 ) -> list[tuple[str, str]]:
     """The text of each readable, non-binary file of `batch` that is not too large."""
     texts: list[tuple[str, str]] = []
-    for real in batch:
+    for shown in batch:
         if time.monotonic() >= stop:  # the caller is being timed out: stop reading
             break
-        shown = workspace.relative(real)
         try:
-            with workspace.open_read(real) as file:
+            with workspace.open_read(workspace.root / shown) as file:
                 data = file.read(request.max_file_bytes + 1)
         except (ToolExecutionError, WorkspaceViolation) as exc:
-            logger.debug("grep skips %s: %s", real, exc)
+            logger.debug("grep skips %s: %s", shown, exc)
             data = b""  # unreadable: searched as empty, as ripgrep skips it
         if len(data) > request.max_file_bytes or looks_binary(data):
             data = b""
@@ -164,7 +163,7 @@ def ripgrep_flags(request: GrepRequest) -> list[str]:
 
 
 async def ripgrep_matches(
-    rg: str, workspace: Workspace, files: list[Path], request: GrepRequest, stop: float
+    rg: str, workspace: Workspace, files: list[str], request: GrepRequest, stop: float
 ) -> Found:
     """Search `files` with ``rg --json``, in listing order, killed at `stop`.
 
@@ -180,7 +179,7 @@ async def ripgrep_matches(
     ]  # fmt: skip
     try:
         async with asyncio.timeout_at(deadline_at(stop)):
-            for chunk in _name_chunks(workspace, files):
+            for chunk in _name_chunks(files):
                 async with run_ripgrep(rg, [*arguments, *chunk], workspace.root, stop) as output:
                     await _collect_json(output, workspace, request, found)
                 if len(found.matches) >= request.max_matches:
@@ -192,11 +191,10 @@ async def ripgrep_matches(
     return found
 
 
-def _name_chunks(workspace: Workspace, files: list[Path]) -> Iterator[list[str]]:
+def _name_chunks(files: list[str]) -> Iterator[list[str]]:
     chunk: list[str] = []
     size = 0
-    for path in files:
-        name = workspace.relative(path)
+    for name in files:
         chunk.append(name)
         size += len(name) + 1
         if size >= _ARGUMENT_BYTES:

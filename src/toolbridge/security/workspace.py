@@ -103,6 +103,7 @@ class Workspace:
         if not stat.S_ISDIR(info.st_mode):
             raise ValueError(f"workspace {root!s} is not a directory")
         self.root = real
+        self._root_text = str(real).rstrip("/")
         # The root as configured, when it differs from the real path (a symlink on the
         # way, as macOS /tmp -> /private/tmp): absolute paths under it are accepted too.
         self.configured = configured
@@ -136,6 +137,9 @@ class Workspace:
 
     def relative(self, real: Path) -> str:
         """`real` as the model should see it: relative to the root, ``.`` for the root."""
+        text, root = str(real), self._root_text
+        if text.startswith(root) and text[len(root) : len(root) + 1] == "/":
+            return text[len(root) + 1 :]  # the common case, without pathlib's parsing
         return real.relative_to(self.root).as_posix() or "."
 
     def _check_spelling(self, path: str) -> None:

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolbridge.errors import ToolConfigError, ToolExecutionError
 from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, require_directory
 from toolbridge.search.globs import (
+    Glob,
     expand_braces,
-    glob_match,
     has_magic,
     pattern_parts,
     split_fixed_prefix,
@@ -220,13 +220,21 @@ def _glob_results(
     """The listed files that match, in walk order, and whether `max_results` cut them."""
     assert target.start is not None
     found: list[str] = []
-    for real in listing.files:
-        parts = real.relative_to(target.start).parts
-        if any(glob_match(p, parts) for p in target.patterns):
+    globs = [Glob(p) for p in target.patterns]
+    cut = _prefix_length(workspace, target.start)
+    for name in listing.files:
+        parts = name[cut:].split("/")
+        if any(glob.match(parts) for glob in globs):
             if len(found) == max_results:
                 return found, True
-            found.append(workspace.relative(real))
+            found.append(name)
     return found, False
+
+
+def _prefix_length(workspace: Workspace, start: Path) -> int:
+    """How many characters of a listed name are `start`'s own path (and its slash)."""
+    shown = workspace.relative(start)
+    return 0 if shown == "." else len(shown) + 1
 
 
 def _listing_notes(listing: Listing, deadline: float) -> list[str]:
@@ -332,7 +340,7 @@ class GrepTool(_SearchTool):
         real = await asyncio.to_thread(self.workspace.resolve, path)
         shown = self.workspace.relative(real)
         if real.is_file():
-            return real, Listing([real])
+            return real, Listing([shown])
         require_directory(real, shown)
         start: Path | None = real
         if includes is not None and len(includes) == 1 and len(includes[0]) > 1:
@@ -342,10 +350,11 @@ class GrepTool(_SearchTool):
             return real, Listing()
         listing = await self._list(start, MAX_WALK_DEPTH, stop)
         if includes is not None:
-            listing.files = [f for f in listing.files if _included(includes, f, start)]
+            globs, cut = [Glob(p) for p in includes], _prefix_length(self.workspace, start)
+            listing.files = [f for f in listing.files if _included(globs, f[cut:])]
         return real, listing
 
-    async def _match(self, files: list[Path], request: GrepRequest, stop: float) -> Found:
+    async def _match(self, files: list[str], request: GrepRequest, stop: float) -> Found:
         # Python regex features ripgrep lacks (look-around, \Z, backreferences) or reads
         # differently (inline flags, which rg applies to its whole buffer) go to Python.
         if (
@@ -384,11 +393,11 @@ class GrepTool(_SearchTool):
         return "\n".join(lines)
 
 
-def _included(includes: list[tuple[str, ...]], real: Path, base: Path) -> bool:
-    """Whether `real` matches an include: a path pattern below `base`, or a name pattern
-    (``*.py``, made ``**/*.py`` by `_include_patterns`) at any depth."""
-    parts = real.relative_to(base).parts
-    return any(glob_match(include, parts) for include in includes)
+def _included(includes: list[Glob], name: str) -> bool:
+    """Whether `name` (relative to the search's start) matches an include: a path
+    pattern, or a name pattern (``*.py``, made ``**/*.py`` by `_include_patterns`)."""
+    parts = name.split("/")
+    return any(include.match(parts) for include in includes)
 
 
 def _include_patterns(include: str) -> list[tuple[str, ...]]:
