@@ -12,7 +12,8 @@ then times each query on both engines of the glob and grep tools (a tool call th
 `ToolRegistry.execute`, the deadline raised so that nothing is cut) and the same query
 as a plain ``rg`` command (no workspace guard, no .gitignore rebasing, no re-sorting).
 Each timing is the best of --repetitions runs; the Python engine runs once (it is the
-slow one). Ratios compare numbers of one run on one machine. Not a test: the test suite never runs it.
+slow one). Ratios compare numbers of one run on one machine. Not a test: the test
+suite never runs it.
 """
 
 from __future__ import annotations
