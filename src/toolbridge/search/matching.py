@@ -78,12 +78,20 @@ async def python_matches(
         "max_chars": request.max_line_chars,
     }
 
+    finished = asyncio.Event()  # the worker stopped answering: at the cap, or it died
+
     async def feed() -> None:
         try:
             stdin.write(json.dumps(header).encode() + b"\n")
             for batch in _batches(files):
+                if finished.is_set():  # do not read files nobody will search
+                    break
                 texts = await asyncio.to_thread(_read_batch, workspace, batch, request, stop)
+                if finished.is_set():
+                    break
                 for shown, text in texts:
+                    if stdin.is_closing():  # the worker exited: writing more only warns
+                        return
                     stdin.write(json.dumps([shown, text]).encode() + b"\n")
                 await stdin.drain()
             stdin.close()
@@ -97,6 +105,7 @@ async def python_matches(
                 found.matches.append((item[1], item[2], item[3]))
             else:
                 found.searched += 1
+        finished.set()
 
     try:
         async with asyncio.timeout_at(deadline_at(stop)):
