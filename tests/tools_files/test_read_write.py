@@ -232,3 +232,20 @@ async def test_the_loader_finds_the_tools_with_truthful_flags(workspace: Path) -
     (workspace / "x.txt").write_text("loaded\n")
     registry = ToolRegistry(tools.values(), context=ToolContext(workspace=workspace))
     assert (await registry.execute("read_file", {"path": "x.txt"})).text == "     1\tloaded"
+
+
+async def test_tools_over_a_workspace_configured_through_a_symlink(
+    tmp_path: Path, workspace: Path, outside: Path
+) -> None:
+    """Both spellings of the root work end to end (macOS /tmp -> /private/tmp)."""
+    (tmp_path / "alias").symlink_to(workspace)
+    configured = tmp_path / "alias"
+    tools = ToolLoader().registry(ToolContext(workspace=configured))
+    written = await tools.execute("write_file", {"path": f"{configured}/a.txt", "content": "x\n"})
+    assert not written.is_error, written.text
+    for path in (f"{configured}/a.txt", f"{workspace}/a.txt", "a.txt"):
+        assert (await tools.execute("read_file", {"path": path})).text == "     1\tx"
+    found = await tools.execute("glob", {"pattern": f"{configured}/*.txt"})
+    assert found.text == "a.txt"
+    escape = await tools.execute("read_file", {"path": f"{configured}/../outside/secret.txt"})
+    assert escape.error_kind is ErrorKind.WORKSPACE_VIOLATION

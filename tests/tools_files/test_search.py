@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from toolbridge import ErrorKind, ToolContext, ToolExecutionError, ToolRegistry
+from toolbridge import (
+    ErrorKind,
+    ToolConfigError,
+    ToolContext,
+    ToolExecutionError,
+    ToolLoader,
+    ToolRegistry,
+)
 from toolbridge.search.globs import expand_braces, glob_match, pattern_parts
+from toolbridge.search.matching import GrepRequest, ripgrep_matches
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools.files import ListDirTool
 from toolbridge.tools.search import GlobTool, GrepTool, SearchConfig
@@ -286,3 +295,41 @@ async def test_grep_matches_each_line_on_its_own(registry: ToolRegistry, workspa
     (workspace / "xy.txt").write_text("x\ny\n")
     inline = await registry.execute("grep", {"pattern": "(?-m:x$)", "include": "xy.txt"})
     assert inline.text == "xy.txt:1: x"
+
+
+def test_the_engine_comes_from_the_search_config_section(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def built(config: dict[str, object]) -> dict[str, str]:
+        context = ToolContext(workspace=workspace, config={"search": config})
+        tools = ToolLoader().load(context)
+        return {t.name: t.engine for t in tools if isinstance(t, GlobTool | GrepTool)}
+
+    assert built({}) == {"glob": "ripgrep", "grep": "ripgrep"}
+    assert built({"engine": "python"}) == {"glob": "python", "grep": "python"}
+    assert built({"ripgrep_path": shutil.which("rg")}) == {"glob": "ripgrep", "grep": "ripgrep"}
+    with pytest.raises(ToolConfigError, match="ripgrep was not found"):
+        built({"ripgrep_path": "/nonexistent/rg"})
+    with pytest.raises(ToolConfigError, match="engine"):
+        built({"engine": "fast"})
+    monkeypatch.setenv("PATH", str(workspace))  # no rg on PATH: auto falls back to Python
+    assert built({}) == {"glob": "python", "grep": "python"}
+    with pytest.raises(ToolConfigError, match="ripgrep was not found"):
+        built({"engine": "ripgrep"})
+
+
+async def test_ripgrep_results_through_a_symlink_are_dropped(
+    workspace: Path, outside: Path
+) -> None:
+    """ripgrep opens listed files by name, so a file or directory swapped for a symlink
+    after the listing would be followed; the matches are checked again and dropped."""
+    (workspace / "link.txt").symlink_to(outside / "secret.txt")
+    (workspace / "dir").symlink_to(outside)
+    (workspace / "real.txt").write_text("OUTSIDE-SECRET is not here, but this line matches\n")
+    rg = shutil.which("rg")
+    assert rg is not None
+    request = GrepRequest("OUTSIDE", False, 10, 300, 1 << 20)
+    stop = time.monotonic() + 30
+    files = ["dir/secret.txt", "link.txt", "real.txt"]  # as if listed before the swap
+    found = await ripgrep_matches(rg, Workspace(workspace), files, request, stop)
+    assert [path for path, _, _ in found.matches] == ["real.txt"]
