@@ -162,3 +162,22 @@ def test_walk_respects_depth_and_skipped_directories(guard: Workspace, workspace
     assert names == [".git", ".git/objects", "x", "x/y"]
     skipped = guard.walk(workspace, max_depth=5, skip_dirs=frozenset({".git"}))
     assert [guard.relative(e.path) for e in skipped] == [".git", "x", "x/y", "x/y/z"]
+
+
+def test_read_files_reads_many_files_as_safely_as_open_read(
+    guard: Workspace, workspace: Path, outside: Path
+) -> None:
+    (workspace / "a").mkdir()
+    (workspace / "a" / "one.txt").write_bytes(b"1")
+    (workspace / "a" / "two.txt").write_bytes(b"22222")
+    (workspace / "b.txt").write_bytes(b"b")
+    (workspace / "a" / "link.txt").symlink_to(outside / "secret.txt")
+    os.mkfifo(workspace / "a" / "pipe")
+    names = ["a/one.txt", "a/link.txt", "a/pipe", "a/two.txt", "b.txt", "a/gone.txt"]
+    results = dict(guard.read_files([workspace / n for n in names], max_bytes=3))
+    assert results[workspace / "a" / "one.txt"] == b"1"
+    assert results[workspace / "a" / "two.txt"] == b"2222"  # max_bytes + 1, to tell "more"
+    assert results[workspace / "b.txt"] == b"b"
+    assert isinstance(results[workspace / "a" / "link.txt"], WorkspaceViolation)
+    assert isinstance(results[workspace / "a" / "pipe"], InvalidPath)
+    assert isinstance(results[workspace / "a" / "gone.txt"], ToolExecutionError)

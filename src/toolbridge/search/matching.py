@@ -145,18 +145,20 @@ def _read_batch(
 ) -> list[tuple[str, str]]:
     """The text of each readable, non-binary file of `batch` that is not too large."""
     texts: list[tuple[str, str]] = []
-    for shown in batch:
-        if time.monotonic() >= stop:  # the caller is being timed out: stop reading
-            break
-        try:
-            with workspace.open_read(workspace.root / shown) as file:
-                data = file.read(request.max_file_bytes + 1)
-        except (ToolExecutionError, WorkspaceViolation) as exc:
-            logger.debug("grep skips %s: %s", shown, exc)
-            data = b""  # unreadable: searched as empty, as ripgrep skips it
-        if len(data) > request.max_file_bytes or looks_binary(data):
-            data = b""
-        texts.append((shown, data.decode("utf-8-sig", errors="replace")))
+    reads = workspace.read_files((workspace.root / name for name in batch), request.max_file_bytes)
+    try:
+        for real, read in reads:
+            if time.monotonic() >= stop:  # the caller is being timed out: stop reading
+                break
+            shown = workspace.relative(real)
+            data = b""  # unreadable, too large or binary: searched as empty, as rg skips it
+            if not isinstance(read, bytes):
+                logger.debug("grep skips %s: %s", shown, read)
+            elif len(read) <= request.max_file_bytes and not looks_binary(read):
+                data = read
+            texts.append((shown, data.decode("utf-8-sig", errors="replace")))
+    finally:
+        reads.close()
     return texts
 
 

@@ -17,7 +17,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,9 +302,42 @@ class Workspace:
         try:
             if name is None:
                 raise _is_a_directory(self.relative(real))
-            fd = self._open_at(parent, name, _READ_FLAGS, real)
+            return self._open_file_at(parent, name, real)
         finally:
             os.close(parent)
+
+    def read_files(
+        self, reals: Iterable[Path], max_bytes: int
+    ) -> Generator[tuple[Path, bytes | ToolExecutionError | WorkspaceViolation], None, None]:
+        """The first `max_bytes` + 1 bytes of each resolved file, or why it cannot be read.
+
+        As safe as `open_read` for each file, and faster on many files: a directory fd
+        reached by the no-follow walk is kept while consecutive files share it.
+        """
+        parent_path: Path | None = None
+        parent = -1
+        try:
+            for real in reals:
+                try:
+                    if real.parent != parent_path:
+                        if parent >= 0:
+                            os.close(parent)
+                            parent, parent_path = -1, None
+                        if real == self.root:
+                            raise _is_a_directory(".")
+                        parent, _ = self._open_parent(real, create=False)
+                        parent_path = real.parent
+                    with self._open_file_at(parent, real.name, real) as file:
+                        yield real, file.read(max_bytes + 1)
+                except (ToolExecutionError, WorkspaceViolation) as exc:
+                    yield real, exc
+        finally:
+            if parent >= 0:
+                os.close(parent)
+
+    def _open_file_at(self, parent: int, name: str, real: Path) -> BinaryIO:
+        """Open the regular file `name` in the directory fd `parent` (no-follow, checked)."""
+        fd = self._open_at(parent, name, _READ_FLAGS, real)
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
