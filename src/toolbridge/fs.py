@@ -111,8 +111,8 @@ def require_directory(real: Path, shown: str) -> None:
             hint="Give a directory as path (list_dir shows what is there), or read the file "
             "with read_file.",
         )
-    if real.exists():
-        raise ToolExecutionError(
+    if real.exists():  # a FIFO, socket or device: wrong as a path in any workspace
+        raise InvalidPath(
             f"{shown} is not a directory",
             hint="Give a directory as path; list_dir shows what is there.",
         )

@@ -202,6 +202,7 @@ async def test_directory_arguments_are_checked_alike(
         assert missing.text.startswith("Error: nope does not exist"), name
         pipe = await registry.execute(name, {**arguments, "path": "pipe"})
         assert pipe.text.startswith("Error: pipe is not a directory"), name
+        assert pipe.error_kind is ErrorKind.INVALID_ARGUMENTS, name
     for name, arguments in calls[:2]:  # grep searches a single file instead
         file = await registry.execute(name, {**arguments, "path": "f.txt"})
         assert file.text.startswith("Error: f.txt is a file, not a directory"), name

@@ -144,7 +144,8 @@ class _GlobTarget:
                 "minLength": 1,
                 "description": "Glob relative to path: '*' and '?' within a name, '**' "
                 "across directories, {a,b} for either, e.g. '**/*.py' or 'docs/*.{md,txt}'. "
-                "An absolute pattern inside the workspace is accepted too.",
+                "An absolute pattern inside the workspace is accepted too (path is then "
+                "ignored).",
             },
             "path": _PATH_PARAMETER,
             "max_results": {
