@@ -436,3 +436,21 @@ def test_without_the_extra_pages_fall_back_to_plain_text(monkeypatch: pytest.Mon
 def test_short_pages_are_returned_whole() -> None:
     page = page_text(PAGE.decode(), "http://public.example/notes")
     assert page.extractor == "text" and "# Version 2" in page.text
+
+
+async def test_a_tool_built_by_hand_takes_a_resolver_and_tls_settings(
+    servers: Any, local_http: Any
+) -> None:
+    server = await servers()
+    server.routes["/"] = local_http.Reply(headers={"Content-Type": "text/plain"}, body=b"hand")
+
+    async def dns(host: str) -> list[str]:
+        return ["127.0.0.1"]
+
+    config = WebFetchConfig(allow_cidrs=["127.0.0.1/32"])
+    tool = WebFetchTool(config, resolver=dns, verify=False)
+    assert tool.verify is False and config.resolver is None  # the config is not changed
+    result = await ToolRegistry([tool]).execute(
+        "web_fetch", {"url": f"http://made.example:{server.port}/"}
+    )
+    assert "hand" in result.text

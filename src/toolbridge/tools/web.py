@@ -223,10 +223,21 @@ class WebFetchTool(Tool):
     )
     read_only = True
 
-    def __init__(self, config: WebFetchConfig | None = None) -> None:
-        self.config = config or WebFetchConfig()
-        self.guard = self.config.network_guard()
-        self.verify = self.config.tls_verify()
+    def __init__(
+        self,
+        config: WebFetchConfig | None = None,
+        *,
+        resolver: Resolver | None = None,
+        verify: ssl.SSLContext | bool | None = None,
+    ) -> None:
+        """`config` is what the loader passes; `resolver` and `verify`, for a tool built by
+        hand, replace the config's resolver and TLS settings."""
+        config = config or WebFetchConfig()
+        if resolver is not None:
+            config = config.model_copy(update={"resolver": resolver})
+        self.config = config
+        self.guard = config.network_guard()
+        self.verify = config.tls_verify() if verify is None else verify
 
     @classmethod
     def config_cls(cls) -> type[BaseModel]:
