@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
 import pytest
 
 from toolbridge import ToolRegistry
+from toolbridge.search import matching
 from toolbridge.search.gitignore import parse_gitignore, rebase_gitignore
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools.search import GlobTool, GrepTool, SearchConfig
@@ -175,6 +177,34 @@ QUERIES: list[tuple[str, dict[str, object]]] = [
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_both_engines_give_the_same_results(workspace: Path, seed: int) -> None:
     _random_tree(workspace, seed)
+    await _compare_engines(workspace)
+
+
+async def test_ripgrep_runs_in_parallel_chunks_keep_the_order(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a few names per ripgrep run, many runs go at once; results keep file order
+    and the cap still cuts at the same line."""
+    monkeypatch.setattr(matching, "_ARGUMENT_BYTES", 40)
+    _random_tree(workspace, 4)
+    await _compare_engines(workspace)
+    assert _ripgrep_children() == []  # the runs cut short by the cap were killed and reaped
+
+
+def _ripgrep_children() -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("Name") == "rg" and int(fields.get("PPid", "0")) == os.getpid():
+            found.append(int(pid))
+    return found
+
+
+async def _compare_engines(workspace: Path) -> None:
     ripgrep, python = _tools(workspace, "ripgrep"), _tools(workspace, "python")
     for name, arguments in QUERIES:
         fast = await ripgrep.execute(name, arguments)

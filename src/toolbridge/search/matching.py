@@ -14,6 +14,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -32,7 +33,8 @@ __all__ = ["Found", "GrepRequest", "python_matches", "ripgrep_flags", "ripgrep_m
 logger = logging.getLogger(__name__)
 
 _WORKER = Path(grep_worker.__file__)
-_ARGUMENT_BYTES = 256 * 1024  # file names per rg run: far below the kernel's ARG_MAX
+_ARGUMENT_BYTES = 128 * 1024  # file names per rg run: far below the kernel's ARG_MAX
+PARALLEL_RUNS = max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +178,11 @@ def ripgrep_flags(request: GrepRequest) -> list[str]:
 async def ripgrep_matches(
     rg: str, workspace: Workspace, files: list[str], request: GrepRequest, stop: float
 ) -> Found:
-    """Search `files` with ``rg --json``, in listing order, killed at `stop`.
+    """Search `files` with ``rg --json``, results in listing order, killed at `stop`.
 
+    The names go to ripgrep in chunks, up to `PARALLEL_RUNS` of them at once (each run
+    single-threaded, so its output keeps the order of its names); the chunks' matches
+    are joined in order, and the runs still going stop once `max_matches` is reached.
     The files are given by name, so ripgrep follows a symlink that replaced one since
     the listing; every file that matched is checked again through the guard, and
     dropped if its path now leads through a symlink.
@@ -188,17 +193,32 @@ async def ripgrep_matches(
         f"--max-filesize={request.max_file_bytes}", f"--max-count={request.max_matches}",
         *ripgrep_flags(request), "--regexp", request.pattern, "--",
     ]  # fmt: skip
+    slots = asyncio.Semaphore(PARALLEL_RUNS)
+
+    async def search(chunk: list[str]) -> list[tuple[str, int, str]]:
+        async with slots:
+            part = Found()
+            async with run_ripgrep(rg, [*arguments, *chunk], workspace.root, stop) as output:
+                await _collect_json(output, workspace, request, part)
+            return part.matches
+
+    chunks = list(_name_chunks(files))
+    runs = [asyncio.ensure_future(search(chunk)) for chunk in chunks]
     try:
         async with asyncio.timeout_at(deadline_at(stop)):
-            for chunk in _name_chunks(files):
-                async with run_ripgrep(rg, [*arguments, *chunk], workspace.root, stop) as output:
-                    await _collect_json(output, workspace, request, found)
+            for chunk, run in zip(chunks, runs, strict=True):
+                matches = await run
+                found.matches.extend(matches[: request.max_matches - len(found.matches)])
+                found.searched += len(chunk)
                 if len(found.matches) >= request.max_matches:
                     found.searched = len(files)
                     break
-                found.searched += len(chunk)
     except TimeoutError:
         found.timed_out = True
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)  # each kills its rg on the way
     return found
 
 
