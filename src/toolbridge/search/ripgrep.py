@@ -54,7 +54,10 @@ async def run_ripgrep(
     try:
         yield process.stdout
     finally:
-        if process.returncode is None:
+        # Kill only a run that was cut short: once its output has ended, rg has exited
+        # or is exiting, and kill() would reap it behind the child watcher's back
+        # (Popen.send_signal polls first), which then warns and reports exit 255.
+        if process.returncode is None and not process.stdout.at_eof():
             process.kill()
         await process.wait()
 
