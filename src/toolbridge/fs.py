@@ -8,10 +8,11 @@ also what `web_fetch` uses, so every tool draws the text/binary line in one plac
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from toolbridge.errors import ToolExecutionError
-from toolbridge.security.workspace import Workspace
-from toolbridge.tool import Tool, ToolContext
+from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.security.workspace import InvalidPath, Workspace
+from toolbridge.tool import Tool, ToolContext, ToolResult
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -48,7 +49,12 @@ SKIPPED_DIRS = frozenset(
 
 
 class WorkspaceTool(Tool):
-    """A tool bound to one `Workspace`, built from the loader's `ToolContext`."""
+    """A tool bound to one `Workspace`, built from the loader's `ToolContext`.
+
+    Subclasses implement `run`. A path that no workspace could accept (`InvalidPath`:
+    a NUL byte, too long, a FIFO ...) comes back as an ``invalid_arguments`` error the
+    model can fix, not as a workspace violation, which it must not retry.
+    """
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
@@ -56,6 +62,16 @@ class WorkspaceTool(Tool):
     @classmethod
     def create(cls, ctx: ToolContext) -> Tool:
         return cls(Workspace(ctx.workspace))
+
+    async def execute(self, **kwargs: Any) -> Any:
+        try:
+            return await self.run(**kwargs)
+        except InvalidPath as exc:
+            return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, exc.message, exc.hint))
+
+    async def run(self, **kwargs: Any) -> Any:
+        """Do the tool's work with validated arguments (what `execute` is for other tools)."""
+        raise NotImplementedError(f"tool {self.name!r} does not implement run()")
 
 
 def looks_binary(head: bytes) -> bool:
@@ -95,8 +111,8 @@ def require_directory(real: Path, shown: str) -> None:
             hint="Give a directory as path (list_dir shows what is there), or read the file "
             "with read_file.",
         )
-    if real.exists():
-        raise ToolExecutionError(
+    if real.exists():  # a FIFO, socket or device: wrong as a path in any workspace
+        raise InvalidPath(
             f"{shown} is not a directory",
             hint="Give a directory as path; list_dir shows what is there.",
         )

@@ -19,10 +19,11 @@ import re
 import sys
 
 
-def _excerpt(line: str, match: re.Match[str], max_chars: int) -> str:
+def excerpt(line: str, match_start: int, max_chars: int) -> str:
+    """`line`, or at most `max_chars` of it around the match at `match_start`."""
     if len(line) <= max_chars:
         return line
-    start = max(0, min(match.start() - max_chars // 4, len(line) - max_chars))
+    start = max(0, min(match_start - max_chars // 4, len(line) - max_chars))
     cut = line[start : start + max_chars]
     return ("…" if start else "") + cut + ("…" if start + max_chars < len(line) else "")
 
@@ -55,7 +56,7 @@ def main() -> None:
             match = regex.search(line)
             if match is None:
                 continue
-            out.write(json.dumps(["match", path, number, _excerpt(line, match, max_chars)]))
+            out.write(json.dumps(["match", path, number, excerpt(line, match.start(), max_chars)]))
             out.write("\n")
             remaining -= 1
             if remaining == 0:

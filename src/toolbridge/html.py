@@ -1,18 +1,30 @@
-"""HTML to readable text with the standard library's parser, for tools that fetch pages.
+"""HTML to readable text for tools that fetch pages.
 
-Keeps what a reader sees: headings, paragraphs, list items, table rows, link targets
-and preformatted blocks. Drops what a reader does not: scripts, styles, templates,
-and elements marked hidden (a common place to tuck instructions aimed at a model).
+`page_text` gives the page's main content as Markdown when the ``web`` extra's
+trafilatura is installed (the article, without navigation, banners and sidebars),
+and otherwise `html_to_text`: every visible block, with the standard library's
+parser. Both drop what a reader does not see: scripts, styles, templates, and
+elements marked hidden (a common place to tuck instructions aimed at a model).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from typing import Any, Literal
 from urllib.parse import urljoin
 
-__all__ = ["HtmlText", "html_to_text"]
+__all__ = ["HtmlText", "html_to_text", "main_content", "page_text"]
+
+logger = logging.getLogger(__name__)
+
+Extractor = Literal["main_content", "text"]
+
+# Below this much visible text a page has no chrome worth removing, and trafilatura
+# falls back to a line-per-element baseline: such pages are returned whole as text.
+MIN_MAIN_CONTENT_CHARS = 1000
 
 _SKIPPED = frozenset(
     {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head"}
@@ -35,10 +47,12 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 
 @dataclass(frozen=True, slots=True)
 class HtmlText:
-    """The readable text of a page and its title (empty when it has none)."""
+    """The readable text of a page, its title (empty when it has none), and which
+    extractor made it: ``main_content`` (trafilatura, Markdown) or ``text`` (stdlib)."""
 
     title: str
     text: str
+    extractor: Extractor = "text"
 
 
 def _is_hidden(attrs: dict[str, str | None]) -> bool:
@@ -142,3 +156,75 @@ def html_to_text(html: str, base_url: str = "") -> HtmlText:
     text = _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
     title = _SPACES.sub(" ", "".join(parser.title)).strip()
     return HtmlText(title, text)
+
+
+def page_text(html: str, base_url: str = "", *, main: bool = True) -> HtmlText:
+    """The page as text: its main content when `main` and the extractor can find it,
+    else all visible text (`html_to_text`). Never raises for a missing extra."""
+    if main:
+        try:
+            found = main_content(html, base_url)
+        except ImportError as exc:
+            logger.debug("main-content extraction unavailable (%s); using plain text", exc)
+        else:
+            if found is not None:
+                return found
+    return html_to_text(html, base_url)
+
+
+def main_content(html: str, base_url: str = "") -> HtmlText | None:
+    """The main content of `html` as Markdown, or None when there is none to pick out
+    (no main content found, or a page under `MIN_MAIN_CONTENT_CHARS` of visible text).
+
+    Hidden elements and scripts are removed with lxml first (trafilatura keeps the text
+    of ``hidden`` elements), links are made absolute and non-web links unwrapped, then
+    trafilatura picks the article. Raises ImportError without the ``web`` extra.
+    """
+    import trafilatura
+    from lxml import etree
+    from lxml import html as lxml_html
+
+    if not html.strip():
+        return None
+    try:
+        tree = lxml_html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        return None
+    title = _SPACES.sub(" ", tree.findtext(".//title") or "").strip()
+    if _is_hidden(dict(tree.attrib)):
+        return HtmlText(title, "", "main_content")
+    _strip_unseen(tree)
+    if len(_SPACES.sub(" ", tree.text_content()).strip()) < MIN_MAIN_CONTENT_CHARS:
+        return None
+    if base_url:
+        tree.make_links_absolute(base_url, resolve_base_href=True, handle_failures="discard")
+    for link in tree.iter("a"):
+        if not (link.get("href") or "").startswith(("http://", "https://")):
+            link.attrib.pop("href", None)
+    text = trafilatura.extract(
+        tree,
+        url=base_url or None,
+        output_format="markdown",
+        include_links=True,
+        include_formatting=True,
+        include_tables=True,
+        include_images=False,
+        include_comments=False,
+    )
+    if not text or not text.strip():
+        return None
+    return HtmlText(title, _BLANK_LINES.sub("\n\n", text).strip(), "main_content")
+
+
+def _strip_unseen(tree: Any) -> None:
+    """Remove scripts, styles and elements marked hidden, with their content."""
+    doomed = [
+        element
+        for element in tree.iter()
+        if isinstance(element.tag, str)
+        and element.getparent() is not None
+        and (element.tag in _SKIPPED - {"head"} or _is_hidden(dict(element.attrib)))
+    ]
+    for element in doomed:
+        if element.getparent() is not None:  # not already gone with an ancestor
+            element.drop_tree()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.security.workspace import Workspace
+from toolbridge.security.workspace import InvalidPath, Workspace
 
 
 def test_open_read_reads_a_regular_file(guard: Workspace, workspace: Path) -> None:
@@ -22,9 +22,9 @@ def test_open_read_reads_a_regular_file(guard: Workspace, workspace: Path) -> No
 def test_a_fifo_is_refused_without_blocking(guard: Workspace, workspace: Path) -> None:
     os.mkfifo(workspace / "pipe")
     real = guard.resolve("pipe")
-    with pytest.raises(WorkspaceViolation, match="FIFO"):
+    with pytest.raises(InvalidPath, match="FIFO"):
         guard.open_read(real)  # no writer: a blocking open would hang here forever
-    with pytest.raises(WorkspaceViolation, match="FIFO"):
+    with pytest.raises(InvalidPath, match="FIFO"):
         guard.write_atomic(real, b"data")
     assert stat.S_ISFIFO(os.lstat(workspace / "pipe").st_mode)
 
@@ -33,7 +33,7 @@ def test_a_unix_socket_is_refused(guard: Workspace, workspace: Path) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         server.bind(str(workspace / "sock"))
-        with pytest.raises(WorkspaceViolation, match="regular file"):
+        with pytest.raises(InvalidPath, match="regular file"):
             guard.open_read(guard.resolve("sock"))
     finally:
         server.close()
@@ -162,3 +162,22 @@ def test_walk_respects_depth_and_skipped_directories(guard: Workspace, workspace
     assert names == [".git", ".git/objects", "x", "x/y"]
     skipped = guard.walk(workspace, max_depth=5, skip_dirs=frozenset({".git"}))
     assert [guard.relative(e.path) for e in skipped] == [".git", "x", "x/y", "x/y/z"]
+
+
+def test_read_files_reads_many_files_as_safely_as_open_read(
+    guard: Workspace, workspace: Path, outside: Path
+) -> None:
+    (workspace / "a").mkdir()
+    (workspace / "a" / "one.txt").write_bytes(b"1")
+    (workspace / "a" / "two.txt").write_bytes(b"22222")
+    (workspace / "b.txt").write_bytes(b"b")
+    (workspace / "a" / "link.txt").symlink_to(outside / "secret.txt")
+    os.mkfifo(workspace / "a" / "pipe")
+    names = ["a/one.txt", "a/link.txt", "a/pipe", "a/two.txt", "b.txt", "a/gone.txt"]
+    results = dict(guard.read_files([workspace / n for n in names], max_bytes=3))
+    assert results[workspace / "a" / "one.txt"] == b"1"
+    assert results[workspace / "a" / "two.txt"] == b"2222"  # max_bytes + 1, to tell "more"
+    assert results[workspace / "b.txt"] == b"b"
+    assert isinstance(results[workspace / "a" / "link.txt"], WorkspaceViolation)
+    assert isinstance(results[workspace / "a" / "pipe"], InvalidPath)
+    assert isinstance(results[workspace / "a" / "gone.txt"], ToolExecutionError)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.security.workspace import Workspace
+from toolbridge.security.workspace import InvalidPath, Workspace
 
 
 def test_relative_paths_resolve_under_the_root(guard: Workspace, workspace: Path) -> None:
@@ -96,30 +96,35 @@ def test_a_file_used_as_a_directory_is_an_error(guard: Workspace, workspace: Pat
             guard.resolve(path)
 
 
-def test_nul_byte_is_a_violation(guard: Workspace) -> None:
-    with pytest.raises(WorkspaceViolation, match="NUL"):
+def test_nul_byte_is_invalid_input_not_a_violation(guard: Workspace) -> None:
+    with pytest.raises(InvalidPath, match="NUL") as caught:
         guard.resolve("notes.txt\x00.png")
+    assert not isinstance(caught.value, WorkspaceViolation)
 
 
 @pytest.mark.parametrize("path", ["C:\\Windows\\win.ini", "c:/x", "D:", "\\\\server\\share\\x"])
-def test_windows_drive_and_unc_prefixes_are_violations(guard: Workspace, path: str) -> None:
-    with pytest.raises(WorkspaceViolation, match="Windows"):
-        guard.resolve(path)
+def test_backslashes_and_drive_letters_are_ordinary_name_characters(
+    guard: Workspace, workspace: Path, path: str
+) -> None:
+    """On POSIX a backslash is a name character: a UNC-looking path is one file name."""
+    assert guard.resolve(path) == workspace / path
+    guard.write_atomic(guard.resolve(path), b"x")
+    assert (workspace / path).read_bytes() == b"x"
 
 
 def test_lone_surrogate_is_an_error(guard: Workspace) -> None:
-    with pytest.raises(ToolExecutionError, match=r"lone surrogate \(U\+DCFF\)"):
+    with pytest.raises(InvalidPath, match=r"lone surrogate \(U\+DCFF\)"):
         guard.resolve("bad\udcffname")
 
 
 def test_over_long_names_and_paths_are_errors(guard: Workspace) -> None:
-    with pytest.raises(ToolExecutionError, match="at most 255 bytes"):
+    with pytest.raises(InvalidPath, match="at most 255 bytes"):
         guard.resolve("a" * 256)
-    with pytest.raises(ToolExecutionError, match="at most 255 bytes"):
+    with pytest.raises(InvalidPath, match="at most 255 bytes"):
         guard.resolve("é" * 128)  # 256 bytes in UTF-8
-    with pytest.raises(ToolExecutionError, match="at most 4095 bytes"):
+    with pytest.raises(InvalidPath, match="at most 4095 bytes"):
         guard.resolve("/".join(["d" * 200] * 21))
-    with pytest.raises(ToolExecutionError, match="empty"):
+    with pytest.raises(InvalidPath, match="empty"):
         guard.resolve("")
 
 
@@ -206,3 +211,49 @@ def test_a_trailing_slash_or_dot_after_a_file_is_an_error(tmp_path: Path, path: 
     (tmp_path / "README.md").write_text("hi")
     with pytest.raises(ToolExecutionError, match="is a file, not a directory"):
         Workspace(tmp_path).resolve(path)
+
+
+@pytest.fixture
+def linked(tmp_path: Path, workspace: Path, outside: Path) -> tuple[Workspace, Path]:
+    """A workspace configured through a symlink (like macOS /tmp -> /private/tmp)."""
+    (tmp_path / "alias").symlink_to(tmp_path)
+    configured = tmp_path / "alias" / "workspace"
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("x")
+    return Workspace(configured), configured
+
+
+def test_a_workspace_configured_through_a_symlink_accepts_both_spellings(
+    linked: tuple[Workspace, Path], workspace: Path
+) -> None:
+    guard, configured = linked
+    assert guard.root == workspace and guard.configured == configured
+    for spelling in (configured, workspace):
+        assert guard.resolve(str(spelling / "src" / "app.py")) == workspace / "src" / "app.py"
+        assert guard.resolve(f"{spelling}/./src//app.py") == workspace / "src" / "app.py"
+        assert guard.resolve(str(spelling)) == workspace
+        assert guard.resolve(f"{spelling}/src/../new.txt") == workspace / "new.txt"
+    assert guard.resolve("src/app.py") == workspace / "src" / "app.py"
+
+
+@pytest.mark.parametrize(
+    "tail", ["/../outside/secret.txt", "/src/../../outside/secret.txt", "/..", "-other/x"]
+)
+def test_escapes_through_either_spelling_of_the_root_stay_refused(
+    linked: tuple[Workspace, Path], workspace: Path, tail: str
+) -> None:
+    guard, configured = linked
+    for spelling in (str(configured), str(workspace)):
+        with pytest.raises(WorkspaceViolation):
+            guard.resolve(spelling + tail)
+
+
+def test_an_absolute_link_target_spelled_under_the_configured_root_is_followed(
+    linked: tuple[Workspace, Path], workspace: Path, outside: Path
+) -> None:
+    guard, configured = linked
+    (workspace / "inner").symlink_to(configured / "src")
+    assert guard.resolve("inner/app.py") == workspace / "src" / "app.py"
+    (workspace / "out").symlink_to(configured / ".." / "outside")
+    with pytest.raises(WorkspaceViolation):
+        guard.resolve("out/secret.txt")

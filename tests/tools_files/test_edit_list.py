@@ -191,13 +191,16 @@ _UNPRIVILEGED_LISTING = textwrap.dedent(
 
     from toolbridge.security.workspace import Workspace
     from toolbridge.tools.files import ListDirTool
-    from toolbridge.tools.search import GlobTool, GrepTool
+    from toolbridge.tools.search import GlobTool, GrepTool, SearchConfig
 
     guard = Workspace(root)
+    # The Python engine: ripgrep, a new program run as uid 0, would get its
+    # capabilities back at exec and read the locked directory.
+    python = SearchConfig(engine="python")
     print(json.dumps({
         "list_dir": asyncio.run(ListDirTool(guard).execute(recursive=True)),
-        "glob": asyncio.run(GlobTool(guard).execute(pattern="**/*.txt")),
-        "grep": asyncio.run(GrepTool(guard).execute(pattern="text")),
+        "glob": asyncio.run(GlobTool(guard, python).execute(pattern="**/*.txt")),
+        "grep": asyncio.run(GrepTool(guard, python).execute(pattern="text")),
     }))
     """
 )

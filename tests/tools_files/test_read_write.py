@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from toolbridge import ErrorKind, ToolContext, ToolLoader, ToolRegistry
 from toolbridge.fs import BINARY_SNIFF_BYTES
 from toolbridge.tools.files import ReadFileTool
@@ -123,12 +125,46 @@ async def test_read_file_ordinary_errors(registry: ToolRegistry, workspace: Path
 
 async def test_read_file_violations(registry: ToolRegistry, workspace: Path, outside: Path) -> None:
     (workspace / "escape").symlink_to(outside)
-    os.mkfifo(workspace / "pipe")
-    for path in ("../outside/secret.txt", "escape/secret.txt", str(outside / "secret.txt"), "pipe"):
+    for path in ("../outside/secret.txt", "escape/secret.txt", str(outside / "secret.txt")):
         result = await registry.execute("read_file", {"path": path})
         assert result.is_error and result.error_kind is ErrorKind.WORKSPACE_VIOLATION, path
         assert "OUTSIDE-SECRET" not in result.text
         assert "hard boundary" in result.text
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("read_file", {"path": "pipe"}, "pipe is a FIFO (named pipe)"),
+        ("write_file", {"path": "pipe", "content": "x"}, "pipe is a FIFO (named pipe)"),
+        ("edit_file", {"path": "pipe", "old_string": "a", "new_string": "b"}, "FIFO"),
+        ("read_file", {"path": "notes\x00.txt"}, "contains a NUL byte"),
+        ("write_file", {"path": "a/" * 2048, "content": "x"}, "paths are at most 4095 bytes"),
+        ("list_dir", {"path": "n" * 300}, "file names are at most 255 bytes"),
+        ("glob", {"pattern": "*", "path": "d\x00"}, "contains a NUL byte"),
+        ("grep", {"pattern": "x", "path": "d\x00"}, "contains a NUL byte"),
+    ],
+)
+async def test_input_wrong_in_any_workspace_is_invalid_arguments(
+    registry: ToolRegistry, workspace: Path, tool: str, arguments: dict[str, str], message: str
+) -> None:
+    """Not a workspace violation ("hard boundary, do not retry"): the model can fix it."""
+    os.mkfifo(workspace / "pipe")
+    result = await registry.execute(tool, arguments)
+    assert result.is_error and result.error_kind is ErrorKind.INVALID_ARGUMENTS, result.text
+    assert message in result.text
+    assert "hard boundary" not in result.text
+
+
+async def test_a_unc_looking_name_is_an_ordinary_file(
+    registry: ToolRegistry, workspace: Path
+) -> None:
+    name = "\\\\server\\share\\x"
+    written = await registry.execute("write_file", {"path": name, "content": "unc\n"})
+    assert not written.is_error, written.text
+    assert (workspace / name).read_text() == "unc\n"
+    read = await registry.execute("read_file", {"path": name})
+    assert read.text == "     1\tunc"
 
 
 async def test_read_file_invalid_arguments(registry: ToolRegistry) -> None:
@@ -196,3 +232,20 @@ async def test_the_loader_finds_the_tools_with_truthful_flags(workspace: Path) -
     (workspace / "x.txt").write_text("loaded\n")
     registry = ToolRegistry(tools.values(), context=ToolContext(workspace=workspace))
     assert (await registry.execute("read_file", {"path": "x.txt"})).text == "     1\tloaded"
+
+
+async def test_tools_over_a_workspace_configured_through_a_symlink(
+    tmp_path: Path, workspace: Path, outside: Path
+) -> None:
+    """Both spellings of the root work end to end (macOS /tmp -> /private/tmp)."""
+    (tmp_path / "alias").symlink_to(workspace)
+    configured = tmp_path / "alias"
+    tools = ToolLoader().registry(ToolContext(workspace=configured))
+    written = await tools.execute("write_file", {"path": f"{configured}/a.txt", "content": "x\n"})
+    assert not written.is_error, written.text
+    for path in (f"{configured}/a.txt", f"{workspace}/a.txt", "a.txt"):
+        assert (await tools.execute("read_file", {"path": path})).text == "     1\tx"
+    found = await tools.execute("glob", {"pattern": f"{configured}/*.txt"})
+    assert found.text == "a.txt"
+    escape = await tools.execute("read_file", {"path": f"{configured}/../outside/secret.txt"})
+    assert escape.error_kind is ErrorKind.WORKSPACE_VIOLATION

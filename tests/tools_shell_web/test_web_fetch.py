@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
+import ssl
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from toolbridge import ErrorKind, ToolConfigError, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.html import html_to_text
+from toolbridge.html import html_to_text, page_text
 from toolbridge.tools.web import BANNER_END, WebFetchConfig, WebFetchTool
 
 PAGE = b"""<!doctype html><html><head><title>Release notes</title>
@@ -17,18 +21,32 @@ PAGE = b"""<!doctype html><html><head><title>Release notes</title>
 <ul><li>one</li><li>two</li></ul><a href="/docs">the docs</a></body></html>"""
 
 
+async def no_dns(host: str) -> list[str]:
+    raise OSError(f"unknown host {host}")
+
+
+def loaded_web_fetch(config: Any) -> WebFetchTool:
+    """web_fetch as the loader builds it from a ``web_fetch`` config section."""
+    tools = ToolLoader().load(ToolContext(config={"web_fetch": config}))
+    tool = next(t for t in tools if t.name == "web_fetch")
+    assert isinstance(tool, WebFetchTool)
+    return tool
+
+
 def fetcher(server: Any, **config: Any) -> ToolRegistry:
-    """web_fetch allowed to reach `server` (its port only), with public.example -> 127.0.0.1."""
+    """web_fetch allowed to reach `server` (its port only), with public.example -> 127.0.0.1.
 
-    async def dns(host: str) -> list[str]:
-        if host == "public.example":
-            return ["127.0.0.1"]
-        raise OSError(f"unknown host {host}")
-
-    settings = WebFetchConfig.model_validate(
-        {"allow_cidrs": ["127.0.0.1/32"], "allow_ports": [server.port], **config}
-    )
-    return ToolRegistry([WebFetchTool(settings, resolver=dns)])
+    Built by the loader from its config section: plain data (allowlist, fixed hosts) and
+    a live resolver that answers nothing else, so no test ever asks real DNS.
+    """
+    section = {
+        "allow_cidrs": ["127.0.0.1/32"],
+        "allow_ports": [server.port],
+        "hosts": {"public.example": ["127.0.0.1"]},
+        "resolver": no_dns,
+        **config,
+    }
+    return ToolRegistry([loaded_web_fetch(section)])
 
 
 async def test_html_becomes_readable_text_inside_an_untrusted_banner(
@@ -201,3 +219,238 @@ async def test_pathological_html_is_stopped_at_its_deadline(servers: Any, local_
     tools = fetcher(server, convert_timeout=0.5, max_bytes=2_000_000)
     result = await tools.execute("web_fetch", {"url": url})
     assert result.is_error and "could not be turned into text within 0.5 s" in result.text
+
+
+def _tls_files(directory: Path) -> tuple[ssl.SSLContext, Path]:
+    """A test CA and a certificate for public.example: (server context, CA PEM file)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, leaf_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "web_fetch test CA")])
+
+    def certificate(subject: x509.Name, key: Any, *extensions: Any) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+        )
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(ca_key, hashes.SHA256())
+
+    ca = certificate(ca_name, ca_key, (x509.BasicConstraints(ca=True, path_length=None), True))
+    leaf = certificate(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "public.example")]),
+        leaf_key,
+        (x509.SubjectAlternativeName([x509.DNSName("public.example")]), False),
+    )
+    pem = serialization.Encoding.PEM
+    key_pem = leaf_key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (directory / "leaf.pem").write_bytes(leaf.public_bytes(pem) + key_pem)
+    (directory / "ca.pem").write_bytes(ca.public_bytes(pem))
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(directory / "leaf.pem")
+    return server, directory / "ca.pem"
+
+
+async def test_tls_trust_comes_from_the_config_section(
+    servers: Any, local_http: Any, tmp_path: Path
+) -> None:
+    """A CA bundle named in plain config (as a TOML table would) is trusted for https;
+    without it the same server fails verification; a live ssl_context works too."""
+    server_context, ca_file = _tls_files(tmp_path)
+    server = await servers(server_context)
+    server.routes["/"] = local_http.Reply(headers={"Content-Type": "text/plain"}, body=b"secure")
+    url = f"https://public.example:{server.port}/"
+
+    trusted = await fetcher(server, ca_bundle=str(ca_file), system_ca=False).execute(
+        "web_fetch", {"url": url}
+    )
+    assert not trusted.is_error and "secure" in trusted.text
+    untrusted = await fetcher(server).execute("web_fetch", {"url": url})
+    assert untrusted.is_error and "CERTIFICATE_VERIFY_FAILED" in untrusted.text
+    live = ssl.create_default_context(cafile=str(ca_file))
+    via_context = await fetcher(server, ssl_context=live).execute("web_fetch", {"url": url})
+    assert "secure" in via_context.text
+
+
+async def test_a_typed_config_object_carries_live_settings(servers: Any, local_http: Any) -> None:
+    """Library users pass a `WebFetchConfig` with a resolver callable as the section."""
+    server = await servers()
+    server.routes["/"] = local_http.Reply(headers={"Content-Type": "text/plain"}, body=b"hi")
+    asked: list[str] = []
+
+    async def dns(host: str) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+
+    config = WebFetchConfig(allow_cidrs=["127.0.0.0/8"], resolver=dns)
+    tool = loaded_web_fetch(config)
+    assert tool.config is config
+    result = await ToolRegistry([tool]).execute(
+        "web_fetch", {"url": f"http://docs.example:{server.port}/"}
+    )
+    assert "hi" in result.text and asked == ["docs.example"]
+    # fixed hosts win over the resolver; their answers are still checked by the guard
+    blocked = loaded_web_fetch({"hosts": {"docs.example": ["127.0.0.1"]}, "resolver": dns})
+    refused = await ToolRegistry([blocked]).execute(
+        "web_fetch", {"url": f"http://docs.example:{server.port}/"}
+    )
+    assert refused.error_kind is ErrorKind.NETWORK_VIOLATION and asked == ["docs.example"]
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"hosts": {"a.example": ["not-an-ip"]}}, "is not an IP address"),
+        ({"hosts": {"a.example": []}}, "has no addresses"),
+        ({"ca_bundle": "/nonexistent/ca.pem"}, "does not exist"),
+        ({"resolver": "dns.example"}, "resolver"),
+    ],
+)
+def test_bad_network_settings_are_config_errors(section: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolConfigError, match=message):
+        loaded_web_fetch(section)
+
+
+def test_a_ca_bundle_that_is_not_pem_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("not a certificate")
+    with pytest.raises(ToolConfigError, match="could not be loaded as PEM"):
+        loaded_web_fetch({"ca_bundle": str(tmp_path / "ca.pem")})
+
+
+PAGES = Path(__file__).parent / "pages"
+
+# Per saved page: text of the article that must be kept; text of the page's chrome
+# (navigation, cookie banner, sidebar, footer, comments, ads), which main-content
+# extraction leaves out; and scripts and hidden elements, which never reach the model.
+SAVED_PAGES = {
+    "blog_post.html": (
+        [
+            "# Understanding Python's asyncio.TaskGroup",
+            "## Why structured concurrency matters",
+            "### Handling errors with except",
+            "- If any task raises, the other tasks are cancelled.",
+            "2. Add one `except*` clause per exception type.",
+            '        first = group.create_task(fetch("first", 1.0))',
+            "[official documentation on task groups]"
+            "(https://docs.python.org/3/library/asyncio-task.html#task-groups)",
+        ],
+        [
+            "We use cookies",
+            "Subscribe to the newsletter",
+            "Popular posts",
+            "Sponsored",
+            "All rights reserved",
+            "dev_guy42",
+        ],
+        ["gtag", "dataLayer", "id_rsa", "SYSTEM OVERRIDE"],
+    ),
+    "docs_page.html": (
+        [
+            "# Configuration reference",
+            "| `port` | `8080` | TCP port to listen on. |",
+            "$ skyline cache clear --all",
+            "[Caching in production](https://docs.example/4.2/deployment.html#caching)",
+        ],
+        [
+            "Quick search",
+            "Previous topic",
+            "Created using",
+            "5.0 beta is out",
+        ],
+        ["initSearch", "disable TLS verification"],
+    ),
+    "news_article.html": (
+        [
+            "# City council approves new cycle lanes after two-year debate",
+            "## Shop owners object",
+            "- Forty-two parking spaces on Harbour Road will be removed.",
+            "[2024 consultation](https://docs.example/news/local/mill-street-consultation)",
+        ],
+        [
+            "847 partners",
+            "Subscribe from",
+            "Most read",
+            "ADVERTISEMENT",
+            "Example Media Group",
+        ],
+        ["__INITIAL_STATE__", "say the vote failed", "tracking pixel"],
+    ),
+}
+
+
+@pytest.mark.parametrize("page", sorted(SAVED_PAGES))
+async def test_saved_pages_give_the_article_without_the_chrome(
+    servers: Any, local_http: Any, page: str
+) -> None:
+    """Main-content extraction keeps the article (headings, lists, code, links) and
+    leaves out what the plain-text path keeps: navigation, banners, sidebars, footers."""
+    server = await servers()
+    server.routes["/4.2/page.html"] = local_http.Reply(
+        headers={"Content-Type": "text/html; charset=utf-8"}, body=(PAGES / page).read_bytes()
+    )
+    url = f"http://docs.example:{server.port}/4.2/page.html"
+    kept, chrome, unseen = SAVED_PAGES[page]
+    kept = [k.replace("https://docs.example", f"http://docs.example:{server.port}") for k in kept]
+    hosts = {"hosts": {"docs.example": ["127.0.0.1"]}}
+
+    main = await fetcher(server, **hosts).execute("web_fetch", {"url": url})
+    assert main.metadata["extractor"] == "main_content"
+    assert "Showing: the main content as Markdown" in main.text
+    for text in kept:
+        assert text in main.text, text
+    for text in chrome + unseen:
+        assert text not in main.text, text
+
+    whole = await fetcher(server, html="text", **hosts).execute("web_fetch", {"url": url})
+    assert whole.metadata["extractor"] == "text"
+    assert [text for text in chrome if text in whole.text], "plain text keeps the chrome"
+    assert [text for text in unseen if text in whole.text] == []
+    assert len(main.text) < len(whole.text)
+
+
+def test_without_the_extra_pages_fall_back_to_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = (PAGES / "news_article.html").read_text()
+    assert page_text(html, "https://news.example/").extractor == "main_content"
+    monkeypatch.setitem(sys.modules, "trafilatura", None)  # import now raises ImportError
+    fallback = page_text(html, "https://news.example/")
+    assert fallback.extractor == "text"
+    assert "City council approves new cycle lanes" in fallback.text
+    assert "say the vote failed" not in fallback.text
+
+
+def test_short_pages_are_returned_whole() -> None:
+    page = page_text(PAGE.decode(), "http://public.example/notes")
+    assert page.extractor == "text" and "# Version 2" in page.text
+
+
+async def test_a_tool_built_by_hand_takes_a_resolver_and_tls_settings(
+    servers: Any, local_http: Any
+) -> None:
+    server = await servers()
+    server.routes["/"] = local_http.Reply(headers={"Content-Type": "text/plain"}, body=b"hand")
+
+    async def dns(host: str) -> list[str]:
+        return ["127.0.0.1"]
+
+    config = WebFetchConfig(allow_cidrs=["127.0.0.1/32"])
+    tool = WebFetchTool(config, resolver=dns, verify=False)
+    assert tool.verify is False and config.resolver is None  # the config is not changed
+    result = await ToolRegistry([tool]).execute(
+        "web_fetch", {"url": f"http://made.example:{server.port}/"}
+    )
+    assert "hand" in result.text

@@ -15,7 +15,7 @@ import ipaddress
 import re
 import socket
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -30,6 +30,7 @@ __all__ = [
     "TargetURL",
     "address_block_reason",
     "parse_url",
+    "static_resolver",
     "system_resolver",
 ]
 
@@ -282,6 +283,24 @@ async def system_resolver(host: str) -> list[str]:
     """Resolve `host` with the system resolver, off the event loop (``loop.getaddrinfo``)."""
     infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def static_resolver(
+    hosts: Mapping[str, Sequence[str]], fallback: Resolver | None = None
+) -> Resolver:
+    """A resolver with fixed answers for some names (like /etc/hosts), `fallback` for the rest.
+
+    The answers are checked by the guard like any DNS answer: naming an internal
+    address here does not open it; `allow_cidrs` does.
+    """
+    table = {host.lower().rstrip("."): list(answers) for host, answers in hosts.items()}
+    rest = fallback or system_resolver
+
+    async def resolve(host: str) -> Sequence[str]:
+        answers = table.get(host.lower().rstrip("."))
+        return answers if answers is not None else await rest(host)
+
+    return resolve
 
 
 class NetworkGuard:

@@ -71,7 +71,7 @@ class ReadFileTool(WorkspaceTool):
     default_limit = 2000
     max_line_chars = 2000
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
             self._read, kwargs["path"], kwargs.get("offset"), kwargs.get("limit")
         )
@@ -186,7 +186,7 @@ class WriteFileTool(WorkspaceTool):
         "To change part of a file, use edit_file."
     )
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(self._write, kwargs["path"], kwargs["content"])
 
     def _write(self, path: str, content: str) -> str:
@@ -247,7 +247,7 @@ class EditFileTool(WorkspaceTool):
 
     max_bytes = 10 * 1024 * 1024
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
             self._edit,
             kwargs["path"],
@@ -398,7 +398,7 @@ class ListDirTool(WorkspaceTool):
     )
     read_only = True
 
-    async def execute(self, **kwargs: Any) -> str:
+    async def run(self, **kwargs: Any) -> str:
         depth = kwargs.get("max_depth", 3) if kwargs.get("recursive", False) else 1
         return await asyncio.to_thread(
             self._list, kwargs.get("path", "."), depth, kwargs.get("max_entries", 500)

@@ -1,38 +1,48 @@
 """Search tools: glob finds paths by name, grep finds lines by regular expression.
 
-Both walk the workspace through the guard, never following symlinks, with caps on
-depth, entries visited and results. grep runs the regex in a separate worker process
-(`toolbridge.grep_worker`) that is killed at a deadline, because a catastrophic
-pattern cannot be stopped inside this process.
+Both list files through `toolbridge.search` (``.gitignore`` honoured, symlinks never
+followed, generated directories skipped) and search them with ripgrep where it is
+installed, or in Python, with the same results and limits either way, under one
+deadline for the whole call. Settings live in the ``search`` config section.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
+import os
 import re
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from toolbridge import grep_worker
-from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, decode_text, human_size, require_directory
-from toolbridge.tool import tool_parameters
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GlobTool", "GrepTool"]
+from toolbridge.errors import ToolConfigError, ToolExecutionError
+from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, require_directory
+from toolbridge.search.globs import (
+    Glob,
+    expand_braces,
+    has_magic,
+    pattern_parts,
+    split_fixed_prefix,
+)
+from toolbridge.search.listing import MAX_LISTED_FILES, Listing, python_listing, ripgrep_listing
+from toolbridge.search.matching import (
+    Found,
+    GrepRequest,
+    python_matches,
+    ripgrep_flags,
+    ripgrep_matches,
+)
+from toolbridge.search.ripgrep import find_ripgrep, ripgrep_accepts
+from toolbridge.security.workspace import Workspace
+from toolbridge.tool import ToolContext, tool_parameters
 
-logger = logging.getLogger(__name__)
+__all__ = ["GlobTool", "GrepTool", "SearchConfig"]
 
 MAX_WALK_DEPTH = 32
-MAX_WALK_ENTRIES = 100_000
-_WORKER = Path(grep_worker.__file__)
+_INLINE_FLAGS = re.compile(r"\(\?[a-zA-Z]*[msx-]")
 
 _PATH_PARAMETER = {
     "type": "string",
@@ -43,51 +53,86 @@ _PATH_PARAMETER = {
 _SKIPPED_NOTE = ", ".join(sorted(SKIPPED_DIRS))
 
 
-def pattern_parts(pattern: str) -> tuple[str, ...]:
-    """Split a relative glob pattern into path segments, or say why it is not one."""
-    if pattern.startswith(("/", "~")):
-        raise ToolExecutionError(
-            f"the pattern {pattern!r} is absolute; patterns are relative to path",
-            hint="Use a relative pattern like '**/*.py', and choose the directory with path.",
-        )
-    parts: list[str] = []
-    for part in pattern.split("/"):
-        if part == "..":
-            raise ToolExecutionError(
-                f"the pattern {pattern!r} contains '..'",
-                hint="Choose the directory to search with path instead of '..' in the pattern.",
+class SearchConfig(BaseModel):
+    """Settings of glob and grep (config section ``search``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: Literal["auto", "ripgrep", "python"] = Field(
+        default="auto",
+        description="auto: ripgrep when it is installed, else Python; ripgrep: require it; "
+        "python: never use ripgrep.",
+    )
+    ripgrep_path: str | None = Field(
+        default=None, description="The ripgrep executable (default: 'rg' on PATH)."
+    )
+
+    def ripgrep(self) -> str | None:
+        """The ripgrep executable to use, None for the Python engine."""
+        if self.engine == "python":
+            return None
+        found = find_ripgrep(self.ripgrep_path)
+        if found is None and (self.engine == "ripgrep" or self.ripgrep_path):
+            raise ToolConfigError(
+                "configuration of the search tools (section 'search') is invalid: ripgrep "
+                f"was not found ({self.ripgrep_path or 'rg'!r} is not an executable on PATH)"
             )
-        if part in ("", ".") or (part == "**" and parts and parts[-1] == "**"):
-            continue
-        parts.append(part)
-    if not parts:
-        raise ToolExecutionError(
-            f"the pattern {pattern!r} matches nothing",
-            hint="Give a pattern such as '*.md' or 'src/**/*.py'.",
+        return found
+
+
+class _SearchTool(WorkspaceTool):
+    """A workspace tool that lists files with ripgrep or Python."""
+
+    config_key = "search"
+    deadline = 10.0  # seconds for the whole call: listing, reading and matching
+
+    def __init__(self, workspace: Workspace, config: SearchConfig | None = None) -> None:
+        super().__init__(workspace)
+        self.config = config or SearchConfig()
+        self.rg = self.config.ripgrep()
+
+    @classmethod
+    def config_cls(cls) -> type[BaseModel]:
+        return SearchConfig
+
+    @classmethod
+    def create(cls, ctx: ToolContext) -> _SearchTool:
+        return cls(Workspace(ctx.workspace), ctx.tool_config)
+
+    @property
+    def engine(self) -> str:
+        return "ripgrep" if self.rg else "python"
+
+    async def _list(self, base: Path, max_depth: int, stop: float) -> Listing:
+        if self.rg is not None:
+            return await ripgrep_listing(
+                self.rg, self.workspace, base, max_depth=max_depth, stop=stop
+            )
+        return await asyncio.to_thread(
+            python_listing, self.workspace, base, max_depth=max_depth, stop=stop
         )
-    return tuple(parts)
+
+    def _narrow(self, base: Path, parts: tuple[str, ...]) -> tuple[Path | None, tuple[str, ...]]:
+        """Start below `base` at the pattern's fixed directories (``src/**/*.py`` -> src),
+        when they are plain directories; None when they do not exist."""
+        fixed, rest = split_fixed_prefix(parts)
+        if not fixed:
+            return base, parts
+        target = base.joinpath(*fixed)
+        try:
+            real = self.workspace.resolve(str(target))
+        except ToolExecutionError:
+            return None, rest
+        if real != target:  # a symlink on the way: walks never follow one
+            return base, parts
+        return (real, rest) if real.is_dir() else (None, rest)
 
 
-def glob_match(parts: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    """Whether the path segments match the pattern segments (``**`` spans any depth).
-
-    Each segment is matched by `fnmatchcase`, and the walk over segments is memoised,
-    so the cost stays polynomial whatever the pattern.
-    """
-
-    @cache
-    def match(i: int, j: int) -> bool:
-        if i == len(parts):
-            return j == len(path)
-        if parts[i] == "**":
-            return match(i + 1, j) or (j < len(path) and match(i, j + 1))
-        return j < len(path) and fnmatchcase(path[j], parts[i]) and match(i + 1, j + 1)
-
-    return match(0, 0)
-
-
-def _walk_depth(parts: tuple[str, ...]) -> int:
-    return MAX_WALK_DEPTH if "**" in parts else len(parts)
+@dataclass(frozen=True, slots=True)
+class _GlobTarget:
+    base: Path  # the directory the pattern is relative to
+    start: Path | None  # where the listing starts (None: nothing can match)
+    patterns: tuple[tuple[str, ...], ...]  # the pattern's segments, relative to start
 
 
 @tool_parameters(
@@ -98,7 +143,9 @@ def _walk_depth(parts: tuple[str, ...]) -> int:
                 "type": "string",
                 "minLength": 1,
                 "description": "Glob relative to path: '*' and '?' within a name, '**' "
-                "across directories, e.g. '**/*.py' or 'docs/*.md'.",
+                "across directories, {a,b} for either, e.g. '**/*.py' or 'docs/*.{md,txt}'. "
+                "An absolute pattern inside the workspace is accepted too (path is then "
+                "ignored).",
             },
             "path": _PATH_PARAMETER,
             "max_results": {
@@ -113,62 +160,94 @@ def _walk_depth(parts: tuple[str, ...]) -> int:
         "additionalProperties": False,
     }
 )
-class GlobTool(WorkspaceTool):
-    """Find files and directories whose path matches a glob pattern."""
+class GlobTool(_SearchTool):
+    """Find files whose path matches a glob pattern."""
 
     name = "glob"
     description = (
-        "Find files and directories in the workspace by glob pattern ('**/*.py'). Returns "
-        "paths relative to the workspace root, sorted; directories end with '/'. Symlinks "
-        f"are not followed; {_SKIPPED_NOTE} are not searched."
+        "Find files in the workspace by glob pattern ('**/*.py'). Returns file paths "
+        "relative to the workspace root, in directory order (use list_dir for directories). "
+        f"Files ignored by .gitignore, symlinks and {_SKIPPED_NOTE} are left out."
     )
     read_only = True
 
-    async def execute(self, **kwargs: Any) -> str:
-        return await asyncio.to_thread(
-            self._glob, kwargs["pattern"], kwargs.get("path", "."), kwargs.get("max_results", 200)
-        )
+    async def run(self, **kwargs: Any) -> str:
+        pattern: str = kwargs["pattern"]
+        max_results: int = kwargs.get("max_results", 200)
+        stop = time.monotonic() + self.deadline
+        target = await asyncio.to_thread(self._target, pattern, kwargs.get("path", "."))
+        shown_base = self.workspace.relative(target.base)
+        if target.start is None:
+            return f"No paths match {pattern!r} under {shown_base}."
+        depth = max(MAX_WALK_DEPTH if "**" in p else len(p) for p in target.patterns)
+        listing = await self._list(target.start, depth, stop)
+        found, capped = _glob_results(self.workspace, listing, target, max_results)
+        notes = _listing_notes(listing, self.deadline)
+        if capped:
+            notes.insert(0, f"stopped at {max_results} matches; narrow the pattern or path")
+        if not found:
+            return "\n".join([f"No paths match {pattern!r} under {shown_base}.", *notes])
+        return "\n".join([*found, *(f"… {note}" for note in notes)])
 
-    def _glob(self, pattern: str, path: str, max_results: int) -> str:
-        parts = pattern_parts(pattern)
+    def _target(self, pattern: str, path: str) -> _GlobTarget:
+        if pattern.startswith(("/", "~")):
+            return self._absolute_target(pattern)
         base = self.workspace.resolve(path)
         require_directory(base, self.workspace.relative(base))
-        found: list[str] = []
-        note = ""
-        walk = self.workspace.walk(base, max_depth=_walk_depth(parts), skip_dirs=SKIPPED_DIRS)
-        try:
-            for visited, entry in enumerate(walk, 1):
-                if visited > MAX_WALK_ENTRIES:
-                    note = f"… stopped after visiting {MAX_WALK_ENTRIES} entries; narrow path"
-                    break
-                if not glob_match(parts, entry.path.relative_to(base).parts):
-                    continue
-                if len(found) == max_results:
-                    note = f"… stopped at {max_results} matches; narrow the pattern or path"
-                    break
-                shown = self.workspace.relative(entry.path)
-                found.append(shown + "/" if entry.kind == "dir" else shown)
-        finally:
-            walk.close()
-        if not found:
-            return f"No paths match {pattern!r} under {self.workspace.relative(base)}." + (
-                f"\n{note}" if note else ""
-            )
-        return "\n".join([*found, note] if note else found)
+        return self._narrowed(base, [pattern_parts(p) for p in expand_braces(pattern)])
+
+    def _absolute_target(self, pattern: str) -> _GlobTarget:
+        """An absolute pattern names its own directory: the guard checks that part (a
+        workspace violation when it is outside), the rest is matched below it."""
+        expanded = os.path.expanduser(pattern) if pattern.startswith("~") else pattern
+        segments = expanded.split("/")
+        first = next((i for i, s in enumerate(segments) if has_magic(s)), len(segments) - 1)
+        directory = "/".join(segments[:first]) or "/"
+        base = self.workspace.resolve(directory)
+        require_directory(base, self.workspace.relative(base))
+        rest = "/".join(segments[first:])
+        return self._narrowed(base, [pattern_parts(p) for p in expand_braces(rest)])
+
+    def _narrowed(self, base: Path, patterns: list[tuple[str, ...]]) -> _GlobTarget:
+        if len(patterns) == 1:
+            start, rest = self._narrow(base, patterns[0])
+            return _GlobTarget(base, start, (rest,))
+        return _GlobTarget(base, base, tuple(patterns))
 
 
-@dataclass(slots=True)
-class _Search:
-    """What one grep run found and skipped, filled in by the reader and the feeder."""
+def _glob_results(
+    workspace: Workspace, listing: Listing, target: _GlobTarget, max_results: int
+) -> tuple[list[str], bool]:
+    """The listed files that match, in walk order, and whether `max_results` cut them."""
+    assert target.start is not None
+    found: list[str] = []
+    globs = [Glob(p) for p in target.patterns]
+    cut = _prefix_length(workspace, target.start)
+    for name in listing.files:
+        parts = name[cut:].split("/")
+        if any(glob.match(parts) for glob in globs):
+            if len(found) == max_results:
+                return found, True
+            found.append(name)
+    return found, False
 
-    matches: list[tuple[str, int, str]] = field(default_factory=list)
-    searched: int = 0
-    skipped_binary: int = 0
-    skipped_large: int = 0
-    skipped_unreadable: int = 0
-    visited: int = 0  # entries met by the walk for candidate files
-    timed_out: bool = False  # the deadline passed: results are incomplete
-    walk_timed_out: bool = False  # ... already while walking, so nothing was searched
+
+def _prefix_length(workspace: Workspace, start: Path) -> int:
+    """How many characters of a listed name are `start`'s own path (and its slash)."""
+    shown = workspace.relative(start)
+    return 0 if shown == "." else len(shown) + 1
+
+
+def _listing_notes(listing: Listing, deadline: float) -> list[str]:
+    notes = []
+    if listing.timed_out:
+        notes.append(
+            f"listing the files was stopped at the {deadline:g} s limit; results are "
+            "incomplete, narrow path"
+        )
+    if listing.capped:
+        notes.append(f"only the first {MAX_LISTED_FILES} files were looked at; narrow path")
+    return notes
 
 
 @tool_parameters(
@@ -190,7 +269,7 @@ class _Search:
                 "type": "string",
                 "minLength": 1,
                 "description": "Only search files matching this glob: a name pattern like "
-                "'*.py', or a path pattern like 'src/**/*.py'.",
+                "'*.py' or '*.{ts,tsx}', or a path pattern like 'src/**/*.py'.",
             },
             "ignore_case": {"type": "boolean", "default": False},
             "max_results": {
@@ -205,35 +284,24 @@ class _Search:
         "additionalProperties": False,
     }
 )
-class GrepTool(WorkspaceTool):
+class GrepTool(_SearchTool):
     """Search file contents by regular expression, with a deadline and result caps."""
 
     name = "grep"
     description = (
         "Search text files in the workspace for lines matching a Python regular expression. "
-        "Returns 'path:line: text' per match. Binary files, files over 5 MB, symlinks and "
-        f"{_SKIPPED_NOTE} are skipped. The search stops after 10 seconds."
+        "Returns 'path:line: text' per match. Files ignored by .gitignore, binary files, "
+        f"files over 5 MB, symlinks and {_SKIPPED_NOTE} are skipped. The search stops "
+        "after 10 seconds."
     )
     read_only = True
 
-    deadline = 10.0  # seconds for the whole search: walking, reading and matching
     max_file_bytes = 5 * 1024 * 1024
-    max_files = 20_000
     max_line_chars = 300
-    batch_bytes = 1 << 20
 
-    async def execute(self, **kwargs: Any) -> str:
-        return await self._grep(
-            kwargs["pattern"],
-            kwargs.get("path", "."),
-            kwargs.get("include"),
-            kwargs.get("ignore_case", False),
-            kwargs.get("max_results", 100),
-        )
-
-    async def _grep(
-        self, pattern: str, path: str, include: str | None, ignore_case: bool, max_results: int
-    ) -> str:
+    async def run(self, **kwargs: Any) -> str:
+        pattern: str = kwargs["pattern"]
+        ignore_case: bool = kwargs.get("ignore_case", False)
         try:
             re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:
@@ -242,186 +310,97 @@ class GrepTool(WorkspaceTool):
                 hint="Use Python re syntax; escape special characters such as ( [ . * with "
                 "a backslash to match them literally.",
             ) from None
-        include_parts = pattern_parts(include) if include else None
-        search = _Search()
-        # One deadline for everything: the walk and the reads (threads, which cannot be
-        # cancelled) check it themselves; the worker runs under asyncio.timeout_at.
+        include: str | None = kwargs.get("include")
+        includes = _include_patterns(include) if include else None
+        request = GrepRequest(
+            pattern,
+            ignore_case,
+            kwargs.get("max_results", 100),
+            self.max_line_chars,
+            self.max_file_bytes,
+        )
+        # One deadline for everything: listing, reading and matching.
         stop = time.monotonic() + self.deadline
-        files, base = await asyncio.to_thread(self._candidates, path, include_parts, search, stop)
-        request = {
-            "pattern": pattern,
-            "ignore_case": ignore_case,
-            "max_matches": max_results,
-            "max_chars": self.max_line_chars,
-        }
-        if files and not search.walk_timed_out:
-            await self._run_worker(request, files, search, stop)
-        return self._report(search, pattern, base, max_results, len(files))
-
-    def _candidates(
-        self, path: str, include: tuple[str, ...] | None, search: _Search, stop: float
-    ) -> tuple[list[tuple[Path, int]], str]:
-        real = self.workspace.resolve(path)
-        shown = self.workspace.relative(real)
-        if real.is_file():
-            return [(real, 0)], shown
-        require_directory(real, shown)
-        files: list[tuple[Path, int]] = []
-        walk = self.workspace.walk(real, max_depth=MAX_WALK_DEPTH, skip_dirs=SKIPPED_DIRS)
-        try:
-            for visited, entry in enumerate(walk, 1):
-                search.visited = visited
-                if time.monotonic() >= stop:
-                    search.timed_out = search.walk_timed_out = True
-                    break
-                if visited > MAX_WALK_ENTRIES or len(files) == self.max_files:
-                    break
-                if entry.kind != "file" or not _included(include, entry.path, real):
-                    continue
-                if entry.size > self.max_file_bytes:
-                    search.skipped_large += 1
-                    continue
-                files.append((entry.path, entry.size))
-        finally:
-            walk.close()
-        return files, shown
-
-    async def _run_worker(
-        self, request: dict[str, Any], files: list[tuple[Path, int]], search: _Search, stop: float
-    ) -> None:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", str(_WORKER),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={}, limit=1 << 20,
-        )  # fmt: skip
-        stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
-        if stdin is None or stdout is None or stderr is None:
-            raise RuntimeError("the grep worker was started without pipes")
-
-        async def feed() -> None:
-            try:
-                stdin.write(json.dumps(request).encode() + b"\n")
-                for batch in self._batches(files):
-                    texts = await asyncio.to_thread(self._read_batch, batch, search, stop)
-                    for shown, text in texts:
-                        stdin.write(json.dumps([shown, text]).encode() + b"\n")
-                    await stdin.drain()
-                stdin.close()
-            except (BrokenPipeError, ConnectionResetError):
-                logger.debug("grep worker stopped reading (result cap reached)")
-
-        async def collect() -> None:
-            async for raw in stdout:
-                item = json.loads(raw)
-                if item[0] == "match":
-                    search.matches.append((item[1], item[2], item[3]))
-                else:
-                    search.searched += 1
-
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout_at(loop.time() + (stop - time.monotonic())):
-                await asyncio.gather(feed(), collect())
-                await process.wait()
-        except TimeoutError:
-            search.timed_out = True
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        if not search.timed_out and process.returncode != 0:
-            detail = (await stderr.read()).decode(errors="replace").strip().splitlines()
-            raise ToolExecutionError(
-                f"the search failed: {detail[-1] if detail else f'exit {process.returncode}'}",
-                hint="Try a simpler pattern.",
-            )
-
-    def _batches(self, files: list[tuple[Path, int]]) -> Iterator[list[Path]]:
-        """Files in groups of about `batch_bytes`, each read in one worker thread."""
-        batch: list[Path] = []
-        size = 0
-        for path, file_size in files:
-            batch.append(path)
-            size += file_size
-            if size >= self.batch_bytes or len(batch) >= 256:
-                yield batch
-                batch, size = [], 0
-        if batch:
-            yield batch
-
-    def _read_batch(self, batch: list[Path], search: _Search, stop: float) -> list[tuple[str, str]]:
-        texts: list[tuple[str, str]] = []
-        for real in batch:
-            if time.monotonic() >= stop:  # the caller is being timed out: stop reading
-                break
-            try:
-                with self.workspace.open_read(real) as file:
-                    data = file.read(self.max_file_bytes + 1)
-            except (ToolExecutionError, WorkspaceViolation) as exc:
-                logger.debug("grep skips %s: %s", real, exc)
-                search.skipped_unreadable += 1
-                continue
-            if len(data) > self.max_file_bytes:
-                search.skipped_large += 1
-                continue
-            shown = self.workspace.relative(real)
-            try:
-                text = decode_text(data, shown)
-            except ToolExecutionError:  # NUL bytes, or not UTF-8
-                search.skipped_binary += 1
-                continue
-            texts.append((shown, text))
-        return texts
-
-    def _report(
-        self, search: _Search, pattern: str, base: str, max_results: int, candidates: int
-    ) -> str:
-        notes: list[str] = []
-        if len(search.matches) >= max_results:
-            notes.append(f"stopped at {max_results} matches; narrow the pattern, path or include")
-        if search.timed_out and not search.walk_timed_out:
-            notes.append(
-                f"the search was stopped at its {self.deadline:g} s limit after "
-                f"{search.searched} of {candidates} files; results are incomplete"
-            )
-        skipped = [
-            f"{count} {what}"
-            for count, what in (
-                (search.skipped_binary, "binary or non-UTF-8"),
-                (search.skipped_large, f"over {human_size(self.max_file_bytes)}"),
-                (search.skipped_unreadable, "unreadable"),
-            )
-            if count
-        ]
-        if skipped:
-            notes.append("skipped files: " + ", ".join(skipped))
-        if search.walk_timed_out:
-            visited = "1 entry" if search.visited == 1 else f"{search.visited} entries"
+        base, listing = await self._candidates(kwargs.get("path", "."), includes, stop)
+        if listing.timed_out:
             raise ToolExecutionError(
                 f"the search for {pattern!r} was stopped at its {self.deadline:g} s limit "
-                f"while still listing the files under {base} ({visited} visited); nothing "
-                "was searched",
+                f"while still listing the files under {self.workspace.relative(base)} "
+                f"({len(listing.files)} files listed); nothing was searched",
                 hint="The directory tree is too large to search in time; narrow path to a "
                 "subdirectory, or include to the files you need.",
             )
-        if not search.matches:
-            if search.timed_out:
+        found = Found()
+        if listing.files:
+            found = await self._match(listing.files, request, stop)
+        return self._report(found, listing, request, self.workspace.relative(base))
+
+    async def _candidates(
+        self, path: str, includes: list[tuple[str, ...]] | None, stop: float
+    ) -> tuple[Path, Listing]:
+        real = await asyncio.to_thread(self.workspace.resolve, path)
+        shown = self.workspace.relative(real)
+        if real.is_file():
+            return real, Listing([shown])
+        require_directory(real, shown)
+        start: Path | None = real
+        if includes is not None and len(includes) == 1 and len(includes[0]) > 1:
+            start, rest = self._narrow(real, includes[0])
+            includes = [rest]
+        if start is None:
+            return real, Listing()
+        listing = await self._list(start, MAX_WALK_DEPTH, stop)
+        if includes is not None:
+            globs, cut = [Glob(p) for p in includes], _prefix_length(self.workspace, start)
+            listing.files = [f for f in listing.files if _included(globs, f[cut:])]
+        return real, listing
+
+    async def _match(self, files: list[str], request: GrepRequest, stop: float) -> Found:
+        # Python regex features ripgrep lacks (look-around, \Z, backreferences) or reads
+        # differently (inline flags, which rg applies to its whole buffer) go to Python.
+        if (
+            self.rg is not None
+            and not _INLINE_FLAGS.search(request.pattern)
+            and await ripgrep_accepts(self.rg, request.pattern, ripgrep_flags(request))
+        ):
+            return await ripgrep_matches(self.rg, self.workspace, files, request, stop)
+        return await python_matches(self.workspace, files, request, stop)
+
+    def _report(self, found: Found, listing: Listing, request: GrepRequest, base: str) -> str:
+        total = len(listing.files)
+        notes = _listing_notes(listing, self.deadline)
+        if len(found.matches) >= request.max_matches:
+            notes.insert(
+                0, f"stopped at {request.max_matches} matches; narrow the pattern, path or include"
+            )
+        if found.timed_out:
+            notes.append(
+                f"the search was stopped at its {self.deadline:g} s limit after "
+                f"{found.searched} of {total} files; results are incomplete"
+            )
+        if not found.matches:
+            if found.timed_out:
                 raise ToolExecutionError(
-                    f"the search for {pattern!r} did not finish within {self.deadline:g} s "
-                    f"and was stopped ({search.searched} of {candidates} files searched)",
+                    f"the search for {request.pattern!r} did not finish within "
+                    f"{self.deadline:g} s and was stopped ({found.searched} of {total} files "
+                    "searched)",
                     hint="The pattern may backtrack catastrophically (nested quantifiers such "
                     "as (a+)+ or (.*)*); simplify it, or narrow path or include.",
                 )
-            summary = f"No matches for {pattern!r} in {base} ({search.searched} files searched)."
+            summary = f"No matches for {request.pattern!r} in {base} ({total} files searched)."
             return "\n".join([summary, *notes])
-        lines = [f"{path}:{line}: {text}" for path, line, text in search.matches]
+        lines = [f"{path}:{line}: {text}" for path, line, text in found.matches]
         lines.extend(f"… {note}" for note in notes)
         return "\n".join(lines)
 
 
-def _included(include: tuple[str, ...] | None, real: Path, base: Path) -> bool:
-    if include is None:
-        return True
-    if len(include) == 1:
-        return fnmatchcase(real.name, include[0])
-    return glob_match(include, real.relative_to(base).parts)
+def _included(includes: list[Glob], name: str) -> bool:
+    """Whether `name` (relative to the search's start) matches an include: a path
+    pattern, or a name pattern (``*.py``, made ``**/*.py`` by `_include_patterns`)."""
+    parts = name.split("/")
+    return any(include.match(parts) for include in includes)
+
+
+def _include_patterns(include: str) -> list[tuple[str, ...]]:
+    patterns = [pattern_parts(p) for p in expand_braces(include)]
+    return [("**", *p) if len(p) == 1 and "/" not in include else p for p in patterns]

@@ -11,18 +11,20 @@ from __future__ import annotations
 import asyncio
 import codecs
 import ipaddress
+import os
 import re
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from toolbridge.errors import ToolExecutionError
+from toolbridge.errors import ToolConfigError, ToolExecutionError
 from toolbridge.fs import looks_binary
-from toolbridge.html import HtmlText, html_to_text
+from toolbridge.html import HtmlText, page_text
 from toolbridge.isolation import run_in_subprocess
-from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver
+from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver, static_resolver
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
 
 if TYPE_CHECKING:
@@ -43,9 +45,14 @@ _HINT_UNREACHABLE = "Check the URL, try again later, or use another source."
 
 
 class WebFetchConfig(BaseModel):
-    """Settings of `web_fetch` (config section ``web_fetch``)."""
+    """Settings of `web_fetch` (config section ``web_fetch``).
 
-    model_config = ConfigDict(extra="forbid")
+    Everything but `resolver` and `ssl_context` is plain data a TOML table can hold.
+    Those two are live objects for library users: pass a `WebFetchConfig` (or a mapping
+    holding them) as ``ToolContext.config["web_fetch"]``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     allow_cidrs: list[str] = Field(
         default_factory=list,
@@ -53,6 +60,21 @@ class WebFetchConfig(BaseModel):
     )
     allow_ports: list[int] = Field(
         default_factory=list, description="If set, allow_cidrs are open on these ports only."
+    )
+    hosts: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Fixed addresses for host names, like /etc/hosts: "
+        "{'wiki.corp.example': ['10.1.2.3']}. Still checked: open them with allow_cidrs.",
+    )
+    ca_bundle: str | None = Field(
+        default=None,
+        description="A PEM file (or a directory of them) with CA certificates to trust for "
+        "https, e.g. a company CA. Use an absolute path.",
+    )
+    system_ca: bool = Field(
+        default=True,
+        description="With ca_bundle: trust the system's CA certificates too. Without "
+        "ca_bundle, https is verified against httpx's default (certifi) bundle.",
     )
     max_bytes: int = Field(default=2_000_000, gt=0, description="Stop downloading after this many.")
     max_chars: int = Field(
@@ -63,7 +85,24 @@ class WebFetchConfig(BaseModel):
         default=10.0, gt=0, le=600, description="Seconds to turn a page's HTML into text."
     )
     max_redirects: int = Field(default=MAX_REDIRECTS, ge=0, le=MAX_REDIRECTS)
+    html: Literal["main_content", "text"] = Field(
+        default="main_content",
+        description="main_content: the page's article as Markdown, without navigation, "
+        "banners and sidebars (needs the web extra's trafilatura; falls back to text); "
+        "text: all visible text of the page.",
+    )
     user_agent: str = "toolbridge-web-fetch/0.1"
+    resolver: SkipJsonSchema[Resolver | None] = Field(
+        default=None,
+        exclude=True,
+        description="Python only: async host -> addresses, used instead of the system "
+        "resolver (hosts still wins). Every answer is checked by the guard.",
+    )
+    ssl_context: SkipJsonSchema[ssl.SSLContext | None] = Field(
+        default=None,
+        exclude=True,
+        description="Python only: the TLS context that verifies https servers.",
+    )
 
     @field_validator("allow_cidrs")
     @classmethod
@@ -82,6 +121,67 @@ class WebFetchConfig(BaseModel):
         if bad:
             raise ValueError(f"ports must be between 1 and 65535, got {bad}")
         return ports
+
+    @field_validator("hosts")
+    @classmethod
+    def _valid_hosts(cls, hosts: dict[str, list[str]]) -> dict[str, list[str]]:
+        for host, answers in hosts.items():
+            if not answers:
+                raise ValueError(f"host {host!r} has no addresses; give at least one")
+            for answer in answers:
+                try:
+                    ipaddress.ip_address(answer)
+                except ValueError:
+                    raise ValueError(
+                        f"{answer!r} (for host {host!r}) is not an IP address like '10.1.2.3'"
+                    ) from None
+        return hosts
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _existing_bundle(cls, path: str | None) -> str | None:
+        if path is not None and not os.path.exists(os.path.expanduser(path)):
+            raise ValueError(f"{path!r} does not exist; give the path of a PEM file or directory")
+        return path
+
+    @model_validator(mode="after")
+    def _one_trust_setting(self) -> WebFetchConfig:
+        if self.ssl_context is not None and (self.ca_bundle is not None or not self.system_ca):
+            raise ValueError("set either ssl_context or ca_bundle/system_ca, not both")
+        return self
+
+    def network_guard(self) -> NetworkGuard:
+        """The guard these settings describe (allowlist, fixed hosts, resolver)."""
+        resolver = self.resolver
+        if self.hosts:
+            resolver = static_resolver(self.hosts, resolver)
+        return NetworkGuard(
+            allow_cidrs=self.allow_cidrs, allow_ports=self.allow_ports, resolver=resolver
+        )
+
+    def tls_verify(self) -> ssl.SSLContext | bool:
+        """What verifies https servers (True: httpx's default); a CA bundle that cannot be
+        loaded is a `ToolConfigError`."""
+        if self.ssl_context is not None:
+            return self.ssl_context
+        if self.ca_bundle is None:
+            return True
+        if self.system_ca:
+            context = ssl.create_default_context()
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, trusts nothing yet
+        path = os.path.expanduser(self.ca_bundle)
+        try:
+            if os.path.isdir(path):
+                context.load_verify_locations(capath=path)
+            else:
+                context.load_verify_locations(cafile=path)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"configuration of tool 'web_fetch' (section 'web_fetch') is invalid: "
+                f"ca_bundle {self.ca_bundle!r} could not be loaded as PEM certificates: {exc}"
+            ) from None
+        return context
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +228,16 @@ class WebFetchTool(Tool):
         config: WebFetchConfig | None = None,
         *,
         resolver: Resolver | None = None,
-        verify: ssl.SSLContext | bool = True,
+        verify: ssl.SSLContext | bool | None = None,
     ) -> None:
-        self.config = config or WebFetchConfig()
-        self.guard = NetworkGuard(
-            allow_cidrs=self.config.allow_cidrs,
-            allow_ports=self.config.allow_ports,
-            resolver=resolver,
-        )
-        self.verify = verify
+        """`config` is what the loader passes; `resolver` and `verify`, for a tool built by
+        hand, replace the config's resolver and TLS settings."""
+        config = config or WebFetchConfig()
+        if resolver is not None:
+            config = config.model_copy(update={"resolver": resolver})
+        self.config = config
+        self.guard = config.network_guard()
+        self.verify = config.tls_verify() if verify is None else verify
 
     @classmethod
     def config_cls(cls) -> type[BaseModel]:
@@ -187,13 +288,14 @@ class WebFetchTool(Tool):
             ) from None
 
     async def _convert(self, html: str, url: str) -> HtmlText:
-        """HTML to text in a worker process with a deadline: the stdlib parser is quadratic
-        on some malformed input, and a thread could neither be stopped nor spare the loop."""
+        """HTML to text in a worker process with a deadline: parsers can be quadratic on
+        malformed input, and a thread could neither be stopped nor spare the loop."""
         limit = self.config.convert_timeout
+        main = self.config.html == "main_content"
         try:
             async with asyncio.timeout(limit):
                 converted: HtmlText = await run_in_subprocess(
-                    html_to_text, {"html": html, "base_url": url}
+                    page_text, {"html": html, "base_url": url, "main": main}
                 )
         except TimeoutError:
             raise ToolExecutionError(
@@ -243,10 +345,10 @@ class WebFetchTool(Tool):
                 hint="web_fetch reads HTML and text; look for an HTML or text version.",
             )
         text = page.body.decode(_charset(page), errors="replace")
-        title = ""
+        title = extractor = ""
         if kind == "html":
             converted = await self._convert(text, page.url)
-            title, text = converted.title, converted.text
+            title, text, extractor = converted.title, converted.text, converted.extractor
         total = len(text)
         notes: list[str] = []
         if total > limit:
@@ -263,6 +365,10 @@ class WebFetchTool(Tool):
             header.append(f"Redirected from: {hops[0]}")
         if title:
             header.append(f"Title: {title}")
+        if extractor == "main_content":
+            header.append(
+                "Showing: the main content as Markdown (navigation and sidebars left out)"
+            )
         body = text.replace(BANNER_END, "<<<END OF EXTERNAL CONTENT (quoted)>>>")
         content = "\n".join([*header, "", body, *notes, BANNER_END])
         metadata = {
@@ -273,6 +379,8 @@ class WebFetchTool(Tool):
             "truncated": page.truncated or total > limit,
             "redirects": hops[1:],
         }
+        if extractor:
+            metadata["extractor"] = extractor
         return ToolResult(content, metadata=metadata)
 
 
