@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolbridge.approval import (
     ApprovalRequest,
@@ -33,7 +33,7 @@ from toolbridge.approval import (
 )
 from toolbridge.backends import ExecutionBackend, LocalBackend
 from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolbridgeError, ToolError
 from toolbridge.loop_guard import LoopGuard
 from toolbridge.outcomes import (
     EventType,
@@ -67,6 +67,10 @@ from toolbridge.scheduling import ExclusiveGate
 from toolbridge.tool import ToolResult
 from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
+
+if TYPE_CHECKING:
+    from toolbridge.journal import CallJournal
+    from toolbridge.journal.recorder import CallRecorder, Recording
 
 __all__ = [
     "BeforeCall",
@@ -252,7 +256,8 @@ class ToolExecutor:
     Each executor owns its approvals, loop guard, concurrency limit and result store;
     nothing is shared between two executors. `hooks` see every call, `listeners` get
     every `ToolEvent`, and `tracer_provider` (OpenTelemetry) defaults to the global one.
-    `backend` decides where prepared calls run (`toolbridge.backends`; default: here).
+    `backend` decides where prepared calls run (`toolbridge.backends`; default: here), and
+    `journal` (`toolbridge.journal`) records every call so none is lost or run twice.
     """
 
     def __init__(
@@ -264,8 +269,11 @@ class ToolExecutor:
         listeners: Iterable[EventListener] = (),
         tracer_provider: Any = None,
         backend: ExecutionBackend | None = None,
+        journal: CallJournal | CallRecorder | None = None,
     ) -> None:
         self.registry = registry
+        # Never lost, never run twice: every call is claimed in the journal first.
+        self._recorder = _recorder(journal, registry.context.session)
         # Where prepared, approved calls run: this process unless a backend says otherwise.
         self._invoke = (backend or LocalBackend()).bind(registry)
         self.policy = policy = policy or ExecutionPolicy()
@@ -437,7 +445,9 @@ class ToolExecutor:
 
     # --- one call -------------------------------------------------------------------------
 
-    async def _execute(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> None:
+    async def _execute(  # noqa: PLR0915 - one frame per call: the hot path is not split
+        self, batch: ToolBatch, index: int, prepared: PreparedCall
+    ) -> None:
         """Run one admitted call and settle its outcome (one coroutine: this is per call).
 
         Only a stop propagates: `CancelledError`, and `KeyboardInterrupt`/`SystemExit`
@@ -462,29 +472,49 @@ class ToolExecutor:
                     prepared = steered
             tool = prepared.tool
             assert tool is not None
-            time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-            if answer is not None:
-                start = self._started(batch, call)
-                invocation = _answered(tool.name, answer)
-            elif self._limit is not None:
-                async with self._limit:
+            recording: Recording | None = None
+            if answer is None and self._recorder is not None:
+                begun = await self._begin(call, prepared)
+                if isinstance(begun, ToolOutcome):
+                    await self._settle(batch, index, begun)
+                    return
+                answer, recording = begun
+            try:
+                time_limit = (
+                    tool.timeout if tool.timeout is not None else self.policy.default_timeout
+                )
+                if answer is not None:
+                    start = self._started(batch, call)
+                    invocation = _answered(tool.name, answer)
+                elif self._limit is not None:
+                    async with self._limit:
+                        start = self._started(batch, call)
+                        invocation = await self._run_prepared(
+                            tool.name, call.id, prepared, time_limit
+                        )
+                elif self._tracer is None:  # the common case: no extra frame
+                    start = self._started(batch, call)
+                    invocation = await self._invoke(
+                        prepared, call_id=call.id, time_limit=time_limit
+                    )
+                else:
                     start = self._started(batch, call)
                     invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-            elif self._tracer is None:  # the common case: no extra frame
-                start = self._started(batch, call)
-                invocation = await self._invoke(prepared, call_id=call.id, time_limit=time_limit)
-            else:
-                start = self._started(batch, call)
-                invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-            duration = time.perf_counter() - start
-            result = invocation.result
-            if PAGE_METADATA_KEY not in result.metadata and (
-                text_length(result) > self.policy.max_result_chars
-            ):
-                result = await self._cap(result, call.id)
-            outcome = self._outcome(
-                batch, call, prepared, invocation, result=result, start=start, duration=duration
-            )
+                duration = time.perf_counter() - start
+                result = invocation.result
+                if PAGE_METADATA_KEY not in result.metadata and (
+                    text_length(result) > self.policy.max_result_chars
+                ):
+                    result = await self._cap(result, call.id)
+                outcome = self._outcome(
+                    batch, call, prepared, invocation, result=result, start=start, duration=duration
+                )
+            except BaseException:
+                if recording is not None:  # stopped mid-way: it may have partly run
+                    await asyncio.shield(self._abandon(recording))
+                raise
+            if recording is not None:
+                await self._record(recording, outcome)
             if self._plain_settle and not batch.listeners:
                 batch.outcomes[index] = outcome
             else:
@@ -497,6 +527,47 @@ class ToolExecutor:
             logger.exception("the executor failed on call %r", call.id)
             error = describe_exception(str(call.name), exc)
             batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+
+    async def _begin(
+        self, call: ToolCallRequest, prepared: PreparedCall
+    ) -> ToolOutcome | tuple[ToolResult | None, Recording | None]:
+        """Ask the journal about a call: its outcome (refused), or (stored answer, None) for a
+        call that ran before, or (None, recording) for one this executor now runs."""
+        assert self._recorder is not None and prepared.tool is not None
+        begun = await self._recorder.begin(
+            call.id, prepared.tool, prepared.arguments or {}, approval=self._approval_of(prepared)
+        )
+        if isinstance(begun, ToolError):
+            return failed_outcome(call, begun, prepared.repairs)
+        if isinstance(begun, ToolResult):
+            return begun, None  # it ran before: the model gets what it got then
+        return None, begun
+
+    def _approval_of(self, prepared: PreparedCall) -> dict[str, Any] | None:
+        """What let the call run, for the journal: the approval it needed, if any."""
+        tool, args = prepared.tool, prepared.arguments or {}
+        assert tool is not None
+        if not self.policy.approval(tool, args):
+            return None
+        return {"approved": True, "digest": arguments_digest(tool.name, args)}
+
+    async def _record(self, recording: Recording, outcome: ToolOutcome) -> None:
+        """Store the outcome before anyone sees it; a journal failure is said, not hidden."""
+        assert self._recorder is not None
+        try:
+            await self._recorder.finish(recording, outcome.result)
+        except ToolbridgeError as exc:  # a JournalError: the disk is full, say
+            from toolbridge.journal.recorder import JOURNAL_METADATA_KEY
+
+            logger.error("call %r ran but was not journaled: %s", outcome.call.id, exc)
+            outcome.result.metadata[JOURNAL_METADATA_KEY] = {"recorded": False, "error": str(exc)}
+
+    async def _abandon(self, recording: Recording) -> None:
+        assert self._recorder is not None
+        try:
+            await self._recorder.abandon(recording)
+        except ToolbridgeError as exc:
+            logger.error("could not mark an interrupted call in the journal: %s", exc)
 
     async def _steer(
         self, call: ToolCallRequest, prepared: PreparedCall
@@ -620,6 +691,14 @@ class ToolExecutor:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
+
+def _recorder(journal: CallJournal | CallRecorder | None, session: str) -> CallRecorder | None:
+    if journal is None:
+        return None
+    from toolbridge.journal.recorder import CallRecorder
+
+    return journal if isinstance(journal, CallRecorder) else CallRecorder(journal, session)
 
 
 def _overrides(hook: ExecutorHook, name: str) -> bool:
