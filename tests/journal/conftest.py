@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,9 +61,10 @@ def _as_user() -> dict[str, object]:
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The base connection string of a running throwaway cluster."""
+@contextmanager
+def throwaway_cluster() -> Iterator[str]:
+    """Start a cluster; yield its base connection string; stop and delete it (also used by
+    bench/journal_bench.py)."""
     bindir = _bindir()
     identity = _as_user()
     base = Path(tempfile.mkdtemp(prefix="toolbridge-pg-"))
@@ -88,6 +90,13 @@ def postgres_server() -> Iterator[str]:
     finally:
         run(bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop", check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The base connection string of a running throwaway cluster."""
+    with throwaway_cluster() as conninfo:
+        yield conninfo
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ run again; a call found running after a crash is reported as interrupted. SQLite
 workspace by default; PostgreSQL (the ``postgres`` extra) when processes or hosts share it.
 """
 
+import re
+
 from toolbridge.journal.base import CallJournal, Durability
 from toolbridge.journal.records import (
     SCHEMA_VERSION,
@@ -33,9 +35,13 @@ __all__ = [
 ]
 
 
+_CONNINFO = re.compile(r"^\s*[a-z_]+\s*=")
+
+
 async def open_journal(target: str, *, durability: Durability = "process") -> CallJournal:
-    """A journal from a file path (SQLite) or a ``postgresql://`` URL (PostgreSQL)."""
-    if target.startswith(("postgresql://", "postgres://")):
+    """A journal from a file path (SQLite), or a ``postgresql://`` URL or a libpq
+    ``key=value`` connection string (PostgreSQL)."""
+    if target.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(target):
         from toolbridge.journal.postgres import PostgresJournal
 
         return await PostgresJournal.connect(target, durability=durability)

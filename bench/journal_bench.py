@@ -1,0 +1,107 @@
+"""Journal overhead on the W5 batch: 200 calls of a 5 ms tool, with and without a journal.
+
+    python bench/journal_bench.py [--rounds 15] [--postgres CONNINFO]
+
+Side by side in one run, rounds interleaved: the executor alone, with a SQLite journal
+(durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
+started here unless --postgres names one). Each round uses new call ids, so every call
+is claimed and finished for real. Reported: median ms per batch and the overhead per
+call (SQLite) and per batch (PostgreSQL) above the executor alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "journal"))  # the throwaway PostgreSQL cluster
+
+from toolbridge import (  # noqa: E402
+    ExecutionPolicy,
+    ToolCallRequest,
+    ToolContext,
+    ToolExecutor,
+    ToolRegistry,
+    tool,
+)
+from toolbridge.journal import CallJournal, open_journal  # noqa: E402
+
+CALLS = 200
+
+
+@tool(read_only=True)
+async def wait_5ms(n: int) -> int:
+    """Sleep 5 ms, then answer."""
+    await asyncio.sleep(0.005)
+    return n
+
+
+async def batch_ms(workspace: Path, journal: CallJournal | None, round_no: int) -> float:
+    registry = ToolRegistry([wait_5ms], context=ToolContext(workspace=workspace, session="w5"))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    executor = ToolExecutor(registry, policy, journal=journal)
+    calls = [ToolCallRequest(f"r{round_no}-{i}", "wait_5ms", {"n": i}) for i in range(CALLS)]
+    start = time.perf_counter()
+    outcomes = await executor.run(calls)
+    elapsed = (time.perf_counter() - start) * 1000
+    assert all(outcome.ok for outcome in outcomes)
+    return elapsed
+
+
+async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp)
+        journals: dict[str, CallJournal | None] = {
+            "executor alone": None,
+            "SQLite (process)": await open_journal(str(workspace / "p.sqlite3")),
+            "SQLite (power)": await open_journal(str(workspace / "f.sqlite3"), durability="power"),
+            "PostgreSQL": await open_journal(postgres),
+        }
+        times: dict[str, list[float]] = {name: [] for name in journals}
+        for round_no in range(rounds + 1):
+            for name, journal in journals.items():
+                elapsed = await batch_ms(workspace, journal, round_no)
+                if round_no:  # the first round warms up
+                    times[name].append(elapsed)
+        for journal in journals.values():
+            if journal is not None:
+                await journal.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--postgres", help="a conninfo or URL; default: a throwaway cluster")
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        postgres = args.postgres
+        if postgres is None:
+            from conftest import throwaway_cluster
+
+            postgres = stack.enter_context(throwaway_cluster()) + " dbname=postgres"
+        times = asyncio.run(measure(args.rounds, postgres))
+    base = statistics.median(times["executor alone"])
+    print(f"W5: {CALLS} calls of a 5 ms tool, median of {args.rounds} rounds (interleaved)")
+    print("| runner | ms per batch | above the executor alone |")
+    print("|---|---|---|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        extra = median - base
+        per = (
+            f"{extra * 1000 / CALLS:+.1f} µs per call"
+            if "SQLite" in name
+            else f"{extra:+.2f} ms per batch"
+        )
+        print(f"| {name} | {median:.2f} | {'-' if name == 'executor alone' else per} |")
+
+
+if __name__ == "__main__":
+    main()
