@@ -19,14 +19,26 @@ from toolbridge.formats.types import (
     ToolOutcomeLike,
     ToolSource,
     ToolSpec,
-    as_payload,
+    TurnPart,
+    argument_object,
+    default_parts,
     result_parts,
     tool_specs,
 )
-from toolbridge.schema import thaw
+from toolbridge.formats.wire import (
+    as_payload,
+    definition_items,
+    opt_id,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
+from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
@@ -38,53 +50,94 @@ TRUNCATION_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
 def definitions(tools: ToolSource) -> list[dict[str, Any]]:
-    """The ``tools`` array: ``{"name", "description", "input_schema"}`` per tool."""
+    """The ``tools`` array: ``{"name", "description", "input_schema"}`` per tool (a tool
+    with no parameters gets the empty object schema Anthropic requires)."""
     return [
-        {"name": s.name, "description": s.description, "input_schema": thaw(s.parameters)}
+        {
+            "name": s.name,
+            "description": s.description,
+            "input_schema": thaw(s.parameters or EMPTY_OBJECT_SCHEMA),
+        }
         for s in tool_specs(tools)
     ]
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
-    """Read a ``tools`` array back into `ToolSpec`s."""
+    """Read a ``tools`` array back into `ToolSpec`s. Raises only `FormatError`."""
     specs = []
-    for index, item in enumerate(tools):
-        name, schema = item.get("name"), item.get("input_schema")
-        if not isinstance(name, str) or not isinstance(schema, Mapping):
-            raise FormatError(f'tools[{index}] needs a "name" and an "input_schema" object')
-        specs.append(ToolSpec(name, item.get("description") or "", schema))
+    for index, item in enumerate(definition_items(tools)):
+        where = f"tools[{index}]"
+        name, schema = opt_str(item, "name", where), opt_obj(item, "input_schema", where)
+        if not name or schema is None:
+            raise FormatError(f'{where} needs a "name" and an "input_schema" object')
+        specs.append(ToolSpec(name, opt_str(item, "description", where) or "", schema))
     return specs
 
 
 def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
-    """A Messages API response -> text and ``tool_use`` calls (``input`` as sent)."""
+    """A Messages API response -> text and ``tool_use`` calls (``input`` as sent).
+
+    Thinking and redacted-thinking blocks (and any block that is neither text nor a
+    call) are kept in `ParsedResponse.parts`, signatures included, to be sent back
+    unchanged. Raises only `FormatError` for a payload of the wrong shape.
+    """
     data = as_payload(payload, "Anthropic")
-    content = data.get("content")
-    if not isinstance(content, list):
+    content = opt_list(data, "content", "message")
+    if content is None:
         raise FormatError('an Anthropic message needs a "content" list of blocks')
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
+    parts: list[TurnPart] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise FormatError(f"content[{index}] is not an object")
-        if block.get("type") == "text":
-            texts.append(block.get("text", ""))
-        elif block.get("type") == "tool_use":
-            calls.append(_call(block, len(calls), id_salt))
-    stop = data.get("stop_reason")
+        where = f"content[{index}]"
+        req_obj(block, where)
+        kind = opt_str(block, "type", where)
+        if kind == "text":
+            text = opt_str(block, "text", where) or ""
+            texts.append(text)
+            parts.append(TurnPart("text", text, _text_extra(block)))
+        elif kind == "tool_use":
+            parts.append(TurnPart("call", len(calls)))
+            calls.append(_call(block, len(calls), id_salt, where))
+        else:
+            parts.append(TurnPart("opaque", block))
+    stop = opt_str(data, "stop_reason", "message")
     return ParsedResponse(
         text="".join(texts),
         calls=tuple(calls),
         finish_reason=stop,
         truncated=stop in TRUNCATION_REASONS,
         raw=data,
+        parts=tuple(parts),
     )
 
 
-def _call(block: Mapping[str, Any], position: int, salt: str) -> ToolCallRequest:
-    return tool_call(
-        block.get("id"), block.get("name", ""), block.get("input"), position, salt=salt
-    )
+def _text_extra(block: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys of a text block replayed with it (citations)."""
+    return {"citations": block["citations"]} if block.get("citations") else {}
+
+
+def _call(block: Mapping[str, Any], position: int, salt: str, where: str) -> ToolCallRequest:
+    call_id = opt_id(block, "id", where)
+    name = opt_str(block, "name", where) or ""
+    return tool_call(call_id, name, block.get("input"), position, salt=salt)
+
+
+def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
+    """The turn as one ``role: assistant`` message of content blocks, in the order they
+    came: thinking and redacted-thinking blocks exactly as received, text, ``tool_use``."""
+    blocks: list[dict[str, Any]] = []
+    for part in parsed.parts or default_parts(parsed):
+        if part.kind == "opaque":
+            blocks.append(thaw(part.value))
+        elif part.kind == "text":
+            blocks.append({"type": "text", "text": part.value, **thaw(part.extra)})
+        else:
+            call = parsed.calls[part.value]
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": argument_object(call)}
+            )
+    return [{"role": "assistant", "content": blocks}]
 
 
 def result_blocks(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:

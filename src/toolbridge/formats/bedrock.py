@@ -20,14 +20,31 @@ from toolbridge.formats.types import (
     ToolOutcomeLike,
     ToolSource,
     ToolSpec,
-    as_payload,
+    TurnPart,
+    argument_object,
+    default_parts,
     result_parts,
     tool_specs,
 )
-from toolbridge.schema import thaw
+from toolbridge.formats.wire import (
+    as_payload,
+    definition_items,
+    opt_id,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
+from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock, JsonBlock
 
-__all__ = ["definitions", "parse_definitions", "parse_response", "result_messages"]
+__all__ = [
+    "assistant_messages",
+    "definitions",
+    "parse_definitions",
+    "parse_response",
+    "result_messages",
+]
 
 TRUNCATION_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif"}
@@ -35,13 +52,14 @@ _IMAGE_FORMATS["image/webp"] = "webp"
 
 
 def definitions(tools: ToolSource) -> list[dict[str, Any]]:
-    """The ``toolConfig.tools`` list: ``{"toolSpec": {name, description, inputSchema}}``."""
+    """The ``toolConfig.tools`` list: ``{"toolSpec": {name, description, inputSchema}}``
+    (a tool with no parameters gets the empty object schema)."""
     return [
         {
             "toolSpec": {
                 "name": s.name,
                 "description": s.description,
-                "inputSchema": {"json": thaw(s.parameters)},
+                "inputSchema": {"json": thaw(s.parameters or EMPTY_OBJECT_SCHEMA)},
             }
         }
         for s in tool_specs(tools)
@@ -49,44 +67,77 @@ def definitions(tools: ToolSource) -> list[dict[str, Any]]:
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
-    """Read a ``toolConfig.tools`` list back into `ToolSpec`s."""
+    """Read a ``toolConfig.tools`` list back into `ToolSpec`s. Raises only `FormatError`."""
     specs = []
-    for index, item in enumerate(tools):
-        spec = item.get("toolSpec")
-        schema = spec.get("inputSchema", {}).get("json") if isinstance(spec, Mapping) else None
-        if not isinstance(spec, Mapping) or not isinstance(schema, Mapping):
-            raise FormatError(f'tools[{index}] needs a "toolSpec" with "inputSchema.json"')
-        specs.append(ToolSpec(str(spec.get("name")), spec.get("description") or "", schema))
+    for index, item in enumerate(definition_items(tools)):
+        where = f"tools[{index}]"
+        spec = opt_obj(item, "toolSpec", where)
+        at = f"{where}.toolSpec"
+        input_schema = opt_obj(spec, "inputSchema", at) if spec is not None else None
+        schema = opt_obj(input_schema, "json", f"{at}.inputSchema") if input_schema else None
+        name = opt_str(spec, "name", at) if spec is not None else None
+        if spec is None or schema is None or not name:
+            raise FormatError(f'{where} needs a "toolSpec" with a "name" and "inputSchema.json"')
+        specs.append(ToolSpec(name, opt_str(spec, "description", at) or "", schema))
     return specs
 
 
 def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
-    """A ``Converse`` response -> text and ``toolUse`` calls (``input`` as sent)."""
+    """A ``Converse`` response -> text and ``toolUse`` calls (``input`` as sent).
+
+    Reasoning blocks (``reasoningContent``, signed) and any other block that is neither
+    text nor a call are kept in `ParsedResponse.parts` to be sent back unchanged.
+    Raises only `FormatError` for a payload of the wrong shape.
+    """
     data = as_payload(payload, "Bedrock Converse")
-    output = data.get("output")
-    message = output.get("message") if isinstance(output, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
+    output = opt_obj(data, "output", "response")
+    message = opt_obj(output, "message", "output") if output is not None else None
+    content = opt_list(message, "content", "output.message") if message is not None else None
+    if content is None:
         raise FormatError('a Converse response needs "output.message.content" as a list')
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
+    parts: list[TurnPart] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise FormatError(f"content[{index}] is not an object")
-        if isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        use = block.get("toolUse")
-        if isinstance(use, dict):
-            name, arguments = use.get("name", ""), use.get("input")
-            calls.append(tool_call(use.get("toolUseId"), name, arguments, len(calls), salt=id_salt))
-    stop = data.get("stopReason")
+        where = f"output.message.content[{index}]"
+        req_obj(block, where)
+        text = opt_str(block, "text", where)
+        use = opt_obj(block, "toolUse", where)
+        if text is not None:
+            texts.append(text)
+            parts.append(TurnPart("text", text))
+        elif use is not None:
+            at = f"{where}.toolUse"
+            call_id, name = opt_id(use, "toolUseId", at), opt_str(use, "name", at) or ""
+            parts.append(TurnPart("call", len(calls)))
+            calls.append(tool_call(call_id, name, use.get("input"), len(calls), salt=id_salt))
+        else:
+            parts.append(TurnPart("opaque", block))
+    stop = opt_str(data, "stopReason", "response")
     return ParsedResponse(
         text="".join(texts),
         calls=tuple(calls),
         finish_reason=stop,
         truncated=stop in TRUNCATION_REASONS,
         raw=data,
+        parts=tuple(parts),
     )
+
+
+def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
+    """The turn as one ``role: assistant`` message: reasoning blocks as received, text
+    and ``toolUse`` blocks, in the order they came."""
+    blocks: list[dict[str, Any]] = []
+    for part in parsed.parts or default_parts(parsed):
+        if part.kind == "opaque":
+            blocks.append(thaw(part.value))
+        elif part.kind == "text":
+            blocks.append({"text": part.value})
+        else:
+            call = parsed.calls[part.value]
+            use = {"toolUseId": call.id, "name": call.name, "input": argument_object(call)}
+            blocks.append({"toolUse": use})
+    return [{"role": "assistant", "content": blocks}]
 
 
 def result_messages(

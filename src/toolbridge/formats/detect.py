@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolbridge.formats.types import FormatError, FormatName, as_payload
+from toolbridge.formats.types import FormatError, FormatName
+from toolbridge.formats.wire import as_payload
 
 __all__ = ["detect_format"]
 

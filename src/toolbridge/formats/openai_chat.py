@@ -22,21 +22,34 @@ from toolbridge.errors import ToolDefinitionError
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.schemas import UnsupportedSchema, drop_strict_nulls, openai_strict
 from toolbridge.formats.types import (
+    NO_PARAMETERS,
     FormatError,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
     ToolSpec,
-    as_payload,
+    TurnPart,
     data_url,
     result_parts,
     tool_specs,
 )
+from toolbridge.formats.wire import (
+    as_payload,
+    definition_items,
+    opt_id,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
+from toolbridge.jsontext import to_json_text
 from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
     "adapt_parameters",
+    "argument_text",
+    "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
@@ -50,15 +63,17 @@ TRUNCATION_REASONS = frozenset({"length"})
 
 
 def adapt_parameters(spec: ToolSpec, strict: bool | None) -> tuple[dict[str, Any], bool]:
-    """The parameters to send and whether they are strict.
+    """The parameters to send and whether they are strict (a tool with no parameters
+    gets the empty object schema).
 
     ``strict=None`` makes a tool strict when its schema can be made strict exactly;
     ``True`` requires it (a `ToolDefinitionError` says why not); ``False`` never does.
     """
+    parameters = spec.parameters or EMPTY_OBJECT_SCHEMA
     if strict is False:
-        return thaw(spec.parameters), False
+        return thaw(parameters), False
     try:
-        return openai_strict(spec.parameters), True
+        return openai_strict(parameters), True
     except UnsupportedSchema as exc:
         if strict:
             raise ToolDefinitionError(
@@ -66,41 +81,46 @@ def adapt_parameters(spec: ToolSpec, strict: bool | None) -> tuple[dict[str, Any
                 "send it with strict: false, or simplify its schema"
             ) from None
         logger.debug("tool %r sent with strict: false: %s", spec.name, exc)
-        return thaw(spec.parameters), False
+        return thaw(parameters), False
 
 
 def definitions(tools: ToolSource, *, strict: bool | None = False) -> list[dict[str, Any]]:
-    """The ``tools`` array: one ``{"type": "function", "function": ...}`` per tool."""
+    """The ``tools`` array: one ``{"type": "function", "function": ...}`` per tool.
+
+    A `ToolSpec` with no parameters is sent without a ``parameters`` key (OpenAI reads
+    that as "takes no arguments"), except under ``strict=True``, which needs a schema.
+    """
     out = []
     for spec in tool_specs(tools):
-        parameters, is_strict = adapt_parameters(spec, strict)
-        function = {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": parameters,
-            "strict": is_strict,
-        }
+        function: dict[str, Any] = {"name": spec.name, "description": spec.description}
+        if spec.has_parameters or strict is True:
+            function["parameters"], function["strict"] = adapt_parameters(spec, strict)
+        else:
+            function["strict"] = False
         out.append({"type": "function", "function": function})
     return out
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
-    """Read a ``tools`` array back into `ToolSpec`s (the parameters as sent)."""
+    """Read a ``tools`` array back into `ToolSpec`s (the parameters as sent; none sent:
+    `NO_PARAMETERS`). Raises only `FormatError`."""
     specs = []
-    for index, item in enumerate(tools):
-        function = item.get("function")
-        if item.get("type") != "function" or not isinstance(function, Mapping):
-            raise FormatError(f'tools[{index}] is not a {{"type": "function"}} tool')
-        specs.append(_spec(function, index))
+    for index, item in enumerate(definition_items(tools)):
+        where = f"tools[{index}]"
+        function = opt_obj(item, "function", where)
+        if item.get("type") != "function" or function is None:
+            raise FormatError(f'{where} is not a {{"type": "function"}} tool')
+        specs.append(function_spec(function, f"{where}.function"))
     return specs
 
 
-def _spec(function: Mapping[str, Any], index: int) -> ToolSpec:
-    name = function.get("name")
-    if not isinstance(name, str):
-        raise FormatError(f"tools[{index}] has no name")
-    parameters = function.get("parameters") or EMPTY_OBJECT_SCHEMA
-    return ToolSpec(name, function.get("description") or "", parameters)
+def function_spec(function: Mapping[str, Any], where: str) -> ToolSpec:
+    """A ``{"name", "description", "parameters"}`` object as a `ToolSpec`."""
+    name = opt_str(function, "name", where)
+    if not name:
+        raise FormatError(f"{where} has no name")
+    parameters = opt_obj(function, "parameters", where) or NO_PARAMETERS
+    return ToolSpec(name, opt_str(function, "description", where) or "", parameters)
 
 
 def parse_response(
@@ -115,73 +135,117 @@ def parse_response(
 
     Arguments stay the model's raw text, except that with `tools` given the nulls
     strict mode forced into optional keys are dropped (see `restore_strict_arguments`).
+    Raises only `FormatError` for a payload of the wrong shape.
     """
     data = as_payload(payload, "OpenAI chat")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
+    choices = opt_list(data, "choices", "response")
+    if not choices:
         raise FormatError('an OpenAI chat completion needs a non-empty "choices" list')
-    if not all(isinstance(c, dict) for c in choices):
-        raise FormatError('every entry of "choices" must be an object')
+    for index, entry in enumerate(choices):
+        req_obj(entry, f"choices[{index}]")
     picked = next((c for c in choices if c.get("index") == choice), None)
     if picked is None:
-        if choice >= len(choices):
+        if not 0 <= choice < len(choices):
             raise FormatError(f"the response has no choice {choice}")
         picked = choices[choice]
-    message = picked.get("message")
-    if not isinstance(message, dict):
-        raise FormatError(f'choice {choice} has no "message" object')
-    calls = parse_message_calls(message, id_salt=id_salt)
+    where = f"choices[{choice}]"
+    message = opt_obj(picked, "message", where)
+    if message is None:
+        raise FormatError(f'{where} has no "message" object')
+    calls = parse_message_calls(message, id_salt=id_salt, where=f"{where}.message")
     if tools is not None:
         calls = restore_strict_arguments(calls, tools, strict=strict)
-    finish = picked.get("finish_reason")
+    finish = opt_str(picked, "finish_reason", where)
+    text = message_text(message.get("content"), f"{where}.message.content")
+    parts = ([TurnPart("text", text)] if text else []) + [
+        TurnPart("call", i) for i in range(len(calls))
+    ]
     return ParsedResponse(
-        text=message_text(message.get("content")),
+        text=text,
         calls=calls,
         finish_reason=finish,
         truncated=finish in TRUNCATION_REASONS,
         raw=data,
+        parts=tuple(parts),
     )
 
 
-def message_text(content: Any) -> str:
+def message_text(content: Any, where: str = "content") -> str:
     """Assistant text from ``content``: a string, or the text parts of a list."""
+    if content is None:
+        return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
+    if not isinstance(content, list):
+        raise FormatError(f"{where} must be a string or an array of parts")
+    texts = []
+    for index, part in enumerate(content):
+        text = opt_str(req_obj(part, f"{where}[{index}]"), "text", f"{where}[{index}]")
+        texts.append(text or "")
+    return "".join(texts)
 
 
 def parse_message_calls(
-    message: Mapping[str, Any], *, id_salt: str = ""
+    message: Mapping[str, Any], *, id_salt: str = "", where: str = "message"
 ) -> tuple[ToolCallRequest, ...]:
-    """The calls of one assistant message, including the legacy ``function_call``."""
+    """The calls of one assistant message, including the legacy ``function_call``.
+
+    A call's ``extra_content`` (Gemini's OpenAI-compatible endpoint puts the thought
+    signature there) is kept in ``extra["extra_content"]`` and sent back with the call.
+    """
     calls = []
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        raise FormatError('"tool_calls" must be a list')
+    raw_calls = opt_list(message, "tool_calls", where) or []
     for position, raw in enumerate(raw_calls):
-        body = raw.get("function") if type(raw) is dict else None
-        call_id = raw.get("id") if body is not None else None
-        if type(body) is dict and type(call_id) is str and call_id:  # the common case, fast
-            calls.append(ToolCallRequest(call_id, body.get("name", ""), body.get("arguments")))
-            continue
-        if not isinstance(raw, dict):
-            raise FormatError(f"tool_calls[{position}] is not an object")
-        kind = raw.get("type", "function")
-        body = raw.get("custom") if kind == "custom" else raw.get("function")
-        if not isinstance(body, dict):
-            raise FormatError(f'tool_calls[{position}] has no "{kind}" object')
-        name = body.get("name", "")
+        at = f"{where}.tool_calls[{position}]"
+        req_obj(raw, at)
+        kind = opt_str(raw, "type", at) or "function"
+        body = opt_obj(raw, "custom" if kind == "custom" else "function", at)
+        if body is None:
+            raise FormatError(f'{at} has no "{kind}" object')
+        body_at = f"{at}.{kind}"
+        name = opt_str(body, "name", body_at) or ""
         arguments = body.get("input") if kind == "custom" else body.get("arguments")
         extra: dict[str, Any] = {"type": "custom"} if kind == "custom" else {}
-        calls.append(tool_call(raw.get("id"), name, arguments, position, extra, salt=id_salt))
-    legacy = message.get("function_call")
-    if isinstance(legacy, dict):
-        name, arguments = legacy.get("name", ""), legacy.get("arguments")
+        extra_content = opt_obj(raw, "extra_content", at)
+        if extra_content is not None:
+            extra["extra_content"] = extra_content
+        call_id = opt_id(raw, "id", at)
+        calls.append(tool_call(call_id, name, arguments, position, extra, salt=id_salt))
+    legacy = opt_obj(message, "function_call", where)
+    if legacy is not None:
+        name = opt_str(legacy, "name", f"{where}.function_call") or ""
         extra = {"legacy_function_call": True}
-        calls.append(tool_call(None, name, arguments, len(calls), extra, salt=id_salt))
+        calls.append(tool_call(None, name, legacy.get("arguments"), len(calls), extra, salt=id_salt))
     return tuple(calls)
+
+
+def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
+    """The assistant turn in request shape: one ``role: assistant`` message with the
+    text and the ``tool_calls`` (``extra_content`` replayed with its call)."""
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.text or None}
+    if parsed.calls:
+        message["tool_calls"] = [_wire_call(call) for call in parsed.calls]
+    return [message]
+
+
+def _wire_call(call: ToolCallRequest) -> dict[str, Any]:
+    arguments = argument_text(call.arguments)
+    wire: dict[str, Any]
+    if call.extra.get("type") == "custom":
+        wire = {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": arguments}}
+    else:
+        function = {"name": call.name, "arguments": arguments}
+        wire = {"id": call.id, "type": "function", "function": function}
+    if "extra_content" in call.extra:
+        wire["extra_content"] = thaw(call.extra["extra_content"])
+    return wire
+
+
+def argument_text(arguments: Any) -> str:
+    """Arguments as the JSON text OpenAI's APIs replay (text stays as the model wrote it)."""
+    if isinstance(arguments, str):
+        return arguments
+    return to_json_text({} if arguments is None else arguments)
 
 
 def restore_strict_arguments(
@@ -209,7 +273,7 @@ def _restored(arguments: Any, spec: ToolSpec) -> dict[str, Any] | None:
             arguments = decode_arguments(arguments)
         except ArgumentsDecodeError:
             return None
-    if not isinstance(arguments, dict):
+    if not isinstance(arguments, dict) or not spec.has_parameters:
         return None
     try:
         openai_strict(spec.parameters)

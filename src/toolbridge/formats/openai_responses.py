@@ -14,22 +14,43 @@ from typing import Any
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.formats.call_ids import tool_call
-from toolbridge.formats.openai_chat import adapt_parameters, restore_strict_arguments
+from toolbridge.formats.openai_chat import (
+    adapt_parameters,
+    argument_text,
+    function_spec,
+    restore_strict_arguments,
+)
 from toolbridge.formats.types import (
     FormatError,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
     ToolSpec,
-    as_payload,
+    TurnPart,
     data_url,
+    default_parts,
     result_parts,
     tool_specs,
 )
-from toolbridge.schema import EMPTY_OBJECT_SCHEMA
+from toolbridge.formats.wire import (
+    as_payload,
+    definition_items,
+    opt_id,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
+from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock
 
-__all__ = ["definitions", "parse_definitions", "parse_response", "result_messages"]
+__all__ = [
+    "assistant_messages",
+    "definitions",
+    "parse_definitions",
+    "parse_response",
+    "result_messages",
+]
 
 TRUNCATION_REASONS = frozenset({"max_output_tokens"})
 _CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -38,31 +59,33 @@ _KEPT_FIELDS = ("namespace", "caller")
 
 
 def definitions(tools: ToolSource, *, strict: bool | None = False) -> list[dict[str, Any]]:
-    """The ``tools`` array: ``{"type": "function", "name", "parameters", "strict"}``."""
+    """The ``tools`` array: ``{"type": "function", "name", "parameters", "strict"}``.
+
+    The API requires both keys: a tool with no parameters sends ``"parameters": null``.
+    """
     out = []
     for spec in tool_specs(tools):
-        parameters, is_strict = adapt_parameters(spec, strict)
-        out.append(
-            {
-                "type": "function",
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": parameters,
-                "strict": is_strict,
-            }
-        )
+        tool: dict[str, Any] = {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+        }
+        if spec.has_parameters or strict is True:
+            tool["parameters"], tool["strict"] = adapt_parameters(spec, strict)
+        else:
+            tool["parameters"], tool["strict"] = None, False
+        out.append(tool)
     return out
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
-    """Read a ``tools`` array back into `ToolSpec`s (the parameters as sent)."""
+    """Read a ``tools`` array back into `ToolSpec`s (the parameters as sent; ``null``:
+    `NO_PARAMETERS`). Raises only `FormatError`."""
     specs = []
-    for index, item in enumerate(tools):
-        name = item.get("name")
-        if item.get("type") != "function" or not isinstance(name, str):
-            raise FormatError(f'tools[{index}] is not a named {{"type": "function"}} tool')
-        parameters = item.get("parameters") or EMPTY_OBJECT_SCHEMA
-        specs.append(ToolSpec(name, item.get("description") or "", parameters))
+    for index, item in enumerate(definition_items(tools)):
+        if item.get("type") != "function":
+            raise FormatError(f'tools[{index}] is not a {{"type": "function"}} tool')
+        specs.append(function_spec(item, f"tools[{index}]"))
     return specs
 
 
@@ -73,51 +96,109 @@ def parse_response(
     strict: bool | None = False,
     id_salt: str = "",
 ) -> ParsedResponse:
-    """A Responses API response -> text and calls (``call_id`` as the call's id)."""
+    """A Responses API response -> text and calls (``call_id`` as the call's id).
+
+    Reasoning items (and any other output item that is neither a message nor a call)
+    are kept in `ParsedResponse.parts` to be sent back as they came. Raises only
+    `FormatError` for a payload of the wrong shape.
+    """
     data = as_payload(payload, "OpenAI Responses")
-    output = data.get("output")
-    if not isinstance(output, list):
+    output = opt_list(data, "output", "response")
+    if output is None:
         raise FormatError('an OpenAI Responses response needs an "output" list')
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
+    parts: list[TurnPart] = []
     cut_call = False
     for index, item in enumerate(output):
-        if not isinstance(item, dict):
-            raise FormatError(f"output[{index}] is not an object")
-        kind = item.get("type")
+        where = f"output[{index}]"
+        req_obj(item, where)
+        kind = opt_str(item, "type", where)
         if kind == "message":
-            texts.extend(
-                part.get("text", "")
-                for part in item.get("content") or []
-                if isinstance(part, dict) and part.get("type") == "output_text"
-            )
+            text = _message_text(item, where)
+            texts.append(text)
+            parts.append(TurnPart("text", text, _message_extra(item, where)))
         elif kind in _CALL_TYPES:
-            calls.append(_call(item, len(calls), id_salt))
+            parts.append(TurnPart("call", len(calls)))
+            calls.append(_call(item, kind, len(calls), id_salt, where))
             cut_call = cut_call or item.get("status") == "incomplete"
+        else:
+            parts.append(TurnPart("opaque", item))
     parsed_calls = tuple(calls)
     if tools is not None:
         parsed_calls = restore_strict_arguments(parsed_calls, tools, strict=strict)
-    details = data.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
+    details = opt_obj(data, "incomplete_details", "response")
+    reason = opt_str(details, "reason", "incomplete_details") if details else None
+    status = opt_str(data, "status", "response")
     return ParsedResponse(
         text="".join(texts),
         calls=parsed_calls,
-        finish_reason=reason or data.get("status"),
+        finish_reason=reason or status,
         truncated=reason in TRUNCATION_REASONS or cut_call,
         raw=data,
+        parts=tuple(parts),
     )
 
 
-def _call(item: Mapping[str, Any], position: int, salt: str) -> ToolCallRequest:
-    kind = str(item["type"])
-    name = item.get("name", "")
+def _message_text(item: Mapping[str, Any], where: str) -> str:
+    texts = []
+    for index, part in enumerate(opt_list(item, "content", where) or []):
+        at = f"{where}.content[{index}]"
+        req_obj(part, at)
+        if opt_str(part, "type", at) == "output_text":
+            texts.append(opt_str(part, "text", at) or "")
+    return "".join(texts)
+
+
+def _message_extra(item: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The message item's own id and status, replayed with its text."""
+    return {k: item[k] for k in ("id", "status") if opt_str(item, k, where) is not None}
+
+
+def _call(
+    item: Mapping[str, Any], kind: str, position: int, salt: str, where: str
+) -> ToolCallRequest:
+    name = opt_str(item, "name", where) or ""
     arguments = item.get(_CALL_TYPES[kind])
     extra: dict[str, Any] = {k: item[k] for k in _KEPT_FIELDS if item.get(k) is not None}
-    if isinstance(item.get("id"), str):
-        extra["item_id"] = item["id"]
+    item_id = opt_str(item, "id", where)
+    if item_id:
+        extra["item_id"] = item_id
     if kind == "custom_tool_call":
         extra["type"] = "custom"
-    return tool_call(item.get("call_id"), name, arguments, position, extra, salt=salt)
+    call_id = opt_id(item, "call_id", where)
+    return tool_call(call_id, name, arguments, position, extra, salt=salt)
+
+
+def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
+    """The turn as ``input`` items, in output order: reasoning items as received, each
+    message as an assistant ``message`` item, each call as its ``function_call`` item
+    (with its ``fc_`` id when it had one)."""
+    items: list[dict[str, Any]] = []
+    for part in parsed.parts or default_parts(parsed):
+        if part.kind == "opaque":
+            items.append(thaw(part.value))
+        elif part.kind == "text":
+            content = [{"type": "output_text", "text": part.value, "annotations": []}]
+            message = {"type": "message", "role": "assistant", "content": content}
+            items.append({**thaw(part.extra), **message})
+        else:
+            items.append(_wire_call(parsed.calls[part.value]))
+    return items
+
+
+def _wire_call(call: ToolCallRequest) -> dict[str, Any]:
+    custom = call.extra.get("type") == "custom"
+    item: dict[str, Any] = {
+        "type": "custom_tool_call" if custom else "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "input" if custom else "arguments": argument_text(call.arguments),
+    }
+    if isinstance(call.extra.get("item_id"), str):
+        item["id"] = call.extra["item_id"]
+    item.update({k: thaw(call.extra[k]) for k in _KEPT_FIELDS if k in call.extra})
+    return item
 
 
 def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
