@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.types import (
     FormatError,
@@ -29,6 +30,7 @@ from toolbridge.formats.wire import (
     as_payload,
     definition_items,
     opt_id,
+    opt_index,
     opt_list,
     opt_obj,
     opt_str,
@@ -38,6 +40,7 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "AnthropicStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
@@ -135,7 +138,12 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
         else:
             call = parsed.calls[part.value]
             blocks.append(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": argument_object(call)}
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": argument_object(call),
+                }
             )
     return [{"role": "assistant", "content": blocks}]
 
@@ -172,3 +180,79 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
     """One user message holding every ``tool_result`` block of the turn (none: empty)."""
     blocks = result_blocks(outcomes)
     return [{"role": "user", "content": blocks}] if blocks else []
+
+
+class AnthropicStream(StreamAdapter):
+    """Anthropic Messages events: a ``tool_use`` block start, ``input_json_delta``
+    fragments, and the block stop that finishes the call.
+
+    Thinking blocks are rebuilt from their ``thinking_delta`` and ``signature_delta``
+    events, redacted-thinking blocks kept as they start, both at their place in the
+    turn, to be sent back unchanged.
+    """
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._thinking: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        kind = opt_str(data, "type", "event")
+        index = opt_index(data, "index", "event")
+        if kind == "content_block_start":
+            block = opt_obj(data, "content_block", "event") or {}
+            return self._start(block, index)
+        if kind == "content_block_delta":
+            self._delta(opt_obj(data, "delta", "event") or {}, index)
+        elif kind == "content_block_stop":
+            self._end_thinking(index)
+            if self.is_open(index):
+                return [self.finish(index)]
+        elif kind == "message_delta":
+            delta = opt_obj(data, "delta", "event") or {}
+            self.finish_reason = opt_str(delta, "stop_reason", "event.delta") or self.finish_reason
+        elif kind == "message_stop":
+            return self.finish_all()
+        return []
+
+    def _start(self, block: Mapping[str, Any], index: int | None) -> list[ToolCallRequest]:
+        where = "event.content_block"
+        kind = opt_str(block, "type", where)
+        if kind == "tool_use":
+            return self.open(
+                index,
+                call_id=opt_id(block, "id", where),
+                name=opt_str(block, "name", where) or "",
+                arguments=block.get("input") or None,
+            )
+        if kind == "text":
+            self.add_text(opt_str(block, "text", where) or "")
+        elif kind is not None:
+            item = thaw(block)
+            self.add_opaque(item)
+            if kind == "thinking" and index is not None:
+                self._thinking[index] = (item, [opt_str(block, "thinking", where) or ""])
+        return []
+
+    def _delta(self, delta: Mapping[str, Any], index: int | None) -> None:
+        where = "event.delta"
+        kind = opt_str(delta, "type", where)
+        if kind == "text_delta":
+            self.add_text(opt_str(delta, "text", where) or "")
+        elif kind == "input_json_delta" and self.is_open(index):
+            self.add_arguments(index, opt_str(delta, "partial_json", where) or "")
+        elif kind == "thinking_delta" and index in self._thinking:
+            self._thinking[index][1].append(opt_str(delta, "thinking", where) or "")
+        elif kind == "signature_delta" and index in self._thinking:
+            self._thinking[index][0]["signature"] = opt_str(delta, "signature", where) or ""
+
+    def _end_thinking(self, index: int | None) -> None:
+        if index in self._thinking:
+            item, fragments = self._thinking.pop(index)
+            item["thinking"] = "".join(fragments)
+
+    def close(self) -> list[ToolCallRequest]:
+        for index in list(self._thinking):
+            self._end_thinking(index)
+        return super().close()

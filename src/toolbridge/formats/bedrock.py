@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.types import (
     FormatError,
@@ -30,6 +31,7 @@ from toolbridge.formats.wire import (
     as_payload,
     definition_items,
     opt_id,
+    opt_index,
     opt_list,
     opt_obj,
     opt_str,
@@ -39,6 +41,7 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock, JsonBlock
 
 __all__ = [
+    "BedrockStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
@@ -174,3 +177,85 @@ def _content(outcome: ToolOutcomeLike, base64_images: bool) -> list[dict[str, An
         else:
             blocks.append({"text": part.text})
     return blocks
+
+
+class BedrockStream(StreamAdapter):
+    """Bedrock ConverseStream events: ``contentBlockStart.start.toolUse``,
+    ``contentBlockDelta.delta.toolUse.input`` fragments, ``contentBlockStop``.
+
+    Reasoning deltas (``reasoningContent`` text, signature, redacted bytes) are rebuilt
+    into the ``reasoningContent`` block the whole response would have held.
+    """
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._reasoning: dict[int | None, tuple[dict[str, Any], list[str]]] = {}
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        start = opt_obj(data, "contentBlockStart", "event")
+        delta_event = opt_obj(data, "contentBlockDelta", "event")
+        stop = opt_obj(data, "contentBlockStop", "event")
+        message_stop = opt_obj(data, "messageStop", "event")
+        if start is not None:
+            where = "event.contentBlockStart"
+            index = opt_index(start, "contentBlockIndex", where)
+            body = opt_obj(start, "start", where) or {}
+            tool_use = opt_obj(body, "toolUse", f"{where}.start")
+            if tool_use is not None:
+                at = f"{where}.start.toolUse"
+                return self.open(
+                    index,
+                    call_id=opt_id(tool_use, "toolUseId", at),
+                    name=opt_str(tool_use, "name", at) or "",
+                )
+        elif delta_event is not None:
+            where = "event.contentBlockDelta"
+            index = opt_index(delta_event, "contentBlockIndex", where)
+            delta = opt_obj(delta_event, "delta", where) or {}
+            text = opt_str(delta, "text", f"{where}.delta")
+            tool_use = opt_obj(delta, "toolUse", f"{where}.delta")
+            reasoning = opt_obj(delta, "reasoningContent", f"{where}.delta")
+            if text:
+                self.add_text(text)
+            elif tool_use is not None and self.is_open(index):
+                fragment = opt_str(tool_use, "input", f"{where}.delta.toolUse")
+                self.add_arguments(index, fragment or "")
+            elif reasoning is not None:
+                self._reason(reasoning, index, f"{where}.delta.reasoningContent")
+        elif stop is not None:
+            index = opt_index(stop, "contentBlockIndex", "event.contentBlockStop")
+            self._end_reasoning(index)
+            if self.is_open(index):
+                return [self.finish(index)]
+        elif message_stop is not None:
+            self.finish_reason = opt_str(message_stop, "stopReason", "event.messageStop")
+            return self.finish_all()
+        return []
+
+    def _reason(self, delta: Mapping[str, Any], index: int | None, where: str) -> None:
+        if index not in self._reasoning:
+            block: dict[str, Any] = {}
+            self.add_opaque({"reasoningContent": block})
+            self._reasoning[index] = (block, [])
+        block, texts = self._reasoning[index]
+        text = opt_str(delta, "text", where)
+        signature = opt_str(delta, "signature", where)
+        if text is not None:
+            texts.append(text)
+        if signature is not None:
+            block.setdefault("reasoningText", {})["signature"] = signature
+        if "redactedContent" in delta:
+            block["redactedContent"] = delta["redactedContent"]
+
+    def _end_reasoning(self, index: int | None) -> None:
+        if index in self._reasoning:
+            block, texts = self._reasoning.pop(index)
+            if texts:
+                block.setdefault("reasoningText", {})["text"] = "".join(texts)
+
+    def close(self) -> list[ToolCallRequest]:
+        for index in list(self._reasoning):
+            self._end_reasoning(index)
+        return super().close()

@@ -14,11 +14,12 @@ caller can ask the model again instead of failing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ToolDefinitionError
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.schemas import (
     UnsupportedSchema,
@@ -53,6 +54,7 @@ from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock, JsonBlock
 
 __all__ = [
+    "GeminiStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
@@ -63,6 +65,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TRUNCATION_REASONS = frozenset({"MAX_TOKENS"})
+_T = TypeVar("_T")
 
 
 def definitions(tools: ToolSource, *, json_schema: bool | None = None) -> list[dict[str, Any]]:
@@ -240,3 +243,66 @@ def _function_response(outcome: ToolOutcomeLike) -> dict[str, Any]:
             {"inlineData": {"mimeType": image.media_type, "data": image.base64}} for image in images
         ]
     return response
+
+
+class GeminiStream(StreamAdapter):
+    """Gemini ``streamGenerateContent`` chunks: each ``functionCall`` part arrives whole.
+
+    A part's thought signature is kept in ``extra["thought_signature"]``; it must be
+    sent back with the call. Thought parts and signed text parts are kept in the
+    turn's parts, as the whole-response parser keeps them. Gemini says ``STOP``
+    whether or not it called tools. The google-genai SDK's snake_case dicts are read
+    too.
+    """
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        finished: list[ToolCallRequest] = []
+        candidates = opt_list(data, "candidates", "chunk") or ()
+        for candidate in candidates[:1]:
+            where = "chunk.candidates[0]"
+            req_obj(candidate, where)
+            content = opt_obj(candidate, "content", where) or {}
+            for index, part in enumerate(opt_list(content, "parts", f"{where}.content") or ()):
+                at = f"{where}.content.parts[{index}]"
+                finished.extend(self._part(req_obj(part, at), at))
+            reason = _either(candidate, "finishReason", "finish_reason", where, opt_str)
+            if reason:
+                self.finish_reason = reason
+                finished.extend(self.finish_all())
+        return finished
+
+    def _part(self, part: Mapping[str, Any], where: str) -> list[ToolCallRequest]:
+        call = _either(part, "functionCall", "function_call", where, opt_obj)
+        signature = _either(part, "thoughtSignature", "thought_signature", where, opt_str)
+        text = opt_str(part, "text", where)
+        if call is not None:
+            at = f"{where}.functionCall"
+            arguments = call.get("args")
+            return [
+                self.add_whole_call(
+                    call_id=opt_id(call, "id", at),
+                    name=opt_str(call, "name", at) or "",
+                    arguments={} if arguments is None else arguments,
+                    extra={"thought_signature": signature} if signature else {},
+                )
+            ]
+        if text is not None and not opt_bool(part, "thought", where):
+            if text or signature:
+                self.add_text(text, {"thoughtSignature": signature} if signature else None)
+        elif text is not None or signature:
+            self.add_opaque(thaw(part))
+        return []
+
+
+def _either(
+    data: Mapping[str, Any],
+    camel: str,
+    snake: str,
+    where: str,
+    read: Callable[[Mapping[str, Any], str, str], _T | None],
+) -> _T | None:
+    """REST JSON uses camelCase, the google-genai SDK's dicts use snake_case."""
+    value = read(data, camel, where)
+    return value if value is not None else read(data, snake, where)

@@ -11,10 +11,11 @@ their call by ``tool_name`` and add ``tool_call_id`` when the call had an id of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import parse_definitions
 from toolbridge.formats.types import (
@@ -27,11 +28,20 @@ from toolbridge.formats.types import (
     result_parts,
     tool_specs,
 )
-from toolbridge.formats.wire import as_payload, opt_id, opt_list, opt_obj, opt_str, req_obj
+from toolbridge.formats.wire import (
+    as_payload,
+    opt_bool,
+    opt_id,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
 from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "OllamaStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
@@ -132,3 +142,47 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
             message["images"] = images
         messages.append(message)
     return messages
+
+
+class OllamaStream(StreamAdapter):
+    """Ollama ``/api/chat`` stream lines: whole ``message.tool_calls`` per chunk, ``done``
+    with ``done_reason`` at the end. ``thinking`` fragments are kept for the replay."""
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._thinking: list[str] = []
+        self._thinking_item: dict[str, Any] | None = None
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        message = opt_obj(data, "message", "chunk") or {}
+        thinking = opt_str(message, "thinking", "chunk.message")
+        if thinking:
+            if self._thinking_item is None:
+                self._thinking_item = {"thinking": ""}
+                self.add_opaque(self._thinking_item)
+            self._thinking.append(thinking)
+        content = opt_str(message, "content", "chunk.message")
+        if content:
+            self.add_text(content)
+        finished = []
+        for position, raw in enumerate(opt_list(message, "tool_calls", "chunk.message") or ()):
+            where = f"chunk.message.tool_calls[{position}]"
+            function = opt_obj(req_obj(raw, where), "function", where) or {}
+            finished.append(
+                self.add_whole_call(
+                    call_id=opt_id(raw, "id", where),
+                    name=opt_str(function, "name", f"{where}.function") or "",
+                    arguments=function.get("arguments"),
+                )
+            )
+        if opt_bool(data, "done", "chunk"):
+            self.finish_reason = opt_str(data, "done_reason", "chunk") or "stop"
+            finished.extend(self.finish_all())
+        return finished
+
+    def close(self) -> list[ToolCallRequest]:
+        if self._thinking_item is not None:
+            self._thinking_item["thinking"] = "".join(self._thinking)
+        return super().close()

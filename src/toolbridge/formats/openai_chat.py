@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.errors import ToolDefinitionError
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.schemas import UnsupportedSchema, drop_strict_nulls, openai_strict
 from toolbridge.formats.types import (
@@ -37,6 +38,7 @@ from toolbridge.formats.wire import (
     as_payload,
     definition_items,
     opt_id,
+    opt_index,
     opt_list,
     opt_obj,
     opt_str,
@@ -47,6 +49,7 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "OpenAIChatStream",
     "adapt_parameters",
     "argument_text",
     "assistant_messages",
@@ -215,7 +218,9 @@ def parse_message_calls(
     if legacy is not None:
         name = opt_str(legacy, "name", f"{where}.function_call") or ""
         extra = {"legacy_function_call": True}
-        calls.append(tool_call(None, name, legacy.get("arguments"), len(calls), extra, salt=id_salt))
+        calls.append(
+            tool_call(None, name, legacy.get("arguments"), len(calls), extra, salt=id_salt)
+        )
     return tuple(calls)
 
 
@@ -307,3 +312,100 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
     if images:
         messages.append({"role": "user", "content": images})
     return messages
+
+
+class OpenAIChatStream(StreamAdapter):
+    """OpenAI Chat Completions chunks: ``choices[].delta.tool_calls[]`` fragments.
+
+    Only choice `choice` is followed. A fragment's index keys its call; a new id under
+    an index that is still open starts the next call; a fragment without an index
+    continues the latest call unless it brings a new id. Any finish reason (``stop``
+    included), or the ``"[DONE]"`` sentinel, closes the open calls. A fragment's
+    ``extra_content`` (Gemini's thought signature) is kept with its call.
+    """
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, choice: int = 0, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._choice = choice
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        finished: list[ToolCallRequest] = []
+        for number, choice in enumerate(opt_list(data, "choices", "chunk") or ()):
+            where = f"chunk.choices[{number}]"
+            req_obj(choice, where)
+            if (opt_index(choice, "index", where) or 0) != self._choice:
+                continue
+            delta = opt_obj(choice, "delta", where) or {}
+            content = opt_str(delta, "content", f"{where}.delta")
+            if content:
+                self.add_text(content)
+            fragments = opt_list(delta, "tool_calls", f"{where}.delta") or ()
+            for position, fragment in enumerate(fragments):
+                at = f"{where}.delta.tool_calls[{position}]"
+                finished.extend(self._fragment(req_obj(fragment, at), at))
+            reason = opt_str(choice, "finish_reason", where)
+            if reason:
+                self.finish_reason = reason
+                finished.extend(self.finish_all())
+        return finished
+
+    def _fragment(self, fragment: Mapping[str, Any], where: str) -> list[ToolCallRequest]:
+        call_id = opt_id(fragment, "id", where)
+        function = opt_obj(fragment, "function", where) or {}
+        name = opt_str(function, "name", f"{where}.function") or ""
+        arguments = function.get("arguments")
+        index = opt_index(fragment, "index", where)
+        extra_content = opt_obj(fragment, "extra_content", where)
+        last = (
+            self._last_key if self._last_key is not None and self.is_open(self._last_key) else None
+        )
+        if index is not None:
+            key: Hashable = ("index", index)
+            # a server that leaves the index out of the first fragment only
+            if (
+                last is not None
+                and isinstance(last, tuple)
+                and last[0] == "unindexed"
+                and not self.is_open(key)
+                and (call_id is None or self._open[last].call_id in (None, call_id))
+            ):
+                self.rekey(last, key)
+        elif last is not None:
+            key = last
+        else:
+            key = ("unindexed", self.calls_started)
+
+        finished: list[ToolCallRequest] = []
+        current = self._open.get(key)
+        if current is not None and call_id is not None and current.call_id not in (None, call_id):
+            if index is None:
+                key = ("unindexed", self.calls_started)
+            current = None
+        elif (
+            current is not None
+            and index is None
+            and name
+            and current.name
+            and name != current.name
+            and current.fragments
+        ):
+            # no index and no id: another name after a call that has its arguments is
+            # the next call (servers that send whole calls one per chunk)
+            key, current = ("unindexed", self.calls_started), None
+        if current is None:
+            finished = self.open(key, call_id=call_id, name=name)
+        else:
+            if name and name != current.name:
+                # Some servers resend the whole name in every fragment; others split it.
+                self.add_name(key, name)
+            current.call_id = current.call_id or call_id
+        if extra_content is not None:
+            self._open[key].extra["extra_content"] = extra_content
+        if isinstance(arguments, str):
+            if arguments:
+                self.add_arguments(key, arguments)
+        elif arguments is not None:  # a server that sends the decoded object
+            self._open[key].whole_arguments = arguments
+        return finished

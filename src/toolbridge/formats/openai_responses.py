@@ -9,10 +9,11 @@ Two ids travel with a call: ``call_id`` links the output to the call and becomes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import (
     adapt_parameters,
@@ -36,6 +37,7 @@ from toolbridge.formats.wire import (
     as_payload,
     definition_items,
     opt_id,
+    opt_index,
     opt_list,
     opt_obj,
     opt_str,
@@ -45,6 +47,7 @@ from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "OpenAIResponsesStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
@@ -220,3 +223,94 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
         kind = "custom_tool_call_output" if custom else "function_call_output"
         items.append({"type": kind, "call_id": outcome.call.id, "output": output})
     return items
+
+
+_ARGUMENT_DELTAS = frozenset(
+    {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
+)
+_ARGUMENT_DONES = frozenset(
+    {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
+)
+_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class OpenAIResponsesStream(StreamAdapter):
+    """OpenAI Responses events: ``response.output_item.added``, argument deltas and
+    ``.done``, ``response.output_item.done``. The call id is ``call_id``; the item ``id``
+    is kept in ``extra["item_id"]``. Reasoning items are kept whole, from their
+    ``output_item.done``, to be sent back."""
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._key_by_output_index: dict[int, Hashable] = {}
+        self._cut_call = False
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        kind = opt_str(data, "type", "event")
+        if kind == "response.output_text.delta":
+            self.add_text(opt_str(data, "delta", "event") or "")
+        elif kind == "response.output_item.added":
+            return self._item(data, done=False)
+        elif kind in _ARGUMENT_DELTAS:
+            key = self._key(data)
+            if not self.is_open(key):
+                self.open(key, extra=_item_extra(opt_str(data, "item_id", "event")))
+            self.add_arguments(key, opt_str(data, "delta", "event") or "")
+        elif kind in _ARGUMENT_DONES:
+            key = self._key(data)
+            whole = opt_str(data, "arguments", "event")
+            whole = opt_str(data, "input", "event") if whole is None else whole
+            if self.is_open(key) and whole is not None:
+                self.set_arguments(key, whole)
+        elif kind == "response.output_item.done":
+            return self._item(data, done=True)
+        elif kind in _ENDS:
+            response = opt_obj(data, "response", "event") or {}
+            details = opt_obj(response, "incomplete_details", "event.response") or {}
+            reason = opt_str(details, "reason", "event.response.incomplete_details")
+            self.finish_reason = reason or opt_str(response, "status", "event.response") or kind
+            return self.finish_all()
+        return []
+
+    def _item(self, data: Mapping[str, Any], *, done: bool) -> list[ToolCallRequest]:
+        item = opt_obj(data, "item", "event") or {}
+        kind = opt_str(item, "type", "event.item")
+        if kind not in _CALL_TYPES:
+            if done and kind not in (None, "message"):
+                self.add_opaque(thaw(item))  # reasoning: replayed as received
+            return []
+        item_id = opt_str(item, "id", "event.item")
+        output_index = opt_index(data, "output_index", "event")
+        key = self._key({"item_id": item_id, "output_index": output_index})
+        finished: list[ToolCallRequest] = []
+        if not self.is_open(key):
+            finished = self.open(key, extra=_item_extra(item_id))
+        buffer = self._open[key]
+        buffer.call_id = opt_id(item, "call_id", "event.item") or buffer.call_id
+        buffer.name = opt_str(item, "name", "event.item") or buffer.name
+        if kind == "custom_tool_call":  # free-form input, as the whole-response parser keeps it
+            buffer.extra["type"] = "custom"
+        arguments = opt_str(item, _CALL_TYPES[kind], "event.item")
+        if arguments is not None and (done or arguments):
+            self.set_arguments(key, arguments)
+        if done:
+            self._cut_call = self._cut_call or item.get("status") == "incomplete"
+            finished.append(self.finish(key))
+        return finished
+
+    def _key(self, data: Mapping[str, Any]) -> Hashable:
+        output_index = opt_index(data, "output_index", "event")
+        item_id = opt_str(data, "item_id", "event")
+        key: Hashable = ("item", item_id) if item_id else ("output", output_index)
+        if output_index is not None:
+            key = self._key_by_output_index.setdefault(output_index, key)
+        return key
+
+    def truncated(self) -> bool:
+        return super().truncated() or self._cut_call
+
+
+def _item_extra(item_id: str | None) -> dict[str, Any]:
+    return {"item_id": item_id} if item_id else {}

@@ -18,18 +18,18 @@ from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_argum
 from toolbridge.errors import ToolbridgeError
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
-from toolbridge.schema import thaw
 from toolbridge.results import EMPTY_RESULT
+from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
+    "NO_PARAMETERS",
     "FormatError",
     "FormatName",
     "HistoryChange",
     "ParsedResponse",
     "ToolOutcomeLike",
     "ToolSource",
-    "NO_PARAMETERS",
     "ToolSpec",
     "TurnPart",
     "argument_object",

@@ -91,9 +91,7 @@ def as_payload(payload: Any, provider: str) -> dict[str, Any]:
         payload = dumped(payload)
         check_depth(payload, f"the {provider} response")
     if not isinstance(payload, Mapping):
-        raise FormatError(
-            f"a {provider} response must be a JSON object, got {json_type(payload)}"
-        )
+        raise FormatError(f"a {provider} response must be a JSON object, got {json_type(payload)}")
     return dict(payload)
 
 
@@ -121,33 +119,48 @@ def definition_items(tools: Any, what: str = "tools") -> list[Mapping[str, Any]]
     return items
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_container(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict or kind is list:
+        return True
+    return kind not in _SCALARS and isinstance(value, Mapping | list | tuple)
+
+
 def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
-    """Refuse a value whose objects and arrays nest deeper than `limit` (iteratively)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping):
-            children: Any = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
+    """Refuse a value whose objects and arrays nest deeper than `limit`.
+
+    Level by level, without recursion; exact types are tested first because this runs
+    on every stream event.
+    """
+    level = [value] if _is_container(value) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             raise FormatError(f"{what} is nested deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children if isinstance(child, Mapping | list | tuple))
+        below = []
+        for node in level:
+            children = node.values() if type(node) is dict or isinstance(node, Mapping) else node
+            for child in children:
+                if _is_container(child):
+                    below.append(child)
+        level = below
 
 
 def req_obj(value: Any, where: str) -> Mapping[str, Any]:
     """`value` as an object, else a `FormatError` at `where`."""
-    if not isinstance(value, Mapping):
-        raise _wrong(where, "an object", value)
-    return value
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    raise _wrong(where, "an object", value)
 
 
 def opt_obj(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] | None:
     """``parent[key]`` as an object; None when missing or null."""
     value = parent.get(key)
-    if value is None or isinstance(value, Mapping):
+    if value is None or type(value) is dict or isinstance(value, Mapping):
         return value
     raise _wrong(f"{where}.{key}", "an object", value)
 
@@ -155,7 +168,7 @@ def opt_obj(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any
 def opt_list(parent: Mapping[str, Any], key: str, where: str) -> list[Any] | None:
     """``parent[key]`` as an array; None when missing or null."""
     value = parent.get(key)
-    if value is None or isinstance(value, list):
+    if value is None or type(value) is list or isinstance(value, list):
         return value
     if isinstance(value, tuple):
         return list(value)
@@ -165,7 +178,7 @@ def opt_list(parent: Mapping[str, Any], key: str, where: str) -> list[Any] | Non
 def opt_str(parent: Mapping[str, Any], key: str, where: str) -> str | None:
     """``parent[key]`` as a string; None when missing or null."""
     value = parent.get(key)
-    if value is None or isinstance(value, str):
+    if value is None or type(value) is str or isinstance(value, str):
         return value
     raise _wrong(f"{where}.{key}", "a string", value)
 
