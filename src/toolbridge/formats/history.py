@@ -24,6 +24,7 @@ from typing import Any
 from toolbridge.calls import ArgumentsDecodeError, decode_arguments, repair_arguments_for_replay
 from toolbridge.formats.call_ids import generated_call_id
 from toolbridge.formats.types import FormatError, HistoryAction, HistoryChange
+from toolbridge.formats.wire import check_depth, json_type, req_obj
 from toolbridge.schema import thaw
 
 __all__ = ["MISSING_RESULT", "repair_history"]
@@ -50,16 +51,26 @@ class _Log:
 def repair_history(
     messages: Sequence[Mapping[str, Any]], format: str
 ) -> tuple[Messages, list[HistoryChange]]:
-    """A repaired copy of `messages` in `format` and the list of what was changed."""
+    """A repaired copy of `messages` in `format` and the list of what was changed.
+
+    Raises only `FormatError`: for an unknown format, and for a history that is not a
+    list of message objects, nests deeper than `toolbridge.formats.wire.MAX_DEPTH`, or
+    keeps its calls in something other than a list. A call id that is not a string is
+    treated as missing (a new one is generated where the provider needs ids).
+    """
     if format not in _SHAPES and format != "openai_responses":
         raise FormatError(
             f"repair_history does not know the format {format!r}; use one of "
             + ", ".join(sorted([*_SHAPES, "openai_responses"]))
         )
+    if isinstance(messages, str | bytes | bytearray | Mapping) or not isinstance(
+        messages, Sequence
+    ):
+        raise FormatError(f"the history must be a list of messages, got {json_type(messages)}")
+    check_depth(messages, "the history")
     copied = [thaw(m) for m in messages]
     for index, message in enumerate(copied):
-        if not isinstance(message, dict):
-            raise FormatError(f"message {index} is not an object")
+        req_obj(message, f"messages[{index}]")
     log = _Log()
     if format == "openai_responses":
         return _repair_responses(copied, log), log.changes
@@ -250,7 +261,10 @@ def _repair_chat(messages: Messages, log: _Log, shape: _Shape) -> Messages:
 def _fix_chat_calls(message: dict[str, Any], index: int, log: _Log, shape: _Shape) -> _Turn | None:
     kept: list[Any] = []
     turn = _Turn(index, [], [])
-    for position, call in enumerate(message.get("tool_calls") or []):
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise FormatError(f"messages[{index}].tool_calls must be an array, got {json_type(calls)}")
+    for position, call in enumerate(calls):
         function = _get(call, "function")
         name = _get(function, "name")
         if not isinstance(call, dict) or not isinstance(function, dict) or not name:
@@ -268,6 +282,11 @@ def _fix_chat_calls(message: dict[str, Any], index: int, log: _Log, shape: _Shap
     else:
         del message["tool_calls"]
     return turn if kept else None
+
+
+def _text_id(value: Any) -> str | None:
+    """A stored id as a key: a string, else None (an unhashable id never reaches a dict)."""
+    return value if isinstance(value, str) else None
 
 
 def _get(value: Any, key: str) -> Any:
@@ -307,7 +326,7 @@ def _repair_responses(items: Messages, log: _Log) -> Messages:
             waiting[call_id] = (len(out), index)
             answered.discard(call_id)
         elif kind == "function_call_output":
-            output_id = item.get("call_id")
+            output_id = _text_id(item.get("call_id"))
             if output_id in waiting:
                 del waiting[output_id]
                 answered.add(output_id)
