@@ -22,9 +22,9 @@ from toolbridge.formats.types import (
     ToolSpec,
     TurnPart,
     argument_object,
-    default_parts,
     result_parts,
     tool_specs,
+    turn_parts,
 )
 from toolbridge.formats.wire import (
     as_payload,
@@ -130,7 +130,7 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     """The turn as one ``role: assistant`` message of content blocks, in the order they
     came: thinking and redacted-thinking blocks exactly as received, text, ``tool_use``."""
     blocks: list[dict[str, Any]] = []
-    for part in parsed.parts or default_parts(parsed):
+    for part in turn_parts(parsed):
         if part.kind == "opaque":
             blocks.append(thaw(part.value))
         elif part.kind == "text":

@@ -23,9 +23,9 @@ from toolbridge.formats.types import (
     ToolSpec,
     TurnPart,
     argument_object,
-    default_parts,
     result_parts,
     tool_specs,
+    turn_parts,
 )
 from toolbridge.formats.wire import (
     as_payload,
@@ -46,6 +46,7 @@ __all__ = [
     "definitions",
     "parse_definitions",
     "parse_response",
+    "result_blocks",
     "result_messages",
 ]
 
@@ -131,7 +132,7 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     """The turn as one ``role: assistant`` message: reasoning blocks as received, text
     and ``toolUse`` blocks, in the order they came."""
     blocks: list[dict[str, Any]] = []
-    for part in parsed.parts or default_parts(parsed):
+    for part in turn_parts(parsed):
         if part.kind == "opaque":
             blocks.append(thaw(part.value))
         elif part.kind == "text":
@@ -147,7 +148,15 @@ def result_messages(
     outcomes: Iterable[ToolOutcomeLike], *, base64_images: bool = False
 ) -> list[dict[str, Any]]:
     """One user message of ``toolResult`` blocks, ``status`` success or error (none: empty)."""
-    blocks = [
+    blocks = result_blocks(outcomes, base64_images=base64_images)
+    return [{"role": "user", "content": blocks}] if blocks else []
+
+
+def result_blocks(
+    outcomes: Iterable[ToolOutcomeLike], *, base64_images: bool = False
+) -> list[dict[str, Any]]:
+    """The ``toolResult`` blocks, in call order, for callers building their own message."""
+    return [
         {
             "toolResult": {
                 "toolUseId": o.call.id,
@@ -157,7 +166,6 @@ def result_messages(
         }
         for o in outcomes
     ]
-    return [{"role": "user", "content": blocks}] if blocks else []
 
 
 def _content(outcome: ToolOutcomeLike, base64_images: bool) -> list[dict[str, Any]]:

@@ -36,9 +36,9 @@ from toolbridge.formats.types import (
     ToolSpec,
     TurnPart,
     argument_object,
-    default_parts,
     result_parts,
     tool_specs,
+    turn_parts,
 )
 from toolbridge.formats.wire import (
     as_payload,
@@ -59,6 +59,7 @@ __all__ = [
     "definitions",
     "parse_definitions",
     "parse_response",
+    "result_blocks",
     "result_messages",
 ]
 
@@ -138,7 +139,7 @@ def parse_response(payload: Any, *, candidate: int = 0, id_salt: str = "") -> Pa
         feedback = opt_obj(data, "promptFeedback", "response")
         reason = opt_str(feedback, "blockReason", "promptFeedback") if feedback else None
         if reason is not None:
-            return ParsedResponse("", (), reason, False, data)
+            return ParsedResponse("", (), reason, False, data, ())
         raise FormatError('a Gemini response needs a "candidates" list')
     if not 0 <= candidate < len(candidates):
         raise FormatError(f"the response has no candidate {candidate}")
@@ -191,7 +192,7 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     """The turn as one ``role: model`` content: thought parts as received, text parts
     with their signatures, ``functionCall`` parts with theirs (generated ids left out)."""
     parts: list[dict[str, Any]] = []
-    for part in parsed.parts or default_parts(parsed):
+    for part in turn_parts(parsed):
         if part.kind == "opaque":
             parts.append(thaw(part.value))
         elif part.kind == "text":
@@ -202,7 +203,9 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
 
 
 def _wire_call(call: ToolCallRequest) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": call.name, "args": argument_object(call)}
+    function: dict[str, Any] = {"name": call.name}
+    if call.arguments is not None:  # a call that came without args is replayed without
+        function["args"] = argument_object(call)
     if not call.extra.get("generated_id"):
         function = {"id": call.id, **function}
     part: dict[str, Any] = {"functionCall": function}
@@ -218,8 +221,14 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
     ``{"error": ...}`` on failure, as Gemini's documentation asks; a single JSON
     result is sent as its value, images as ``inlineData`` parts of the response.
     """
-    parts = [{"functionResponse": _function_response(o)} for o in outcomes]
+    parts = result_blocks(outcomes)
     return [{"role": "user", "parts": parts}] if parts else []
+
+
+def result_blocks(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
+    """The ``functionResponse`` parts, in call order, for callers building their own
+    content (the name every provider module uses for "results without the message")."""
+    return [{"functionResponse": _function_response(o)} for o in outcomes]
 
 
 def _function_response(outcome: ToolOutcomeLike) -> dict[str, Any]:

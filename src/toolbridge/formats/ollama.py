@@ -108,7 +108,7 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     """The turn as one ``role: assistant`` message: ``content``, ``thinking`` when the
     model thought, and ``tool_calls`` with object arguments (ids only when real)."""
     message: dict[str, Any] = {"role": "assistant", "content": parsed.text}
-    for part in parsed.parts:
+    for part in parsed.parts or ():
         if part.kind == "opaque":
             message.update(thaw(part.value))
     if parsed.calls:

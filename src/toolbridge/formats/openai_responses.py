@@ -29,9 +29,9 @@ from toolbridge.formats.types import (
     ToolSpec,
     TurnPart,
     data_url,
-    default_parts,
     result_parts,
     tool_specs,
+    turn_parts,
 )
 from toolbridge.formats.wire import (
     as_payload,
@@ -178,7 +178,7 @@ def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     message as an assistant ``message`` item, each call as its ``function_call`` item
     (with its ``fc_`` id when it had one)."""
     items: list[dict[str, Any]] = []
-    for part in parsed.parts or default_parts(parsed):
+    for part in turn_parts(parsed):
         if part.kind == "opaque":
             items.append(thaw(part.value))
         elif part.kind == "text":

@@ -23,6 +23,7 @@ from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
+    "CALL_EXTRA_KEYS",
     "NO_PARAMETERS",
     "FormatError",
     "FormatName",
@@ -34,10 +35,28 @@ __all__ = [
     "TurnPart",
     "argument_object",
     "data_url",
-    "default_parts",
     "result_parts",
     "tool_specs",
+    "turn_parts",
 ]
+
+CALL_EXTRA_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "generated_id": "True when the provider sent no id and toolbridge made one up; "
+        "renderers never send such an id back as the provider's own",
+        "thought_signature": "Gemini: the part's signature (wire: thoughtSignature, "
+        "thought_signature in the google-genai SDK's dicts)",
+        "extra_content": "OpenAI chat: the tool call's extra_content as on the wire "
+        "(Gemini's OpenAI-compatible endpoint: extra_content.google.thought_signature)",
+        "item_id": "OpenAI Responses: the function_call item's own id (fc_...; wire: id)",
+        "type": '"custom" for OpenAI custom tools (wire: custom / custom_tool_call)',
+        "namespace": "OpenAI Responses: as on the wire",
+        "caller": "OpenAI Responses: as on the wire",
+        "legacy_function_call": "OpenAI chat: the call came as the legacy function_call",
+    }
+)
+"""The one place provider data kept on `ToolCallRequest.extra` is named: key -> what it
+is and how it is spelled on the wire. Renderers send these back with their call."""
 
 FormatName = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "bedrock"]
 
@@ -103,13 +122,16 @@ class ParsedResponse:
     finish_reason: str | None
     truncated: bool
     raw: Any
-    parts: tuple[TurnPart, ...] = ()
+    parts: tuple[TurnPart, ...] | None = None
     """The turn in order, opaque provider items included: what `assistant_messages`
-    renders. Empty for hand-made responses (the text, then the calls)."""
+    renders. None for a response made by hand: the text, then the calls."""
 
 
-def default_parts(parsed: ParsedResponse) -> tuple[TurnPart, ...]:
-    """The parts of a response made by hand (no `ParsedResponse.parts`): text, then calls."""
+def turn_parts(parsed: ParsedResponse) -> tuple[TurnPart, ...]:
+    """The parts to render: the parsed ones, or for a response made by hand (parts None)
+    the text, then the calls."""
+    if parsed.parts is not None:
+        return parsed.parts
     text = (TurnPart("text", parsed.text),) if parsed.text else ()
     return text + tuple(TurnPart("call", index) for index in range(len(parsed.calls)))
 
