@@ -8,14 +8,16 @@ block per call with ``is_error`` set, text and images as content blocks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.types import (
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -40,11 +42,13 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "HISTORY",
     "AnthropicStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_blocks",
     "result_messages",
 ]
@@ -256,3 +260,33 @@ class AnthropicStream(StreamAdapter):
         for index in list(self._thinking):
             self._end_thinking(index)
         return super().close()
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _anthropic_result(call_id: str, name: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": MISSING_RESULT,
+        "is_error": True,
+    }
+
+
+HISTORY = HistoryShape(
+    _anthropic_result,
+    "tool_use",
+    "tool_result",
+    result_id="tool_use_id",
+    arguments="input",
+    typed=True,
+)
+"""Where this format keeps calls and results in a stored history: ``tool_use`` blocks in
+assistant messages, ``tool_result`` blocks in the user message after them."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

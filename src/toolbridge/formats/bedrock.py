@@ -9,14 +9,16 @@ them; pass ``base64_images=True`` for the JSON wire form of the HTTP API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.types import (
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -41,11 +43,13 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock, JsonBlock
 
 __all__ = [
+    "HISTORY",
     "BedrockStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_blocks",
     "result_messages",
 ]
@@ -267,3 +271,24 @@ class BedrockStream(StreamAdapter):
         for index in list(self._reasoning):
             self._end_reasoning(index)
         return super().close()
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _bedrock_result(call_id: str, name: str) -> dict[str, Any]:
+    content = [{"text": MISSING_RESULT}]
+    return {"toolResult": {"toolUseId": call_id, "content": content, "status": "error"}}
+
+
+HISTORY = HistoryShape(
+    _bedrock_result, "toolUse", "toolResult", "toolUseId", "toolUseId", arguments="input"
+)
+"""Where this format keeps calls and results in a stored history: ``toolUse`` blocks in
+assistant messages, ``toolResult`` blocks in the user message after them."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

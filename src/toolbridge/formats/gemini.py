@@ -14,13 +14,14 @@ caller can ask the model again instead of failing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ToolDefinitionError
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.schemas import (
     UnsupportedSchema,
     gemini_parameters,
@@ -30,6 +31,7 @@ from toolbridge.formats.schemas import (
 from toolbridge.formats.types import (
     NO_PARAMETERS,
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -54,11 +56,13 @@ from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock, JsonBlock
 
 __all__ = [
+    "HISTORY",
     "GeminiStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_blocks",
     "result_messages",
 ]
@@ -315,3 +319,35 @@ def _either(
     """REST JSON uses camelCase, the google-genai SDK's dicts use snake_case."""
     value = read(data, camel, where)
     return value if value is not None else read(data, snake, where)
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _gemini_result(call_id: Any, name: str) -> dict[str, Any]:
+    response = {"name": name, "response": {"error": MISSING_RESULT}}
+    return {
+        "functionResponse": {"id": call_id, **response} if isinstance(call_id, str) else response
+    }
+
+
+HISTORY = HistoryShape(
+    _gemini_result,
+    "functionCall",
+    "functionResponse",
+    result_id="id",
+    result_name="name",
+    arguments="args",
+    content="parts",
+    assistant="model",
+    ids=False,
+)
+"""Where this format keeps calls and results in a stored history: ``functionCall`` parts in
+``model`` contents, ``functionResponse`` parts after them, answering by name in order
+where there are no ids."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

@@ -11,15 +11,17 @@ their call by ``tool_name`` and add ``tool_call_id`` when the call had an id of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import parse_definitions
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.types import (
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -41,11 +43,13 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "HISTORY",
     "OllamaStream",
     "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_messages",
 ]
 
@@ -186,3 +190,21 @@ class OllamaStream(StreamAdapter):
         if self._thinking_item is not None:
             self._thinking_item["thinking"] = "".join(self._thinking)
         return super().close()
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _ollama_result(call_id: Any, name: str) -> dict[str, Any]:
+    return {"role": "tool", "content": MISSING_RESULT, "tool_name": name}
+
+
+HISTORY = HistoryShape(_ollama_result, result_name="tool_name", ids=False)
+"""Where this format keeps calls and results in a stored history: calls in ``tool_calls``
+without ids, results as ``role: tool`` messages answering by ``tool_name`` in order."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

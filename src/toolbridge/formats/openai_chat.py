@@ -21,10 +21,12 @@ from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_argum
 from toolbridge.errors import ToolDefinitionError
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.schemas import UnsupportedSchema, drop_strict_nulls, openai_strict
 from toolbridge.formats.types import (
     NO_PARAMETERS,
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -49,6 +51,7 @@ from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "HISTORY",
     "OpenAIChatStream",
     "adapt_parameters",
     "argument_text",
@@ -56,6 +59,7 @@ __all__ = [
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "restore_strict_arguments",
     "result_messages",
 ]
@@ -409,3 +413,21 @@ class OpenAIChatStream(StreamAdapter):
         elif arguments is not None:  # a server that sends the decoded object
             self._open[key].whole_arguments = arguments
         return finished
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _chat_result(call_id: str, name: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": MISSING_RESULT}
+
+
+HISTORY = HistoryShape(_chat_result, text_arguments=True)
+"""Where this format keeps calls and results in a stored history: calls in ``tool_calls``
+(arguments replayed as JSON text), results as ``role: tool`` messages."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

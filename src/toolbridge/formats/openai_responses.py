@@ -9,7 +9,7 @@ Two ids travel with a call: ``call_id`` links the output to the call and becomes
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
@@ -21,8 +21,20 @@ from toolbridge.formats.openai_chat import (
     function_spec,
     restore_strict_arguments,
 )
+from toolbridge.formats.repair import (
+    MISSING_RESULT,
+    Messages,
+    RepairLog,
+    call_id_for,
+    checked_copy,
+    text_id,
+)
+from toolbridge.formats.repair import (
+    argument_text as replay_argument_text,
+)
 from toolbridge.formats.types import (
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
@@ -52,6 +64,7 @@ __all__ = [
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_messages",
 ]
 
@@ -314,3 +327,65 @@ class OpenAIResponsesStream(StreamAdapter):
 
 def _item_extra(item_id: str | None) -> dict[str, Any]:
     return {"item_id": item_id} if item_id else {}
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def repair_history(items: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of stored ``input`` items, and what was changed: each
+    ``function_call`` answered by one ``function_call_output`` after it (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    log = RepairLog()
+    return _repair_responses(checked_copy(items), log), log.changes
+
+
+def _repair_responses(items: Messages, log: RepairLog) -> Messages:
+    out: Messages = []
+    # Ids can repeat across turns (Kimi's "functions.name:0" in every turn), so an output
+    # answers the latest call with its id that is still waiting, never an earlier one.
+    waiting: dict[str, tuple[int, int]] = {}  # call_id -> (position in out, input index)
+    answered: set[str] = set()
+    unanswered: list[tuple[int, str, int]] = []  # (position in out, call_id, input index)
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "function_call":
+            name = item.get("name")
+            if not isinstance(name, str) or not name:
+                log.add("removed_nameless_call", index, item.get("call_id"), "no name")
+                continue
+            call_id = item["call_id"] = call_id_for(item.get("call_id"), index, 0, name, log)
+            item["arguments"] = replay_argument_text(item.get("arguments"), index, call_id, log)
+            if call_id in waiting:  # a new call reuses the id of one never answered
+                earlier_position, earlier_index = waiting[call_id]
+                unanswered.append((earlier_position, call_id, earlier_index))
+            waiting[call_id] = (len(out), index)
+            answered.discard(call_id)
+        elif kind == "function_call_output":
+            output_id = text_id(item.get("call_id"))
+            if output_id in waiting:
+                del waiting[output_id]
+                answered.add(output_id)
+            elif output_id in answered:
+                log.add("dropped_duplicate_result", index, output_id, "a second output")
+                continue
+            else:
+                log.add("dropped_orphan_result", index, output_id, "no call before it has its id")
+                continue
+        out.append(item)
+    unanswered += [(position, call_id, index) for call_id, (position, index) in waiting.items()]
+    for call_position, call_id, _ in sorted(unanswered, reverse=True):
+        after = call_position + 1  # after the run of calls and outputs the call is in
+        while after < len(out) and out[after].get("type") in (
+            "function_call",
+            "function_call_output",
+        ):
+            after += 1
+        out.insert(after, _responses_result(call_id))
+    for _, call_id, index in sorted(unanswered, key=lambda entry: entry[2]):
+        log.add("added_missing_result", index, call_id, "synthetic error output")
+    return out
+
+
+def _responses_result(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": MISSING_RESULT}
