@@ -103,7 +103,12 @@ class StreamResult:
     def parsed(self, raw: Any = None) -> ParsedResponse:
         """The same turn as a `ParsedResponse`, as the whole-response parsers give it."""
         return ParsedResponse(
-            self.text, self.calls, self.finish_reason, self.truncated, raw, self.parts
+            text=self.text,
+            calls=self.calls,
+            finish_reason=self.finish_reason,
+            truncated=self.truncated,
+            raw=raw,
+            parts=self.parts,
         )
 
 

@@ -143,7 +143,7 @@ def parse_response(payload: Any, *, candidate: int = 0, id_salt: str = "") -> Pa
         feedback = opt_obj(data, "promptFeedback", "response")
         reason = opt_str(feedback, "blockReason", "promptFeedback") if feedback else None
         if reason is not None:
-            return ParsedResponse("", (), reason, False, data, ())
+            return ParsedResponse("", (), reason, False, data, parts=())
         raise FormatError('a Gemini response needs a "candidates" list')
     if not 0 <= candidate < len(candidates):
         raise FormatError(f"the response has no candidate {candidate}")

@@ -9,6 +9,7 @@ care which one the model sent.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType, ModuleType
 from typing import Any
@@ -100,9 +101,7 @@ def parse(
         parsed = adapter.result().parsed(raw=events)
         if tools is not None and name in _OPENAI:
             calls = openai_chat.restore_strict_arguments(parsed.calls, tools, strict=strict)
-            parsed = ParsedResponse(
-                parsed.text, calls, parsed.finish_reason, parsed.truncated, events, parsed.parts
-            )
+            parsed = dataclasses.replace(parsed, calls=calls)
         return parsed
     name = format or detect_format(payload)
     module = provider_format(name)
