@@ -366,3 +366,22 @@ def test_openai_tool_without_parameters_leaves_the_key_out_and_reads_back_the_sa
         "additionalProperties": False,
     }
     assert anthropic.definitions([spec])[0]["input_schema"] == {"type": "object", "properties": {}}
+
+
+def test_openai_compatible_reasoning_content_goes_back_with_the_turn() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "Think first.",
+        "tool_calls": [call],
+    }
+    payload = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    assert openai_chat.assistant_messages(parse(payload)) == [message]
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"reasoning_content": "Think "}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": "first."}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, **call}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    assert openai_chat.assistant_messages(parse(chunks)) == [message]

@@ -67,6 +67,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TRUNCATION_REASONS = frozenset({"length"})
+REASONING_KEY = "reasoning_content"
+"""Where OpenAI-compatible servers (DeepSeek, vLLM, SGLang) put the model's reasoning."""
 
 
 def adapt_parameters(spec: ToolSpec, strict: bool | None) -> tuple[dict[str, Any], bool]:
@@ -164,9 +166,10 @@ def parse_response(
         calls = restore_strict_arguments(calls, tools, strict=strict)
     finish = opt_str(picked, "finish_reason", where)
     text = message_text(message.get("content"), f"{where}.message.content")
-    parts = ([TurnPart("text", text)] if text else []) + [
-        TurnPart("call", i) for i in range(len(calls))
-    ]
+    reasoning = opt_str(message, REASONING_KEY, f"{where}.message")
+    parts = [TurnPart("opaque", {REASONING_KEY: reasoning})] if reasoning else []
+    parts += [TurnPart("text", text)] if text else []
+    parts += [TurnPart("call", i) for i in range(len(calls))]
     return ParsedResponse(
         text=text,
         calls=calls,
@@ -230,8 +233,12 @@ def parse_message_calls(
 
 def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
     """The assistant turn in request shape: one ``role: assistant`` message with the
-    text and the ``tool_calls`` (``extra_content`` replayed with its call)."""
+    text, the ``tool_calls`` (``extra_content`` replayed with its call) and the
+    ``reasoning_content`` the server sent (DeepSeek's thinking mode needs it back)."""
     message: dict[str, Any] = {"role": "assistant", "content": parsed.text or None}
+    for part in parsed.parts or ():
+        if part.kind == "opaque":
+            message.update(thaw(part.value))
     if parsed.calls:
         message["tool_calls"] = [_wire_call(call) for call in parsed.calls]
     return [message]
@@ -333,6 +340,19 @@ class OpenAIChatStream(StreamAdapter):
     def __init__(self, *, choice: int = 0, id_salt: str = "") -> None:
         super().__init__(id_salt=id_salt)
         self._choice = choice
+        self._reasoning: list[str] = []
+        self._reasoning_item: dict[str, Any] | None = None
+
+    def _add_reasoning(self, fragment: str) -> None:
+        if self._reasoning_item is None:
+            self._reasoning_item = {REASONING_KEY: ""}
+            self.add_opaque(self._reasoning_item)
+        self._reasoning.append(fragment)
+
+    def close(self) -> list[ToolCallRequest]:
+        if self._reasoning_item is not None:
+            self._reasoning_item[REASONING_KEY] = "".join(self._reasoning)
+        return super().close()
 
     def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
         finished: list[ToolCallRequest] = []
@@ -343,6 +363,9 @@ class OpenAIChatStream(StreamAdapter):
                 continue
             delta = opt_obj(choice, "delta", where) or {}
             content = opt_str(delta, "content", f"{where}.delta")
+            reasoning = opt_str(delta, REASONING_KEY, f"{where}.delta")
+            if reasoning:
+                self._add_reasoning(reasoning)
             if content:
                 self.add_text(content)
             fragments = opt_list(delta, "tool_calls", f"{where}.delta") or ()
