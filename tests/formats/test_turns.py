@@ -385,3 +385,35 @@ def test_openai_compatible_reasoning_content_goes_back_with_the_turn() -> None:
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
     ]
     assert openai_chat.assistant_messages(parse(chunks)) == [message]
+
+
+def test_ollama_and_gemini_streams_render_like_their_whole_responses() -> None:
+    call = {"id": "o1", "function": {"name": "f", "arguments": {"a": 1}}}
+    ollama_chunks = [
+        {"message": {"role": "assistant", "content": "", "thinking": "hm"}, "done": False},
+        {"message": {"role": "assistant", "content": "", "thinking": "m"}, "done": False},
+        {"message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": False},
+        {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"},
+    ]
+    whole = {
+        "message": {"role": "assistant", "content": "", "thinking": "hmm", "tool_calls": [call]},
+        "done": True,
+        "done_reason": "stop",
+    }
+    assert assistant_messages(parse(ollama_chunks), "ollama") == assistant_messages(
+        parse(whole), "ollama"
+    )
+    parts = [
+        {"text": "pondering", "thought": True},
+        {"text": "Sure.", "thoughtSignature": "dGV4dA=="},
+        {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "Y2FsbA=="},
+    ]
+    gemini_chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": [part]}}]} for part in parts
+    ]
+    gemini_chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+    gemini_whole = {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]
+    }
+    assert parse(gemini_chunks).parts == parse(gemini_whole).parts
+    assert gemini.assistant_messages(parse(gemini_chunks)) == [{"role": "model", "parts": parts}]
