@@ -362,15 +362,16 @@ class OpenAIChatStream(StreamAdapter):
             if (opt_index(choice, "index", where) or 0) != self._choice:
                 continue
             delta = opt_obj(choice, "delta", where) or {}
-            content = opt_str(delta, "content", f"{where}.delta")
-            reasoning = opt_str(delta, REASONING_KEY, f"{where}.delta")
+            at_delta = where + ".delta"
+            content = opt_str(delta, "content", at_delta)
+            reasoning = opt_str(delta, REASONING_KEY, at_delta)
             if reasoning:
                 self._add_reasoning(reasoning)
             if content:
                 self.add_text(content)
-            fragments = opt_list(delta, "tool_calls", f"{where}.delta") or ()
+            fragments = opt_list(delta, "tool_calls", at_delta) or ()
             for position, fragment in enumerate(fragments):
-                at = f"{where}.delta.tool_calls[{position}]"
+                at = f"{at_delta}.tool_calls[{position}]"
                 finished.extend(self._fragment(req_obj(fragment, at), at))
             reason = opt_str(choice, "finish_reason", where)
             if reason:

@@ -122,31 +122,33 @@ def definition_items(tools: Any, what: str = "tools") -> list[Mapping[str, Any]]
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _is_container(value: Any) -> bool:
-    kind = type(value)
-    if kind is dict or kind is list:
-        return True
-    return kind not in _SCALARS and isinstance(value, Mapping | list | tuple)
-
-
 def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
     """Refuse a value whose objects and arrays nest deeper than `limit`.
 
     Level by level, without recursion; exact types are tested first because this runs
     on every stream event.
     """
-    level = [value] if _is_container(value) else []
+    level = [value]
     depth = 0
     while level:
         depth += 1
-        if depth > limit:
-            raise FormatError(f"{what} is nested deeper than {limit} levels")
-        below = []
+        below: list[Any] = []
         for node in level:
-            children = node.values() if type(node) is dict or isinstance(node, Mapping) else node
-            for child in children:
-                if _is_container(child):
-                    below.append(child)
+            kind = type(node)
+            if kind is dict:
+                below.extend(node.values())
+            elif kind is list:
+                below.extend(node)
+            elif kind in _SCALARS:
+                continue
+            elif isinstance(node, Mapping):
+                below.extend(node.values())
+            elif isinstance(node, list | tuple):
+                below.extend(node)
+            else:
+                continue
+            if depth > limit:
+                raise FormatError(f"{what} is nested deeper than {limit} levels")
         level = below
 
 
