@@ -9,7 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anthropic.types as anthropic_types
+import google.genai.types as genai
+import ollama as ollama_sdk
 import pytest
+from openai.types.chat import ChatCompletionAssistantMessageParam
+from openai.types.responses import ResponseInputItemParam
+from pydantic import TypeAdapter
 
 from toolbridge.formats import (
     NO_PARAMETERS,
@@ -417,3 +423,47 @@ def test_ollama_and_gemini_streams_render_like_their_whole_responses() -> None:
     }
     assert parse(gemini_chunks).parts == parse(gemini_whole).parts
     assert gemini.assistant_messages(parse(gemini_chunks)) == [{"role": "model", "parts": parts}]
+
+
+def _sdk_check(format: str, messages: list[dict[str, Any]]) -> None:
+    """The rendered turn validates against the provider SDK's own request types."""
+    for message in messages:
+        if format == "openai_chat":
+            TypeAdapter(ChatCompletionAssistantMessageParam).validate_python(message)
+        elif format == "openai_responses":
+            TypeAdapter(ResponseInputItemParam).validate_python(message)
+        elif format == "anthropic":
+            TypeAdapter(anthropic_types.MessageParam).validate_python(message)
+        elif format == "gemini":
+            genai.Content.model_validate(message)
+        elif format == "ollama":
+            ollama_sdk.Message.model_validate(message)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_rendered_turns_are_valid_sdk_requests(path: Path) -> None:
+    format = path.parent.name
+    _sdk_check(format, assistant_messages(parse(_payload(path)), format))
+
+
+def test_rendered_opaque_items_are_valid_sdk_requests() -> None:
+    _sdk_check("anthropic", assistant_messages(parse(ANTHROPIC_TURN), "anthropic"))
+    output = [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ZW5j"},
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Hi.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "f",
+            "arguments": "{}",
+        },
+    ]
+    parsed = parse({"object": "response", "status": "completed", "output": output})
+    _sdk_check("openai_responses", assistant_messages(parsed, "openai_responses"))
