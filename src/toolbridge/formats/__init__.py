@@ -30,7 +30,13 @@ from toolbridge.formats.parsing import (
     provider_format,
 )
 from toolbridge.formats.schemas import UnsupportedSchema
-from toolbridge.formats.streaming import StreamResult, ToolCallAssembler, assemble, stream_adapter
+from toolbridge.formats.streaming import (
+    StreamAdapter,
+    StreamResult,
+    ToolCallAssembler,
+    assemble,
+    stream_adapter,
+)
 from toolbridge.formats.text import TextCalls, parse_text_calls
 from toolbridge.formats.types import (
     NO_PARAMETERS,
@@ -50,6 +56,7 @@ __all__ = [
     "FormatName",
     "HistoryChange",
     "ParsedResponse",
+    "StreamAdapter",
     "StreamResult",
     "TextCalls",
     "ToolCallAssembler",
