@@ -120,8 +120,8 @@ def test_arguments_are_never_repaired() -> None:
     ("provider", "payload", "message"),
     [
         ("openai_chat", {"choices": []}, "non-empty"),
-        ("openai_responses", {"output": {}}, '"output" list'),
-        ("anthropic", {"content": "text"}, '"content" list'),
+        ("openai_responses", {"output": {}}, "response.output must be an array, got an object"),
+        ("anthropic", {"content": "text"}, "message.content must be an array, got a string"),
         ("gemini", {"candidates": [{}], "x": 1}, None),
         ("bedrock", {"output": {}}, "output.message.content"),
         ("ollama", {"done": True}, '"message" object'),

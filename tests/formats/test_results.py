@@ -87,10 +87,23 @@ def test_ollama_tool_messages(outcomes: list[Any]) -> None:
     messages = ollama_format.result_messages(outcomes)
     for message in messages:  # the SDK's own serialisation gives the same wire shape
         images = [ollama.Image(value=base64.b64decode(i)) for i in message.get("images", [])]
-        sdk_message = ollama.Message(**{**message, "images": images or None})
-        assert sdk_message.model_dump(exclude_none=True) == message
+        # the installed SDK's model predates tool_call_id; Ollama's API reads it
+        sdk_fields = {k: v for k, v in message.items() if k != "tool_call_id"}
+        sdk_message = ollama.Message(**{**sdk_fields, "images": images or None})
+        assert sdk_message.model_dump(exclude_none=True) == sdk_fields
+    assert [m["tool_call_id"] for m in messages] == [o.call.id for o in outcomes]
     assert [m["tool_name"] for m in messages] == ["read_file", "sleep", "stat", "screenshot"]
     assert base64.b64decode(messages[3]["images"][0]).startswith(b"\x89PNG")
+
+
+def test_ollama_result_names_its_call_by_id_only_when_the_call_had_one(make_outcome: Any) -> None:
+    real = make_outcome(ToolCallRequest("call_7", "get_time", {}), ToolResult("noon"))
+    made_up = make_outcome(
+        ToolCallRequest("call_9", "get_time", {}, {"generated_id": True}), ToolResult("noon")
+    )
+    first, second = ollama_format.result_messages([real, made_up])
+    assert (first["tool_call_id"], first["tool_name"]) == ("call_7", "get_time")
+    assert "tool_call_id" not in second and second["tool_name"] == "get_time"
 
 
 def test_bedrock_tool_results_with_status(outcomes: list[Any]) -> None:

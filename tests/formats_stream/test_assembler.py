@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolbridge.formats import FormatError
 from toolbridge.formats.streaming import (
     AnthropicStream,
     OpenAIChatStream,
@@ -256,5 +257,5 @@ def test_gemini_sdk_style_snake_case_dicts_are_read_too() -> None:
 def test_unknown_format_and_unreadable_events_are_clear_errors() -> None:
     with pytest.raises(ValueError, match=r"unknown stream format 'openai'.*openai_chat"):
         stream_adapter("openai")
-    with pytest.raises(TypeError, match="expected a stream event as a dict"):
+    with pytest.raises(FormatError, match="expected a stream event as a dict"):
         OpenAIChatStream().feed(["not", "an", "event"])

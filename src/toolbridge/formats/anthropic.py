@@ -8,28 +8,47 @@ block per call with ``is_error`` set, text and images as content blocks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
+from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
+from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
 from toolbridge.formats.types import (
     FormatError,
+    HistoryChange,
     ParsedResponse,
     ToolOutcomeLike,
     ToolSource,
     ToolSpec,
-    as_payload,
+    TurnPart,
+    argument_object,
     result_parts,
     tool_specs,
+    turn_parts,
 )
-from toolbridge.schema import thaw
+from toolbridge.formats.wire import (
+    as_payload,
+    definition_items,
+    opt_id,
+    opt_index,
+    opt_list,
+    opt_obj,
+    opt_str,
+    req_obj,
+)
+from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
 from toolbridge.tool import ImageBlock
 
 __all__ = [
+    "HISTORY",
+    "AnthropicStream",
+    "assistant_messages",
     "definitions",
     "parse_definitions",
     "parse_response",
+    "repair_history",
     "result_blocks",
     "result_messages",
 ]
@@ -38,53 +57,99 @@ TRUNCATION_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
 def definitions(tools: ToolSource) -> list[dict[str, Any]]:
-    """The ``tools`` array: ``{"name", "description", "input_schema"}`` per tool."""
+    """The ``tools`` array: ``{"name", "description", "input_schema"}`` per tool (a tool
+    with no parameters gets the empty object schema Anthropic requires)."""
     return [
-        {"name": s.name, "description": s.description, "input_schema": thaw(s.parameters)}
+        {
+            "name": s.name,
+            "description": s.description,
+            "input_schema": thaw(s.parameters or EMPTY_OBJECT_SCHEMA),
+        }
         for s in tool_specs(tools)
     ]
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
-    """Read a ``tools`` array back into `ToolSpec`s."""
+    """Read a ``tools`` array back into `ToolSpec`s. Raises only `FormatError`."""
     specs = []
-    for index, item in enumerate(tools):
-        name, schema = item.get("name"), item.get("input_schema")
-        if not isinstance(name, str) or not isinstance(schema, Mapping):
-            raise FormatError(f'tools[{index}] needs a "name" and an "input_schema" object')
-        specs.append(ToolSpec(name, item.get("description") or "", schema))
+    for index, item in enumerate(definition_items(tools)):
+        where = f"tools[{index}]"
+        name, schema = opt_str(item, "name", where), opt_obj(item, "input_schema", where)
+        if not name or schema is None:
+            raise FormatError(f'{where} needs a "name" and an "input_schema" object')
+        specs.append(ToolSpec(name, opt_str(item, "description", where) or "", schema))
     return specs
 
 
 def parse_response(payload: Any, *, id_salt: str = "") -> ParsedResponse:
-    """A Messages API response -> text and ``tool_use`` calls (``input`` as sent)."""
+    """A Messages API response -> text and ``tool_use`` calls (``input`` as sent).
+
+    Thinking and redacted-thinking blocks (and any block that is neither text nor a
+    call) are kept in `ParsedResponse.parts`, signatures included, to be sent back
+    unchanged. Raises only `FormatError` for a payload of the wrong shape.
+    """
     data = as_payload(payload, "Anthropic")
-    content = data.get("content")
-    if not isinstance(content, list):
+    content = opt_list(data, "content", "message")
+    if content is None:
         raise FormatError('an Anthropic message needs a "content" list of blocks')
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
+    parts: list[TurnPart] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise FormatError(f"content[{index}] is not an object")
-        if block.get("type") == "text":
-            texts.append(block.get("text", ""))
-        elif block.get("type") == "tool_use":
-            calls.append(_call(block, len(calls), id_salt))
-    stop = data.get("stop_reason")
+        where = f"content[{index}]"
+        req_obj(block, where)
+        kind = opt_str(block, "type", where)
+        if kind == "text":
+            text = opt_str(block, "text", where) or ""
+            texts.append(text)
+            parts.append(TurnPart("text", text, _text_extra(block)))
+        elif kind == "tool_use":
+            parts.append(TurnPart("call", len(calls)))
+            calls.append(_call(block, len(calls), id_salt, where))
+        else:
+            parts.append(TurnPart("opaque", block))
+    stop = opt_str(data, "stop_reason", "message")
     return ParsedResponse(
         text="".join(texts),
         calls=tuple(calls),
         finish_reason=stop,
         truncated=stop in TRUNCATION_REASONS,
         raw=data,
+        parts=tuple(parts),
     )
 
 
-def _call(block: Mapping[str, Any], position: int, salt: str) -> ToolCallRequest:
-    return tool_call(
-        block.get("id"), block.get("name", ""), block.get("input"), position, salt=salt
-    )
+def _text_extra(block: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys of a text block replayed with it (citations)."""
+    return {"citations": block["citations"]} if block.get("citations") else {}
+
+
+def _call(block: Mapping[str, Any], position: int, salt: str, where: str) -> ToolCallRequest:
+    call_id = opt_id(block, "id", where)
+    name = opt_str(block, "name", where) or ""
+    return tool_call(call_id, name, block.get("input"), position, salt=salt)
+
+
+def assistant_messages(parsed: ParsedResponse) -> list[dict[str, Any]]:
+    """The turn as one ``role: assistant`` message of content blocks, in the order they
+    came: thinking and redacted-thinking blocks exactly as received, text, ``tool_use``."""
+    blocks: list[dict[str, Any]] = []
+    for part in turn_parts(parsed):
+        if part.kind == "opaque":
+            blocks.append(thaw(part.value))
+        elif part.kind == "text":
+            blocks.append({"type": "text", "text": part.value, **thaw(part.extra)})
+        else:
+            call = parsed.calls[part.value]
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": argument_object(call),
+                }
+            )
+    return [{"role": "assistant", "content": blocks}]
 
 
 def result_blocks(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
@@ -119,3 +184,109 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
     """One user message holding every ``tool_result`` block of the turn (none: empty)."""
     blocks = result_blocks(outcomes)
     return [{"role": "user", "content": blocks}] if blocks else []
+
+
+class AnthropicStream(StreamAdapter):
+    """Anthropic Messages events: a ``tool_use`` block start, ``input_json_delta``
+    fragments, and the block stop that finishes the call.
+
+    Thinking blocks are rebuilt from their ``thinking_delta`` and ``signature_delta``
+    events, redacted-thinking blocks kept as they start, both at their place in the
+    turn, to be sent back unchanged.
+    """
+
+    TRUNCATION_REASONS = TRUNCATION_REASONS
+
+    def __init__(self, *, id_salt: str = "") -> None:
+        super().__init__(id_salt=id_salt)
+        self._thinking: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
+        kind = opt_str(data, "type", "event")
+        index = opt_index(data, "index", "event")
+        if kind == "content_block_start":
+            block = opt_obj(data, "content_block", "event") or {}
+            return self._start(block, index)
+        if kind == "content_block_delta":
+            self._delta(opt_obj(data, "delta", "event") or {}, index)
+        elif kind == "content_block_stop":
+            self._end_thinking(index)
+            if self.is_open(index):
+                return [self.finish(index)]
+        elif kind == "message_delta":
+            delta = opt_obj(data, "delta", "event") or {}
+            self.finish_reason = opt_str(delta, "stop_reason", "event.delta") or self.finish_reason
+        elif kind == "message_stop":
+            return self.finish_all()
+        return []
+
+    def _start(self, block: Mapping[str, Any], index: int | None) -> list[ToolCallRequest]:
+        where = "event.content_block"
+        kind = opt_str(block, "type", where)
+        if kind == "tool_use":
+            return self.open(
+                index,
+                call_id=opt_id(block, "id", where),
+                name=opt_str(block, "name", where) or "",
+                arguments=block.get("input") or None,
+            )
+        if kind == "text":
+            self.add_text(opt_str(block, "text", where) or "")
+        elif kind is not None:
+            item = thaw(block)
+            self.add_opaque(item)
+            if kind == "thinking" and index is not None:
+                self._thinking[index] = (item, [opt_str(block, "thinking", where) or ""])
+        return []
+
+    def _delta(self, delta: Mapping[str, Any], index: int | None) -> None:
+        where = "event.delta"
+        kind = opt_str(delta, "type", where)
+        if kind == "text_delta":
+            self.add_text(opt_str(delta, "text", where) or "")
+        elif kind == "input_json_delta" and self.is_open(index):
+            self.add_arguments(index, opt_str(delta, "partial_json", where) or "")
+        elif kind == "thinking_delta" and index in self._thinking:
+            self._thinking[index][1].append(opt_str(delta, "thinking", where) or "")
+        elif kind == "signature_delta" and index in self._thinking:
+            self._thinking[index][0]["signature"] = opt_str(delta, "signature", where) or ""
+
+    def _end_thinking(self, index: int | None) -> None:
+        if index in self._thinking:
+            item, fragments = self._thinking.pop(index)
+            item["thinking"] = "".join(fragments)
+
+    def close(self) -> list[ToolCallRequest]:
+        for index in list(self._thinking):
+            self._end_thinking(index)
+        return super().close()
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def _anthropic_result(call_id: str, name: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": MISSING_RESULT,
+        "is_error": True,
+    }
+
+
+HISTORY = HistoryShape(
+    _anthropic_result,
+    "tool_use",
+    "tool_result",
+    result_id="tool_use_id",
+    arguments="input",
+    typed=True,
+)
+"""Where this format keeps calls and results in a stored history: ``tool_use`` blocks in
+assistant messages, ``tool_result`` blocks in the user message after them."""
+
+
+def repair_history(messages: Sequence[Mapping[str, Any]]) -> tuple[Messages, list[HistoryChange]]:
+    """A repaired copy of a stored history in this format, and what was changed (see
+    `toolbridge.formats.repair`). Raises only `FormatError`."""
+    return repair(messages, HISTORY)

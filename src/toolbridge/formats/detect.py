@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolbridge.formats.types import FormatError, FormatName, as_payload
+from toolbridge.formats.types import FormatError, FormatName
+from toolbridge.formats.wire import as_payload
 
 __all__ = ["detect_format"]
 
 
 def detect_format(payload: Any) -> FormatName:
     """The format name (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``,
-    ``ollama`` or ``bedrock``) of a response given as JSON text, dict or SDK object."""
+    ``ollama`` or ``bedrock``) of a response given as JSON text, dict or SDK object.
+    Raises only `FormatError`; for stream events see `parsing.detect_stream_format`."""
     data = as_payload(payload, "provider")
     if isinstance(data.get("choices"), list):
         return "openai_chat"

@@ -39,6 +39,7 @@ __all__ = [
     "inline_refs",
     "json_schema_from_gemini",
     "openai_strict",
+    "takes_no_arguments",
 ]
 
 
@@ -444,6 +445,25 @@ def _gemini_union(body: dict[str, Any], path: str) -> dict[str, Any]:
     return out
 
 
+_EMPTY_OBJECT_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "title", "description", "$schema"}
+)
+
+
+def takes_no_arguments(schema: Mapping[str, Any]) -> bool:
+    """True for no schema and for a closed object schema without properties: a tool
+    that takes no arguments (Gemini wants no ``parameters`` at all then)."""
+    if not schema:
+        return True
+    return (
+        schema.get("type") == "object"
+        and not schema.get("properties")
+        and not schema.get("required")
+        and schema.get("additionalProperties", False) is False
+        and set(schema) <= _EMPTY_OBJECT_KEYS
+    )
+
+
 def json_schema_from_gemini(node: Any) -> Any:
     """Read a Gemini ``parameters`` schema back as JSON Schema (objects closed)."""
     if not isinstance(node, Mapping):
@@ -459,8 +479,8 @@ def json_schema_from_gemini(node: Any) -> Any:
     if node.get("nullable") is True:
         if isinstance(out.get("type"), str):
             out["type"] = [out["type"], "null"]
-            if "enum" in out:
+            if isinstance(out.get("enum"), list):
                 out["enum"] = [*out["enum"], None]
-        elif "anyOf" in out:
+        elif isinstance(out.get("anyOf"), list):
             out["anyOf"] = [*out["anyOf"], dict(_NULL_BRANCH)]
     return out

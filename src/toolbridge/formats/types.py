@@ -9,19 +9,22 @@ same id the streaming assembler gives them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from toolbridge.calls import ToolCallRequest
+from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.errors import ToolbridgeError
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
 from toolbridge.results import EMPTY_RESULT
+from toolbridge.schema import thaw
 from toolbridge.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
+    "CALL_EXTRA_KEYS",
+    "NO_PARAMETERS",
     "FormatError",
     "FormatName",
     "HistoryChange",
@@ -29,11 +32,31 @@ __all__ = [
     "ToolOutcomeLike",
     "ToolSource",
     "ToolSpec",
-    "as_payload",
+    "TurnPart",
+    "argument_object",
     "data_url",
     "result_parts",
     "tool_specs",
+    "turn_parts",
 ]
+
+CALL_EXTRA_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "generated_id": "True when the provider sent no id and toolbridge made one up; "
+        "renderers never send such an id back as the provider's own",
+        "thought_signature": "Gemini: the part's signature (wire: thoughtSignature, "
+        "thought_signature in the google-genai SDK's dicts)",
+        "extra_content": "OpenAI chat: the tool call's extra_content as on the wire "
+        "(Gemini's OpenAI-compatible endpoint: extra_content.google.thought_signature)",
+        "item_id": "OpenAI Responses: the function_call item's own id (fc_...; wire: id)",
+        "type": '"custom" for OpenAI custom tools (wire: custom / custom_tool_call)',
+        "namespace": "OpenAI Responses: as on the wire",
+        "caller": "OpenAI Responses: as on the wire",
+        "legacy_function_call": "OpenAI chat: the call came as the legacy function_call",
+    }
+)
+"""The one place provider data kept on `ToolCallRequest.extra` is named: key -> what it
+is and how it is spelled on the wire. Renderers send these back with their call."""
 
 FormatName = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "bedrock"]
 
@@ -42,13 +65,42 @@ class FormatError(ToolbridgeError, ValueError):
     """A payload is not in the shape the provider documents; the message says what is off."""
 
 
+NO_PARAMETERS: Mapping[str, Any] = MappingProxyType({})
+"""`ToolSpec.parameters` of a tool that takes no arguments and says so: providers that
+allow it get no parameters key at all (Gemini refuses an empty OBJECT schema)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A provider-neutral tool definition: what `definitions` renders and reads back."""
+    """A provider-neutral tool definition: what `definitions` renders and reads back.
+
+    ``parameters`` empty (`NO_PARAMETERS`) means "no parameters": the tool is sent
+    without a parameters key where the provider allows it, and read back the same way.
+    """
 
     name: str
     description: str
-    parameters: Mapping[str, Any]
+    parameters: Mapping[str, Any] = field(default_factory=lambda: NO_PARAMETERS)
+
+    @property
+    def has_parameters(self) -> bool:
+        return bool(self.parameters)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPart:
+    """One piece of an assistant turn, in the order the provider sent it.
+
+    ``kind`` says what `value` is: ``"text"`` a text segment, ``"call"`` the index of
+    the call in `ParsedResponse.calls`, ``"opaque"`` a provider item that must be sent
+    back exactly as received (a thinking block, a reasoning item, a thought part).
+    `extra` holds wire keys of a text part to replay with it (Gemini's
+    ``thoughtSignature`` on a text part).
+    """
+
+    kind: Literal["text", "call", "opaque"]
+    value: Any
+    extra: Mapping[str, Any] = field(default_factory=lambda: NO_PARAMETERS)
 
 
 ToolSource = ToolRegistry | Iterable[Tool | ToolSpec]
@@ -58,6 +110,8 @@ ToolSource = ToolRegistry | Iterable[Tool | ToolSpec]
 class ParsedResponse:
     """A provider response taken apart: the assistant text and the tool calls in order.
 
+    `parts` keeps the whole turn in order, with the provider-opaque items (thinking
+    blocks, reasoning items, thought signatures) the provider needs back next turn.
     `truncated` is True when the provider says the output was cut off (``length``,
     ``max_tokens``, ...): the calls may then be incomplete, and the registry will
     report their arguments as cut off rather than run a guess.
@@ -68,6 +122,33 @@ class ParsedResponse:
     finish_reason: str | None
     truncated: bool
     raw: Any
+    parts: tuple[TurnPart, ...] | None = None
+    """The turn in order, opaque provider items included: what `assistant_messages`
+    renders. None for a response made by hand: the text, then the calls."""
+
+
+def turn_parts(parsed: ParsedResponse) -> tuple[TurnPart, ...]:
+    """The parts to render: the parsed ones, or for a response made by hand (parts None)
+    the text, then the calls."""
+    if parsed.parts is not None:
+        return parsed.parts
+    text = (TurnPart("text", parsed.text),) if parsed.text else ()
+    return text + tuple(TurnPart("call", index) for index in range(len(parsed.calls)))
+
+
+def argument_object(call: ToolCallRequest) -> Any:
+    """A call's arguments as the object Anthropic, Gemini, Bedrock and Ollama replay:
+    decoded when they are object text, ``{}`` when missing, else as they are."""
+    arguments = call.arguments
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            decoded = decode_arguments(arguments)
+        except ArgumentsDecodeError:
+            return arguments
+        return decoded if isinstance(decoded, dict) else arguments
+    return thaw(arguments)
 
 
 def data_url(block: ImageBlock) -> str:
@@ -121,24 +202,6 @@ def tool_specs(tools: ToolSource) -> list[ToolSpec]:
                 f"expected a ToolRegistry or Tool/ToolSpec objects, got {type(item).__name__}"
             )
     return specs
-
-
-def as_payload(payload: Any, provider: str) -> dict[str, Any]:
-    """A response as a plain dict: JSON text, a dict, or an SDK model (dumped by alias)."""
-    if isinstance(payload, str | bytes | bytearray):
-        try:
-            payload = json.loads(payload)
-        except ValueError as exc:
-            raise FormatError(f"the {provider} response is not valid JSON: {exc}") from None
-    elif not isinstance(payload, Mapping):
-        dump = getattr(payload, "model_dump", None)
-        if callable(dump):
-            payload = dump(mode="json", by_alias=True, exclude_none=True)
-    if not isinstance(payload, Mapping):
-        raise FormatError(
-            f"a {provider} response must be a JSON object, got {type(payload).__name__}"
-        )
-    return dict(payload)
 
 
 def result_parts(result: ToolResult) -> list[TextBlock | ImageBlock]:
