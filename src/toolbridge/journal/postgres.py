@@ -141,6 +141,8 @@ class PostgresJournal(CallJournal):
     async def _serve(self) -> None:
         """Apply queued jobs batch by batch until `close` queues the end."""
         while (first := await self._jobs.get()) is not None:
+            # Let the calls scheduled with this one queue theirs too: one batch, not two.
+            await asyncio.sleep(0)
             jobs = [first]
             stop = False
             while not self._jobs.empty():

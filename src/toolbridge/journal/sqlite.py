@@ -80,6 +80,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any] | None
     undo: Undo | None = None
+    claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
 
 
 class _Owner:
@@ -135,6 +136,9 @@ class SQLiteJournal(CallJournal):
         self.durability = durability
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
+        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert.
+        self._rows: dict[CallKey, Any] = {}
+        self._inserts: list[tuple[Any, ...]] = []
         self._conn = self._connect()
         self._owner = _Owner(self.path.with_name(self.path.name + "-owners"))
         self._thread = threading.Thread(
@@ -224,12 +228,14 @@ class SQLiteJournal(CallJournal):
 
     # --- the writer thread -------------------------------------------------------------
 
-    async def _submit(self, op: Op, *, undo: Undo | None = None) -> Any:
+    async def _submit(
+        self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
+    ) -> Any:
         if self._closed:
             raise JournalError(f"the journal {self.path} is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put(_Job(op, loop, future, undo))
+        self._jobs.put(_Job(op, loop, future, undo, claims))
         return await future
 
     def _serve(self) -> None:
@@ -256,14 +262,18 @@ class SQLiteJournal(CallJournal):
         owner = self._owner
         owner.taken.clear()
         owner.to_release.clear()
+        self._inserts.clear()
         results: list[tuple[bool, Any]] = []
         try:
             self._conn.execute("BEGIN IMMEDIATE")
+            self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
                 try:
                     results.append((True, job.op(self._conn)))
                 except JournalError as exc:
                     results.append((False, exc))
+            if self._inserts:
+                self._conn.executemany(_INSERT, self._inserts)
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._conn.in_transaction:
@@ -275,9 +285,16 @@ class SQLiteJournal(CallJournal):
         else:
             for key in owner.to_release:
                 owner.release(key)
+        answers: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
         for job, (ok, value) in zip(jobs, results, strict=True):
             if job.future is not None:
-                job.loop.call_soon_threadsafe(self._settle, job, ok, value)
+                answers.setdefault(job.loop, []).append((job, ok, value))
+        for loop, batch in answers.items():  # one wake-up of each loop, not one per call
+            loop.call_soon_threadsafe(self._settle_all, batch)
+
+    def _settle_all(self, answers: list[tuple[_Job, bool, Any]]) -> None:
+        for job, ok, value in answers:
+            self._settle(job, ok, value)
 
     def _settle(self, job: _Job, ok: bool, value: Any) -> None:
         """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
@@ -304,11 +321,7 @@ class SQLiteJournal(CallJournal):
         args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
 
         def op(conn: sqlite3.Connection) -> Claim:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM toolbridge_calls "
-                "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                (key.session, key.call_id, key.args_hash),
-            ).fetchone()
+            row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
                 return Claim(ClaimAction.REPLAY, _entry(row))
             if not self._owner.try_take(key):
@@ -317,12 +330,9 @@ class SQLiteJournal(CallJournal):
             if row is not None:
                 return Claim(ClaimAction.INTERRUPTED, _entry(row))
             now = time.time()
-            conn.execute(
-                f"INSERT INTO toolbridge_calls ({_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)",
-                (key.session, key.call_id, key.args_hash, tool, args_text, approval_text, now,
-                 now),
-            )  # fmt: skip
+            self._inserts.append(
+                (key.session, key.call_id, key.args_hash, tool, args_text, approval_text, now, now)
+            )
             return Claim(ClaimAction.RUN, _fresh(key, tool, arguments, approval, now))
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
@@ -337,7 +347,7 @@ class SQLiteJournal(CallJournal):
             if claim.action in (ClaimAction.RUN, ClaimAction.INTERRUPTED):
                 self._owner.to_release.append(key)
 
-        result: Claim = await self._submit(op, undo=undo)
+        result: Claim = await self._submit(op, undo=undo, claims=key)
         return result
 
     async def restart(self, key: CallKey) -> JournalEntry:
@@ -479,6 +489,29 @@ class SQLiteJournal(CallJournal):
         self._closed = True
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
+
+
+_INSERT = (
+    f"INSERT INTO toolbridge_calls ({_COLUMNS}) "
+    "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)"
+)
+_ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
+
+
+def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
+    """The stored rows of `keys`, read with a few statements instead of one per key."""
+    found: dict[CallKey, Any] = {}
+    for start in range(0, len(keys), _ROWS_AT_ONCE):
+        chunk = keys[start : start + _ROWS_AT_ONCE]
+        values = ", ".join(["(?, ?, ?)"] * len(chunk))
+        params = [part for key in chunk for part in (key.session, key.call_id, key.args_hash)]
+        for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM toolbridge_calls "
+            f"WHERE (session, call_id, args_hash) IN (VALUES {values})",
+            params,
+        ):
+            found[CallKey(row[0], row[1], row[2])] = row
+    return found
 
 
 def _statements(script: str) -> list[str]:
