@@ -44,6 +44,12 @@ from toolbridge.outcomes import (
     pending_outcome,
     tool_result_messages,
 )
+from toolbridge.progress import (
+    ProgressSink,
+    ToolProgress,
+    reset_progress_sink,
+    set_progress_sink,
+)
 from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
 from toolbridge.results import PAGE_METADATA_KEY, ResultStore, cap_result, text_length
 from toolbridge.scheduling import ExclusiveGate
@@ -378,18 +384,23 @@ class ToolExecutor:
                 await self._settle(batch, index, failed_outcome(call, refused, prepared.repairs))
                 return
         time_limit = tool.timeout if tool.timeout is not None else self.policy.default_timeout
-        if self._limit is not None:
-            async with self._limit:
+        progress = set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
+        try:
+            if self._limit is not None:
+                async with self._limit:
+                    start = self._started(batch, call)
+                    invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+            elif self._tracer is None:  # the common case: no extra frame
+                start = self._started(batch, call)
+                invocation = await self.registry.run_prepared(
+                    prepared, call_id=call.id, time_limit=time_limit
+                )
+            else:
                 start = self._started(batch, call)
                 invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
-        elif self._tracer is None:  # the common case: no extra frame
-            start = self._started(batch, call)
-            invocation = await self.registry.run_prepared(
-                prepared, call_id=call.id, time_limit=time_limit
-            )
-        else:
-            start = self._started(batch, call)
-            invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+        finally:
+            if progress is not None:
+                reset_progress_sink(progress)
         duration = time.perf_counter() - start
         result, error = invocation.result, invocation.error
         if PAGE_METADATA_KEY not in result.metadata and (
@@ -419,6 +430,14 @@ class ToolExecutor:
             batch.outcomes[index] = outcome
         else:
             await self._settle(batch, index, outcome)
+
+    def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> ProgressSink:
+        """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events."""
+
+        def emit(progress: ToolProgress) -> None:
+            self._emit(batch.listeners, ToolEvent(EventType.CALL_PROGRESS, call, progress=progress))
+
+        return emit
 
     def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
         """Mark a call as started (it holds its slot now): emit the event, read the clock."""

@@ -1,0 +1,371 @@
+"""A registry served over MCP: `MCPToolServer`, on the SDK's low-level `Server`.
+
+Every ``tools/call`` runs through one `ToolExecutor` (the same path as any other
+call: casting, validation, approval, time limits, result caps), so an MCP client
+gets exactly toolbridge's semantics and error messages. Tool flags become
+annotations; a function tool with a typed return value gets an ``outputSchema``
+and ``structuredContent``. A call that needs approval asks the user through MCP
+elicitation when the client supports it, and is refused with a clear message when
+it does not. Cancelling the request cancels the call; progress reported by a tool
+(`toolbridge.progress.report_progress`) is sent as ``notifications/progress``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as mt
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
+
+from toolbridge.calls import ToolCallRequest
+from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.function_tool import FunctionTool
+from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
+from toolbridge.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.progress import ToolProgress, progress_sink
+from toolbridge.registry import ToolRegistry
+from toolbridge.schema import thaw
+from toolbridge.tool import Tool, ToolResult
+
+__all__ = ["MCPToolServer"]
+
+logger = logging.getLogger(__name__)
+
+_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Run this tool call",
+            "description": "Allow the call to run with exactly these arguments.",
+            "default": True,
+        }
+    },
+    "required": ["approve"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """How a tool's return value becomes ``structuredContent``."""
+
+    schema: dict[str, Any]
+    dump: Callable[[Any, ToolResult], Any]
+
+
+class _Server(Server[Any]):
+    """The SDK server, announcing ``tools.listChanged`` on every transport."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class MCPToolServer:
+    """Serve `registry` over MCP (``run_stdio``, ``run_http`` or the ASGI ``http_app``).
+
+    Pass an `executor` to choose the policy (time limits, approval rule); by default one
+    is made with `ExecutionPolicy()`. Call `tools_changed()` after changing the registry
+    so connected clients re-list (an `MCPClient` gateway does it for you).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        executor: ToolExecutor | None = None,
+        policy: ExecutionPolicy | None = None,
+        name: str = "toolbridge",
+        instructions: str | None = None,
+    ) -> None:
+        from toolbridge import __version__
+
+        self.registry = registry
+        self.executor = executor or ToolExecutor(registry, policy)
+        self.server = _Server(
+            name,
+            version=__version__,
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self._listing: tuple[str, mt.ListToolsResult] | None = None
+        self._outputs: dict[int, tuple[Tool, _Output | None]] = {}
+        self._sessions: dict[int, Any] = {}
+        self._calls = 0
+
+    # --- transports -----------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it disconnects."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+
+    def http_app(
+        self, *, host: str = "127.0.0.1", token: str | None = None, path: str = "/mcp"
+    ) -> Any:
+        """The streamable-HTTP ASGI app; with `token`, requests need ``Authorization: Bearer``."""
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host)
+        return app if token is None else _BearerAuth(app, token)
+
+    async def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        token: str | None = None,
+        path: str = "/mcp",
+        ready: Callable[[int], None] | None = None,
+    ) -> None:
+        """Serve streamable HTTP on `host`:`port` (port 0 picks one; `ready` gets it)."""
+        import uvicorn
+
+        config = uvicorn.Config(
+            self.http_app(host=host, token=token, path=path),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        if ready is None:
+            await server.serve()
+            return
+        task = asyncio.create_task(server.serve())
+        try:
+            while not server.started:
+                if task.done():
+                    await task
+                    return
+                await asyncio.sleep(0.02)
+            ready(server.servers[0].sockets[0].getsockname()[1])
+            await task
+        finally:
+            if not task.done():
+                server.should_exit = True
+                await asyncio.wait([task])
+
+    async def tools_changed(self) -> None:
+        """Tell every client that listed the tools that the list changed."""
+        for key, session in list(self._sessions.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a client that went away: forget it
+                logger.debug("dropping MCP session %s: %r", key, exc)
+                self._sessions.pop(key, None)
+
+    # --- tools/list -----------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: Any, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        self._remember(ctx.session)
+        digest = self.registry.definitions_hash
+        if self._listing is None or self._listing[0] != digest:
+            tools = [self._definition(tool) for tool in self.registry]
+            self._listing = (digest, mt.ListToolsResult(tools=tools))
+        return self._listing[1]
+
+    def _remember(self, session: Any) -> None:
+        connection = getattr(session, "_connection", session)
+        self._sessions[id(connection)] = session
+
+    def _definition(self, tool: Tool) -> mt.Tool:
+        output = self._output(tool)
+        annotations = mt.ToolAnnotations(
+            title=getattr(getattr(tool, "definition", None), "title", None),
+            read_only_hint=tool.read_only,
+            destructive_hint=False if tool.read_only else tool.requires_approval,
+            idempotent_hint=getattr(tool, "idempotent", None),
+        )
+        return mt.Tool(
+            name=tool.name,
+            description=tool.description or None,
+            input_schema=thaw(tool.parameters),
+            output_schema=output.schema if output is not None else None,
+            annotations=annotations,
+        )
+
+    def _output(self, tool: Tool) -> _Output | None:
+        cached = self._outputs.get(id(tool))
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        output = _output_of(tool)
+        self._outputs[id(tool)] = (tool, output)
+        return output
+
+    # --- tools/call -----------------------------------------------------------------------
+
+    async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        self._calls += 1
+        call = ToolCallRequest(f"mcp-{ctx.request_id}-{self._calls}", params.name, params.arguments)
+        relay = _ProgressRelay(ctx.session.report_progress)
+        with progress_sink(relay):
+            outcome = (await self.executor.run([call]))[0]
+            if outcome.status is OutcomeStatus.PENDING_APPROVAL:
+                outcome = await self._ask_approval(ctx, call, outcome)
+        await relay.flush()
+        return self._result(outcome)
+
+    async def _ask_approval(
+        self, ctx: Any, call: ToolCallRequest, outcome: ToolOutcome
+    ) -> ToolOutcome:
+        request = outcome.approval
+        assert request is not None
+        session = ctx.session
+        capabilities = session.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            text = (
+                f"Error: the tool {request.tool_name!r} needs the user's approval, and this MCP "
+                "client cannot ask the user (it does not support elicitation). The call was "
+                "not run.\nAsk the user to approve it in toolbridge, or to use a client that "
+                "supports elicitation."
+            )
+            outcome.result = ToolResult.error(text)
+            outcome.status = OutcomeStatus.ERROR
+            return outcome
+        arguments = json.dumps(request.arguments, ensure_ascii=False, default=str)
+        message = f"Allow the tool {request.tool_name!r} to run with these arguments?\n{arguments}"
+        answer = await session.elicit_form(
+            message, _APPROVAL_SCHEMA, related_request_id=ctx.request_id
+        )
+        content = answer.content or {}
+        if answer.action == "accept" and content.get("approve", True) is True:
+            self.executor.approve(request)
+        else:
+            reason = "declined" if answer.action != "cancel" else "cancelled the request"
+            self.executor.deny(request, f"the user {reason} in the MCP client")
+        return (await self.executor.run([call]))[0]
+
+    def _result(self, outcome: ToolOutcome) -> mt.CallToolResult:
+        result = outcome.result
+        structured = None
+        tool = self.registry.get(outcome.call.name) if outcome.ok else None
+        if tool is not None:
+            output = self._output(tool)
+            if output is not None:
+                try:
+                    structured = output.dump(outcome.value, result)
+                except Exception as exc:
+                    logger.warning("structured content of %r failed: %r", tool.name, exc)
+        meta = None
+        if result.is_error and result.error_kind is not None:
+            meta = {ERROR_KIND_META: result.error_kind.value}
+        return mt.CallToolResult.model_validate(
+            {
+                "content": to_mcp_content(result),
+                "structuredContent": structured,
+                "isError": result.is_error,
+                "_meta": meta,
+            }
+        )
+
+
+class _ProgressRelay:
+    """Sends a call's progress as MCP notifications, in order, without blocking the tool."""
+
+    def __init__(self, send: Callable[[float, float | None, str | None], Awaitable[None]]) -> None:
+        self._send = send
+        self._last: asyncio.Task[None] | None = None
+
+    def __call__(self, progress: ToolProgress) -> None:
+        previous = self._last
+
+        async def send() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await self._send(progress.progress, progress.total, progress.message)
+
+        self._last = asyncio.get_running_loop().create_task(send())
+
+    async def flush(self) -> None:
+        if self._last is not None:
+            await asyncio.wait([self._last])
+
+
+def _output_of(tool: Tool) -> _Output | None:
+    """The output schema of a tool: its MCP server's, or a function tool's return type."""
+    definition = getattr(tool, "definition", None)
+    if isinstance(definition, mt.Tool):  # an MCP tool served on: keep its server's contract
+        if definition.output_schema is None:
+            return None
+        return _Output(
+            definition.output_schema, lambda _value, result: result.metadata.get(STRUCTURED_KEY)
+        )
+    if not isinstance(tool, FunctionTool):
+        return None
+    try:
+        annotation = typing.get_type_hints(tool.fn).get("return")
+    except Exception:
+        return None
+    if (
+        annotation in (None, type(None), Any, str, bytes, object, ToolResult)
+        or annotation is typing.NoReturn
+    ):
+        return None
+    from pydantic import TypeAdapter
+
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        schema = adapter.json_schema(mode="serialization")
+    except Exception:
+        return None
+    if schema.get("type") == "object":
+        return _Output(schema, lambda value, _result: adapter.dump_python(value, mode="json"))
+    definitions = schema.pop("$defs", None)
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+    }
+    if definitions:
+        wrapped["$defs"] = definitions
+    return _Output(
+        wrapped, lambda value, _result: {"result": adapter.dump_python(value, mode="json")}
+    )
+
+
+class _BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Mapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b'{"error": "unauthorized: send the header Authorization: Bearer <token>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="toolbridge"'),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
