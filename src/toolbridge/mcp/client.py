@@ -140,6 +140,7 @@ class MCPConnection:
         self.tools: dict[str, MCPTool] = {}
         self.skipped: list[tuple[str, str]] = []
         self.server_info: mt.Implementation | None = None
+        self.listings = 0  # tools/list round trips so far (connects and list_changed)
         self._listeners = listeners
         self._backoff = backoff
         self._client_info = client_info
@@ -339,6 +340,7 @@ class MCPConnection:
             cursor = page.next_cursor
             if not cursor:
                 break
+        self.listings += 1
         wanted = [tool for tool in listed if self.config.wants(tool.name)]
         names = local_names(self.config.name, (tool.name for tool in wanted))
         built: dict[str, MCPTool] = {}
