@@ -71,9 +71,9 @@ def load_served_tools() -> ModuleType:
 SERVED_TOOLS = HERE / "served_tools.py"
 
 
-async def eventually(check: Callable[[], Any], *, timeout: float = 30.0) -> None:
-    """Wait until `check()` is true (a bound against hangs, not a timing assertion)."""
-    async with asyncio.timeout(timeout):
+async def eventually(check: Callable[[], Any]) -> None:
+    """Wait until `check()` is true (30 s: a bound against hangs, not a timing assertion)."""
+    async with asyncio.timeout(30):
         while True:
             value = check()
             if isinstance(value, Awaitable):

@@ -91,8 +91,14 @@ async def test_untrusted_annotations_do_not_loosen(parts: Any, workspace: Path) 
         assert current.read_only is False and current.concurrency_safe is False
 
 
-async def test_git_server_over_a_real_repository(parts: Any, workspace: Path) -> None:
+@pytest.fixture
+def repository(workspace: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return workspace
+
+
+async def test_git_server_over_a_real_repository(parts: Any, repository: Path) -> None:
+    workspace = repository
     (workspace / "new.txt").write_text("x")
     registry = _registry(workspace)
     config = {"mcpServers": {"git": {**parts.git(), "include": ["git_status", "git_log"]}}}
@@ -110,6 +116,7 @@ async def test_git_server_over_a_real_repository(parts: Any, workspace: Path) ->
 
 async def test_everything_server_content_kinds(parts: Any, workspace: Path) -> None:
     registry = _registry(workspace)
+    root_uri = workspace.as_uri()
     async with MCPClient({"mcpServers": {"every": parts.everything()}}, registry):
         # a string where the schema wants a number is cast, as for any tool
         total = await _run(registry, "mcp_every_get-sum", '{"a": "40", "b": 2}')
@@ -137,7 +144,7 @@ async def test_everything_server_content_kinds(parts: Any, workspace: Path) -> N
         assert "[resource demo://resource/" in embedded.result.text
 
         roots = await _run(registry, "mcp_every_get-roots-list", {})
-        assert workspace.resolve().as_uri() in roots.result.text  # the workspace is a root
+        assert root_uri in roots.result.text  # the workspace is offered as a root
 
 
 async def test_progress_notifications_become_executor_events(parts: Any, workspace: Path) -> None:

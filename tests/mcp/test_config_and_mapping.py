@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -190,7 +191,7 @@ def _result(**fields: object) -> mt.CallToolResult:
 
 
 def test_mcp_content_becomes_blocks_and_keeps_the_original() -> None:
-    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
     result = from_mcp_result(
         _result(
             content=[
