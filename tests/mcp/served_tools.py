@@ -35,7 +35,8 @@ def weather(city: str) -> Weather:
 
 @tool
 async def slow(seconds: float, marker: str) -> str:
-    """Sleep; write 'cancelled' to the marker file if the call is cancelled."""
+    """Sleep; the marker file says 'started', then 'cancelled' if the call is cancelled."""
+    Path(marker).write_text("started")  # noqa: ASYNC240
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:

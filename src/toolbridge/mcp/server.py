@@ -147,20 +147,16 @@ class MCPToolServer:
             lifespan="on",
         )
         server = uvicorn.Server(config)
-        if ready is None:
-            await server.serve()
-            return
         task = asyncio.create_task(server.serve())
         try:
-            while not server.started:
-                if task.done():
-                    await task
-                    return
-                await asyncio.sleep(0.02)
-            ready(server.servers[0].sockets[0].getsockname()[1])
-            await task
+            if ready is not None:
+                while not server.started and not task.done():
+                    await asyncio.sleep(0.02)
+                if server.started:
+                    ready(server.servers[0].sockets[0].getsockname()[1])
+            await asyncio.shield(task)
         finally:
-            if not task.done():
+            if not task.done():  # cancelled: shut down cleanly (sessions, lifespan) first
                 server.should_exit = True
                 await asyncio.wait([task])
 
