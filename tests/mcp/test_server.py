@@ -31,7 +31,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.mcp import MCPClient, MCPToolServer, MCPToolsChanged
+from toolbridge.mcp import MCPClient, MCPToolsChanged, MCPToolServer
 
 
 def _stdio(parts: Any, workspace: Path) -> StdioServerParameters:
@@ -113,7 +113,7 @@ async def test_progress_and_cancellation_over_stdio(
         assert reports == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
         call = asyncio.create_task(client.call_tool("slow", {"seconds": 60, "marker": str(marker)}))
-        await parts.eventually(lambda: marker.exists())  # the call is running on the server
+        await parts.eventually(marker.exists)  # the call is running on the server
         call.cancel()
         await asyncio.wait([call])
         await parts.eventually(lambda: marker.read_text() == "cancelled")
@@ -149,7 +149,7 @@ async def test_approval_through_elicitation(parts: Any, workspace: Path) -> None
 
 
 async def test_streamable_http_with_a_bearer_token_and_list_changed(
-    served_tools: ModuleType, workspace: Path
+    served_tools: ModuleType, workspace: Path, parts: Any
 ) -> None:
     registry = served_tools.build_registry(workspace)
     notifications: list[Any] = []
@@ -171,13 +171,10 @@ async def test_streamable_http_with_a_bearer_token_and_list_changed(
 
                 registry.register(late)
                 await server.tools_changed()
-                await asyncio.wait_for(
-                    _until(
-                        lambda: any(
-                            isinstance(n, mt.ToolListChangedNotification) for n in notifications
-                        )
-                    ),
-                    30,
+                await parts.eventually(
+                    lambda: any(
+                        isinstance(n, mt.ToolListChangedNotification) for n in notifications
+                    )
                 )
                 names = [t.name for t in (await client.list_tools()).tools]
                 assert "late" in names
@@ -187,11 +184,6 @@ async def test_streamable_http_with_a_bearer_token_and_list_changed(
             refused = await http.post(url, json={}, headers={"Authorization": "Bearer wrong"})
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith("Bearer")
-
-
-async def _until(check: Any) -> None:
-    while not check():
-        await asyncio.sleep(0.02)
 
 
 async def _inspector(parts: Any, *args: str) -> Any:
@@ -283,28 +275,28 @@ async def test_round_trip_list_changed_over_http(
     served = served_tools.build_registry(workspace)
     registry = ToolRegistry()
     changes: list[MCPToolsChanged] = []
-    async with _http_server(served) as (server, url):
-        async with MCPClient(
-            {"mcpServers": {"tb": {"url": url}}}, registry, listeners=[changes.append]
-        ):
-            before = registry.definitions_hash
-            assert "mcp_tb_add" in registry and "mcp_tb_late" not in registry
+    async with (
+        _http_server(served) as (server, url),
+        MCPClient({"mcpServers": {"tb": {"url": url}}}, registry, listeners=[changes.append]),
+    ):
+        before = registry.definitions_hash
+        assert "mcp_tb_add" in registry and "mcp_tb_late" not in registry
 
-            @tool(read_only=True)
-            def late(text: str) -> str:
-                """Registered while clients are connected."""
-                return text[::-1]
+        @tool(read_only=True)
+        def late(text: str) -> str:
+            """Registered while clients are connected."""
+            return text[::-1]
 
-            served.register(late)
-            await server.tools_changed()
-            await parts.eventually(lambda: "mcp_tb_late" in registry)
-            assert registry.definitions_hash != before
-            assert changes[-1].added == ("mcp_tb_late",)
-            assert changes[-1].definitions_hash == registry.definitions_hash
-            (outcome,) = await ToolExecutor(registry).run(
-                [ToolCallRequest("1", "mcp_tb_late", {"text": "abc"})]
-            )
-            assert outcome.result.text == "cba"
+        served.register(late)
+        await server.tools_changed()
+        await parts.eventually(lambda: "mcp_tb_late" in registry)
+        assert registry.definitions_hash != before
+        assert changes[-1].added == ("mcp_tb_late",)
+        assert changes[-1].definitions_hash == registry.definitions_hash
+        (outcome,) = await ToolExecutor(registry).run(
+            [ToolCallRequest("1", "mcp_tb_late", {"text": "abc"})]
+        )
+        assert outcome.result.text == "cba"
 
 
 async def test_gateway_serves_another_servers_tools(

@@ -16,6 +16,7 @@ import asyncio
 import hmac
 import json
 import logging
+import socket
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -147,18 +148,25 @@ class MCPToolServer:
             lifespan="on",
         )
         server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+        except OSError:
+            sock.close()
+            raise
+        task = asyncio.create_task(server.serve(sockets=[sock]))
         try:
             if ready is not None:
-                while not server.started and not task.done():
-                    await asyncio.sleep(0.02)
-                if server.started:
-                    ready(server.servers[0].sockets[0].getsockname()[1])
+                ready(sock.getsockname()[1])
             await asyncio.shield(task)
         finally:
             if not task.done():  # cancelled: shut down cleanly (sessions, lifespan) first
                 server.should_exit = True
                 await asyncio.wait([task])
+            sock.close()
 
     async def tools_changed(self) -> None:
         """Tell every client that listed the tools that the list changed."""
