@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,39 @@ async def test_an_unreachable_server_fails_clearly_and_leaves_the_others(
         assert "no-such-server" in (states["ghost"].last_error or "")
         assert states["down"].state != "connected" and states["down"].last_error
         assert registry.tool_names == ["zeta", "mcp_time_convert_time", "mcp_time_get_current_time"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "entry"),
+    [
+        ("streamableHttp", {"url": "http://127.0.0.1:{port}/mcp"}),
+        ("sse", {"type": "sse", "url": "http://127.0.0.1:{port}/sse"}),
+    ],
+)
+async def test_everything_server_over_http_transports(
+    parts: Any, workspace: Path, mode: str, entry: dict[str, str]
+) -> None:
+    with socket.socket() as probe:  # a free port for the node server
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        parts.node(),
+        *parts.everything()["args"],
+        mode,
+        env={"PATH": os.environ["PATH"], "PORT": str(port)},
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None
+        async with asyncio.timeout(30):
+            while f"{port}" not in (await process.stderr.readline()).decode():
+                pass
+        registry = _registry(workspace)
+        config = {"mcpServers": {"web": {k: v.format(port=port) for k, v in entry.items()}}}
+        async with MCPClient(config, registry) as client:
+            assert client.status()[0].state == "connected", client.status()
+            echoed = await _run(registry, "mcp_web_echo", {"message": f"over {mode}"})
+            assert echoed.status is OutcomeStatus.OK and f"over {mode}" in echoed.result.text
+    finally:
+        process.kill()
+        await process.wait()
