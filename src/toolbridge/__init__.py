@@ -36,6 +36,7 @@ from toolbridge.outcomes import (
     ToolOutcome,
     tool_result_messages,
 )
+from toolbridge.progress import ToolProgress, report_progress
 from toolbridge.registry import PreparedCall, ToolRegistry
 from toolbridge.results import ResultStore
 from toolbridge.tool import (
@@ -84,6 +85,7 @@ __all__ = [
     "ToolExecutor",
     "ToolLoader",
     "ToolOutcome",
+    "ToolProgress",
     "ToolRegistry",
     "ToolResult",
     "ToolbridgeError",
@@ -94,6 +96,7 @@ __all__ = [
     "isolated_tool",
     "parse_tool_arguments",
     "repair_arguments_for_replay",
+    "report_progress",
     "tool",
     "tool_parameters",
     "tool_result_messages",

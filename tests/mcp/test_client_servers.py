@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -301,3 +302,28 @@ async def test_everything_server_over_http_transports(
     finally:
         process.kill()
         await process.wait()
+
+
+async def test_schemas_are_normalised_or_refused_and_output_is_checked(
+    parts: Any, workspace: Path
+) -> None:
+    registry = _registry(workspace)
+    quirky = {"command": sys.executable, "args": [str(Path(__file__).parent / "quirky_server.py")]}
+    async with MCPClient({"mcpServers": {"q": quirky}}, registry) as client:
+        (status,) = client.status()
+        assert status.state == "connected"
+        # a schema without "type": "object" is normalised, so casting works
+        assert "mcp_q_no_type" in registry
+        cast = await _run(registry, "mcp_q_no_type", {"n": "7"})
+        assert cast.result.text == "n=7"
+        # the others are refused at connection, each with its reason
+        refused = dict(status.skipped)
+        assert set(refused) == {"a.string", "remote_ref"}
+        assert 'must describe an object ("type": "object")' in refused["a.string"]
+        assert "refers to another document" in refused["remote_ref"]
+        assert "mcp_q_a_string" not in registry
+        # structuredContent that breaks the tool's own outputSchema is an error
+        liar = await _run(registry, "mcp_q_liar", {})
+        assert liar.status is OutcomeStatus.ERROR
+        assert "MCP server 'q'" in liar.result.text
+        assert "structured content" in liar.result.text.lower()

@@ -333,9 +333,13 @@ class MCPConnection:
 
     async def _list_tools(self, client: Client) -> None:
         listed: list[mt.Tool] = []
+        skipped: list[tuple[str, str]] = []
         cursor: str | None = None
         while True:
-            page = await client.list_tools(cursor=cursor)
+            try:
+                page = await client.list_tools(cursor=cursor)
+            except ValidationError:  # one tool the SDK refuses must not cost the others
+                page = await self._lenient_page(client, cursor, skipped)
             listed.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -344,7 +348,6 @@ class MCPConnection:
         wanted = [tool for tool in listed if self.config.wants(tool.name)]
         names = local_names(self.config.name, (tool.name for tool in wanted))
         built: dict[str, MCPTool] = {}
-        skipped: list[tuple[str, str]] = []
         for definition in wanted:
             name = names[definition.name]
             owner = f"MCP server {self.config.name!r}, tool {definition.name!r}"
@@ -354,6 +357,46 @@ class MCPConnection:
                 skipped.append((definition.name, str(exc)))
         self.skipped = skipped
         self._apply(built)
+
+    async def _lenient_page(
+        self, client: Client, cursor: str | None, skipped: list[tuple[str, str]]
+    ) -> mt.ListToolsResult:
+        """A ``tools/list`` page taken tool by tool, for servers the SDK refuses as a whole.
+
+        The SDK rejects a listing in which any schema lacks ``"type": "object"``; servers in
+        the wild omit it. Here each schema is normalised (or the tool refused with its
+        reason), and the listing is handed back to the session so that it still checks
+        structured results against their output schemas. Uses the session's internals:
+        the SDK has no public lenient listing.
+        """
+        session: Any = client.session
+        data: dict[str, Any] = {
+            "method": "tools/list",
+            "params": {"cursor": cursor} if cursor else None,
+        }
+        options: dict[str, Any] = {}
+        session._stamp(data, options)
+        raw = await session._dispatcher.send_raw_request("tools/list", data.get("params"), options)
+        tools: list[mt.Tool] = []
+        for item in raw.get("tools") or []:
+            name = str(item.get("name")) if isinstance(item, Mapping) else repr(item)
+            owner = f"MCP server {self.config.name!r}, tool {name!r}"
+            try:
+                if not isinstance(item, Mapping):
+                    raise ToolDefinitionError(f"{owner}: a tool must be a JSON object")
+                fixed = {**item, "inputSchema": input_schema(item.get("inputSchema"), owner=owner)}
+                tools.append(mt.Tool.model_validate(fixed))
+            except ToolDefinitionError as exc:
+                skipped.append((name, str(exc)))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                skipped.append(
+                    (name, f"{owner}: invalid tool definition at {where}: {first['msg']}")
+                )
+        page = mt.ListToolsResult(tools=tools, next_cursor=raw.get("nextCursor"))
+        session._absorb_tool_listing(page, complete=cursor is None and page.next_cursor is None)
+        return page
 
     def _build(self, definition: mt.Tool, name: str, owner: str) -> MCPTool:
         parameters = input_schema(definition.input_schema, owner=owner)

@@ -5,7 +5,8 @@ MCP -> toolbridge (`from_mcp_result`): text and images become `TextBlock` and
 says what they are (with an embedded text resource's text, and an embedded image as an
 image), and the exact MCP content is kept in ``metadata["mcp.content"]`` so nothing is
 lost when toolbridge serves the result on (`to_mcp_content`). ``structuredContent`` is
-kept as a `JsonBlock` and in ``metadata["mcp.structured_content"]``.
+kept in ``metadata["mcp.structured_content"]``, and as a `JsonBlock` in place of the
+JSON text that repeats it.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ def from_mcp_result(result: mt.CallToolResult, *, server: str, tool: str) -> Too
         ]
     if structured is not None:
         metadata[STRUCTURED_KEY] = structured
-        # The spec asks servers to repeat structured content as JSON text: keep it once.
-        blocks = [b for b in blocks if not _same_json(b, structured)]
-        blocks.insert(0, JsonBlock(structured))
+        # Servers repeat structured content as JSON text (the spec asks them to): that
+        # text becomes the typed JSON block; other content stays as the server wrote it.
+        if not blocks:
+            blocks = [JsonBlock(structured)]
+        else:
+            blocks = [JsonBlock(structured) if _same_json(b, structured) else b for b in blocks]
     if result.is_error:
         detail = ToolResult(blocks).text.strip() if blocks else "no details"
         detail = detail.removeprefix("Error:").strip()
