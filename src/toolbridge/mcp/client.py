@@ -179,6 +179,11 @@ class MCPConnection:
         self.state = "stopped"
         self._apply({})
 
+    @property
+    def client(self) -> Client | None:
+        """The SDK client while connected (for resources, prompts, ...); None otherwise."""
+        return self._client
+
     def status(self) -> MCPServerStatus:
         return MCPServerStatus(
             self.config.name,
