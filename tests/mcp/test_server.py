@@ -276,7 +276,7 @@ async def test_round_trip_list_changed_over_http(
     registry = ToolRegistry()
     changes: list[MCPToolsChanged] = []
     async with (
-        _http_server(served) as (server, url),
+        _http_server(served) as (_server, url),
         MCPClient({"mcpServers": {"tb": {"url": url}}}, registry, listeners=[changes.append]),
     ):
         before = registry.definitions_hash
@@ -287,8 +287,7 @@ async def test_round_trip_list_changed_over_http(
             """Registered while clients are connected."""
             return text[::-1]
 
-        served.register(late)
-        await server.tools_changed()
+        served.register(late)  # the server notices by itself: no tools_changed() call
         await parts.eventually(lambda: "mcp_tb_late" in registry)
         assert registry.definitions_hash != before
         assert changes[-1].added == ("mcp_tb_late",)

@@ -147,26 +147,23 @@ def servers_command(
 
     registry = ToolRegistry(context=ToolContext(workspace=(workspace or Path.cwd()).resolve()))
 
-    async def connect() -> list[MCPServerStatus]:
-        async with MCPClient(config, registry) as client:
-            return list(client.status())
+    async def connect() -> list[tuple[MCPServerStatus, list[tuple[str, str]]]]:
+        async with MCPClient(config, registry) as client:  # read the tools before closing
+            return [
+                (status, [_row(registry, name) for name in status.tools])
+                for status in client.status()
+            ]
 
     try:
-        statuses = asyncio.run(connect())
+        servers = asyncio.run(connect())
     except ToolbridgeError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     failed = False
-    for status in statuses:
+    for status, rows in servers:
         table = Table("tool", "flags", title=f"{status.name}: {status.state}")
-        for tool_name in status.tools:
-            tool = registry.get(tool_name)
-            flags = []
-            if tool is not None and tool.read_only:
-                flags.append("read-only")
-            if tool is not None and tool.requires_approval:
-                flags.append("approval")
-            table.add_row(tool_name, ", ".join(flags))
+        for row in rows:
+            table.add_row(*row)
         out.print(table)
         for remote, reason in status.skipped:
             err.print(f"refused {remote!r}: {reason}", markup=False, highlight=False)
@@ -175,3 +172,16 @@ def servers_command(
             err.print(f"{status.name}: {status.last_error}", markup=False, highlight=False)
     if failed:
         raise typer.Exit(1)
+
+
+def _row(registry: ToolRegistry, name: str) -> tuple[str, str]:
+    """A tool's name and the policy flags its server's annotations gave it."""
+    tool = registry.get(name)
+    if tool is None:
+        return name, ""
+    flags = [
+        flag
+        for flag, on in (("read-only", tool.read_only), ("approval", tool.requires_approval))
+        if on
+    ]
+    return name, ", ".join(flags)

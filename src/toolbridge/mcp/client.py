@@ -244,9 +244,20 @@ class MCPConnection:
                         raise ConnectionError("the server closed the connection")
                     if self._refresh:
                         self._refresh = False
-                        await self._list_tools(client)
+                        await self._relist(client)
             finally:
                 self._client = None
+
+    async def _relist(self, client: Client) -> None:
+        """Re-list after ``list_changed``; a failed listing keeps the tools we have."""
+        try:
+            await self._list_tools(client)
+        except (MCPError, ValidationError, RuntimeError) as exc:
+            logger.warning(
+                "MCP server %r: re-listing its tools failed, keeping the previous list: %s",
+                self.config.name,
+                _describe(exc),
+            )
 
     def _new_client(self, transport: AbstractAsyncContextManager[Any]) -> Client:
         with warnings.catch_warnings():  # roots are deprecated in 2026-07-28, not in 2025-11-25

@@ -18,7 +18,8 @@ import json
 import logging
 import socket
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,8 +84,9 @@ class MCPToolServer:
     """Serve `registry` over MCP (``run_stdio``, ``run_http`` or the ASGI ``http_app``).
 
     Pass an `executor` to choose the policy (time limits, approval rule); by default one
-    is made with `ExecutionPolicy()`. Call `tools_changed()` after changing the registry
-    so connected clients re-list (an `MCPClient` gateway does it for you).
+    is made with `ExecutionPolicy()`. While it runs, a change of the registry (its
+    definitions hash) is announced to the clients with ``notifications/tools/list_changed``
+    within `watch_interval` seconds; `tools_changed()` announces it at once.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class MCPToolServer:
         policy: ExecutionPolicy | None = None,
         name: str = "toolbridge",
         instructions: str | None = None,
+        watch_interval: float = 1.0,
     ) -> None:
         from toolbridge import __version__
 
@@ -109,14 +112,16 @@ class MCPToolServer:
         )
         self._listing: tuple[str, mt.ListToolsResult] | None = None
         self._outputs: dict[int, tuple[Tool, _Output | None]] = {}
-        self._sessions: dict[int, Any] = {}
+        # per client connection: its session and the definitions hash it last heard of
+        self._sessions: dict[int, tuple[Any, str]] = {}
         self._calls = 0
+        self._watch_interval = watch_interval
 
     # --- transports -----------------------------------------------------------------------
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it disconnects."""
-        async with stdio_server() as (read_stream, write_stream):
+        async with self._watching(), stdio_server() as (read_stream, write_stream):
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )
@@ -159,9 +164,10 @@ class MCPToolServer:
             raise
         task = asyncio.create_task(server.serve(sockets=[sock]))
         try:
-            if ready is not None:
-                ready(sock.getsockname()[1])
-            await asyncio.shield(task)
+            async with self._watching():
+                if ready is not None:
+                    ready(sock.getsockname()[1])
+                await asyncio.shield(task)
         finally:
             if not task.done():  # cancelled: shut down cleanly (sessions, lifespan) first
                 server.should_exit = True
@@ -169,29 +175,50 @@ class MCPToolServer:
             sock.close()
 
     async def tools_changed(self) -> None:
-        """Tell every client that listed the tools that the list changed."""
-        for key, session in list(self._sessions.items()):
+        """Tell every client that listed the tools, and has not heard yet, that they changed."""
+        digest = self.registry.definitions_hash
+        for key, (session, seen) in list(self._sessions.items()):
+            if seen == digest:
+                continue
+            self._sessions[key] = (session, digest)
             try:
                 await session.send_tool_list_changed()
             except Exception as exc:  # a client that went away: forget it
                 logger.debug("dropping MCP session %s: %r", key, exc)
                 self._sessions.pop(key, None)
 
+    @asynccontextmanager
+    async def _watching(self) -> AsyncIterator[None]:
+        """While serving: announce registry changes every `watch_interval` seconds."""
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(self._watch_interval)
+                await self.tools_changed()
+
+        task = asyncio.create_task(watch())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.wait([task])
+
     # --- tools/list -----------------------------------------------------------------------
 
     async def _list_tools(
         self, ctx: Any, params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
-        self._remember(ctx.session)
         digest = self.registry.definitions_hash
+        self._remember(ctx.session, digest)
         if self._listing is None or self._listing[0] != digest:
             tools = [self._definition(tool) for tool in self.registry]
             self._listing = (digest, mt.ListToolsResult(tools=tools))
         return self._listing[1]
 
-    def _remember(self, session: Any) -> None:
+    def _remember(self, session: Any, digest: str) -> None:
+        # sessions are per request; the connection behind them identifies the client
         connection = getattr(session, "_connection", session)
-        self._sessions[id(connection)] = session
+        self._sessions[id(connection)] = (session, digest)
 
     def _definition(self, tool: Tool) -> mt.Tool:
         output = self._output(tool)
