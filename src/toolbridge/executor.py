@@ -47,6 +47,7 @@ from toolbridge.outcomes import (
 from toolbridge.progress import (
     ProgressSink,
     ToolProgress,
+    current_progress_sink,
     reset_progress_sink,
     set_progress_sink,
 )
@@ -432,10 +433,14 @@ class ToolExecutor:
             await self._settle(batch, index, outcome)
 
     def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> ProgressSink:
-        """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events."""
+        """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events (and
+        passes it on to a sink installed around the batch, such as an MCP server's)."""
+        outer = current_progress_sink()
 
         def emit(progress: ToolProgress) -> None:
             self._emit(batch.listeners, ToolEvent(EventType.CALL_PROGRESS, call, progress=progress))
+            if outer is not None:
+                outer(progress)
 
         return emit
 

@@ -16,6 +16,7 @@ from toolbridge.mcp import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import CONTENT_KEY, STRUCTURED_KEY, from_mcp_result, to_mcp_content
 from toolbridge.mcp.names import local_names
 from toolbridge.mcp.schemas import input_schema, tool_policy
+from toolbridge.results import cap_result
 
 VALID = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 
@@ -254,3 +255,26 @@ def test_toolbridge_results_become_mcp_content() -> None:
         ("text", '{"b": 1}'),
         ("image", None),
     ]
+
+
+def test_original_content_is_served_on_only_while_the_result_is_unchanged() -> None:
+    result = from_mcp_result(
+        _result(content=[{"type": "resource_link", "uri": "file:///a", "name": "a"}]),
+        server="s",
+        tool="t",
+    )
+    assert [item.type for item in to_mcp_content(result)] == ["resource_link"]
+    capped = cap_result(result, call_id="c", max_chars=100, store=None)
+    assert capped is result  # short: not capped
+    long = from_mcp_result(
+        _result(
+            content=[
+                {"type": "text", "text": "x" * 500},
+                {"type": "resource_link", "uri": "file:///a", "name": "a"},
+            ]
+        ),
+        server="s",
+        tool="t",
+    )
+    capped = cap_result(long, call_id="c", max_chars=100, store=None)
+    assert [item.type for item in to_mcp_content(capped)] == ["text"]  # what the model saw

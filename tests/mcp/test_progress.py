@@ -39,16 +39,18 @@ async def test_progress_becomes_events_of_the_right_call() -> None:
     ]
 
 
-async def test_progress_without_listeners_goes_nowhere_and_the_sink_is_restored() -> None:
+async def test_progress_reaches_events_and_the_surrounding_sink() -> None:
     seen: list[ToolProgress] = []
+    events: list[ToolEvent] = []
     with progress_sink(seen.append):
-        # an executor with listeners installs its own sink for its calls only
-        await ToolExecutor(ToolRegistry([count]), listeners=[lambda _e: None]).run(
+        # an executor with listeners makes events and passes the reports on
+        await ToolExecutor(ToolRegistry([count]), listeners=[events.append]).run(
             [ToolCallRequest("a", "count", {"n": 2})]
         )
-        assert seen == []
+        assert seen == [ToolProgress(1, 2, "at 1"), ToolProgress(2, 2, "at 2")]
+        assert len([e for e in events if e.type is EventType.CALL_PROGRESS]) == 2
         report_progress(5, 10)  # outside any call: the surrounding sink gets it
-    assert seen == [ToolProgress(5, 10)]
+    assert seen[-1] == ToolProgress(5, 10)
     report_progress(1)  # no sink at all: a no-op
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from typing import Any
 
@@ -34,6 +35,7 @@ CONTENT_KEY = "mcp.content"
 ERROR_KIND_META = "toolbridge/error_kind"
 """``_meta`` key of an error result: toolbridge's `ErrorKind`, kept across an MCP hop."""
 STRUCTURED_KEY = "mcp.structured_content"
+_DIGEST_KEY = "mcp.content_digest"
 _LOSSLESS = (mt.TextContent, mt.ImageContent)
 
 
@@ -42,7 +44,8 @@ def from_mcp_result(result: mt.CallToolResult, *, server: str, tool: str) -> Too
     blocks = [_block(item) for item in result.content]
     structured = result.structured_content
     metadata: dict[str, Any] = {}
-    if not all(isinstance(item, _LOSSLESS) for item in result.content):
+    lossy = not all(isinstance(item, _LOSSLESS) for item in result.content)
+    if lossy:
         metadata[CONTENT_KEY] = [
             item.model_dump(by_alias=True, mode="json", exclude_none=True)
             for item in result.content
@@ -55,6 +58,8 @@ def from_mcp_result(result: mt.CallToolResult, *, server: str, tool: str) -> Too
             blocks = [JsonBlock(structured)]
         else:
             blocks = [JsonBlock(structured) if _same_json(b, structured) else b for b in blocks]
+    if lossy:  # what the original content stands for; a capped or annotated result differs
+        metadata[_DIGEST_KEY] = _digest(ToolResult(blocks))
     if result.is_error:
         detail = ToolResult(blocks).text.strip() if blocks else "no details"
         detail = detail.removeprefix("Error:").strip()
@@ -63,6 +68,10 @@ def from_mcp_result(result: mt.CallToolResult, *, server: str, tool: str) -> Too
     if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
         return ToolResult(blocks[0].text, metadata=metadata)
     return ToolResult(blocks, metadata=metadata)
+
+
+def _digest(result: ToolResult) -> str:
+    return hashlib.sha256(result.text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _error_kind(result: mt.CallToolResult) -> ErrorKind:
@@ -125,7 +134,7 @@ def _block(item: Any) -> ContentBlock:
 def to_mcp_content(result: ToolResult) -> list[mt.ContentBlock]:
     """The MCP content of a `ToolResult` (the original MCP content when it came from one)."""
     original = result.metadata.get(CONTENT_KEY)
-    if isinstance(original, list):
+    if isinstance(original, list) and result.metadata.get(_DIGEST_KEY) == _digest(result):
         return [_CONTENT.validate_python(item) for item in original]
     if isinstance(result.content, str):
         return [mt.TextContent(type="text", text=result.content)]
