@@ -231,7 +231,8 @@ def report(results: dict[str, dict[str, list[float]]], calls: int, rounds: int) 
         SECTION,
         "",
         f"`python bench/mcp_bench.py` on {datetime.date.today()}, Python "
-        f"{platform.python_version()}, {platform.machine()}; {rounds} rounds of {calls} "
+        f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, load "
+        f"average {os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {calls} "
         "sequential `tools/call` round trips per contender, alternating; calls per second "
         "(higher is better). The targets compare best rounds: on a shared machine the best "
         "round is the one least disturbed by other work.",
