@@ -327,3 +327,17 @@ async def test_schemas_are_normalised_or_refused_and_output_is_checked(
         assert liar.status is OutcomeStatus.ERROR
         assert "MCP server 'q'" in liar.result.text
         assert "structured content" in liar.result.text.lower()
+
+
+async def test_a_server_that_never_answers_times_out_at_connection(workspace: Path) -> None:
+    registry = _registry(workspace)
+    silent = {
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(120)"],
+        "connect_timeout": 1,
+    }
+    async with MCPClient({"mcpServers": {"silent": silent}}, registry, backoff=(60, 60)) as client:
+        (status,) = client.status()
+        assert status.state == "disconnected"
+        assert status.last_error == "timed out while connecting"
+        assert registry.tool_names == ["zeta"]
