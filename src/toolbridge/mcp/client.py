@@ -201,9 +201,10 @@ class MCPConnection:
             self.state = "connecting"
             self.attempts += 1
             try:
-                await self._session()
-                delay = low  # it was up: the next outage starts the backoff afresh
+                await self._session()  # returns only by raising: the connection ended
             except Exception as exc:
+                if self._connected.is_set():  # it was up: this outage starts the backoff afresh
+                    delay = low
                 self.last_error = _describe(exc)
                 logger.warning(
                     "MCP server %r: %s (attempt %d; retrying in %.1f s)",
