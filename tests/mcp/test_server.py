@@ -121,7 +121,8 @@ async def test_progress_and_cancellation_over_stdio(
         assert _text(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
 
 
-async def test_approval_through_elicitation(parts: Any, workspace: Path) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_approval_through_elicitation(parts: Any, workspace: Path, mode: str) -> None:
     answers: list[str] = []
 
     async def elicit(context: Any, params: Any) -> mt.ElicitResult:
@@ -132,7 +133,7 @@ async def test_approval_through_elicitation(parts: Any, workspace: Path) -> None
         )
 
     async with Client(
-        _stdio(parts, workspace), mode="legacy", elicitation_callback=elicit
+        _stdio(parts, workspace), mode=mode, elicitation_callback=elicit
     ) as client:
         approved = await client.call_tool("drop_table", {"table": "users"})
         assert not approved.is_error and _text(approved) == "dropped users"
@@ -141,7 +142,7 @@ async def test_approval_through_elicitation(parts: Any, workspace: Path) -> None
         assert declined.is_error
         assert "the user denied the call to 'drop_table'" in _text(declined)
 
-    async with Client(_stdio(parts, workspace), mode="legacy") as client:
+    async with Client(_stdio(parts, workspace), mode=mode) as client:
         refused = await client.call_tool("drop_table", {"table": "users"})
         assert refused.is_error
         assert "does not support elicitation" in _text(refused)

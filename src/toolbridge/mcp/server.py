@@ -28,7 +28,9 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 
+from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import ToolCallRequest
+from toolbridge.errors import ErrorKind
 from toolbridge.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.function_tool import FunctionTool
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
@@ -42,6 +44,7 @@ __all__ = ["MCPToolServer"]
 
 logger = logging.getLogger(__name__)
 
+_APPROVAL_KEY = "toolbridge_approval"
 _APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -246,46 +249,62 @@ class MCPToolServer:
 
     # --- tools/call -----------------------------------------------------------------------
 
-    async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+    async def _call_tool(
+        self, ctx: Any, params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         self._calls += 1
         call = ToolCallRequest(f"mcp-{ctx.request_id}-{self._calls}", params.name, params.arguments)
         relay = _ProgressRelay(ctx.session.report_progress)
         with progress_sink(relay):
             outcome = (await self.executor.run([call]))[0]
-            if outcome.status is OutcomeStatus.PENDING_APPROVAL:
-                outcome = await self._ask_approval(ctx, call, outcome)
+            request = outcome.approval
+            if outcome.status is OutcomeStatus.PENDING_APPROVAL and request is not None:
+                answer = await self._ask(ctx, params, request)
+                if isinstance(answer, mt.InputRequiredResult):
+                    return answer
+                if isinstance(answer, str):
+                    outcome = _refused(outcome, answer)
+                else:
+                    self._decide(request, answer)
+                    outcome = (await self.executor.run([call]))[0]
         await relay.flush()
         return self._result(outcome)
 
-    async def _ask_approval(
-        self, ctx: Any, call: ToolCallRequest, outcome: ToolOutcome
-    ) -> ToolOutcome:
-        request = outcome.approval
-        assert request is not None
+    async def _ask(
+        self, ctx: Any, params: mt.CallToolRequestParams, request: ApprovalRequest
+    ) -> mt.ElicitResult | mt.InputRequiredResult | str:
+        """The user's answer through elicitation: asked now (a request to the client), asked
+        by returning ``input_required`` (the 2026 protocol), or why the client cannot ask."""
+        answered = (params.input_responses or {}).get(_APPROVAL_KEY)
+        if isinstance(answered, mt.ElicitResult):
+            return answered
         session = ctx.session
         capabilities = session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
-            text = (
-                f"Error: the tool {request.tool_name!r} needs the user's approval, and this MCP "
-                "client cannot ask the user (it does not support elicitation). The call was "
-                "not run.\nAsk the user to approve it in toolbridge, or to use a client that "
-                "supports elicitation."
-            )
-            outcome.result = ToolResult.error(text)
-            outcome.status = OutcomeStatus.ERROR
-            return outcome
+            return "it does not support elicitation"
         arguments = json.dumps(request.arguments, ensure_ascii=False, default=str)
         message = f"Allow the tool {request.tool_name!r} to run with these arguments?\n{arguments}"
-        answer = await session.elicit_form(
-            message, _APPROVAL_SCHEMA, related_request_id=ctx.request_id
-        )
+        if not session.can_send_request:
+            form = mt.ElicitRequestFormParams(message=message, requested_schema=_APPROVAL_SCHEMA)
+            return mt.InputRequiredResult(
+                input_requests={_APPROVAL_KEY: mt.ElicitRequest(params=form)}
+            )
+        try:
+            result: mt.ElicitResult = await session.elicit_form(
+                message, _APPROVAL_SCHEMA, related_request_id=ctx.request_id
+            )
+        except Exception as exc:  # the client failed to ask: nothing runs
+            logger.warning("elicitation for %r failed: %r", request.tool_name, exc)
+            return f"asking failed ({type(exc).__name__}: {exc})"
+        return result
+
+    def _decide(self, request: ApprovalRequest, answer: mt.ElicitResult) -> None:
         content = answer.content or {}
         if answer.action == "accept" and content.get("approve", True) is True:
             self.executor.approve(request)
         else:
             reason = "declined" if answer.action != "cancel" else "cancelled the request"
             self.executor.deny(request, f"the user {reason} in the MCP client")
-        return (await self.executor.run([call]))[0]
 
     def _result(self, outcome: ToolOutcome) -> mt.CallToolResult:
         result = outcome.result
@@ -309,6 +328,19 @@ class MCPToolServer:
                 "_meta": meta,
             }
         )
+
+
+def _refused(outcome: ToolOutcome, why: str) -> ToolOutcome:
+    """The outcome of an approval-needing call this client cannot ask the user about."""
+    assert outcome.approval is not None
+    text = (
+        f"Error: the tool {outcome.approval.tool_name!r} needs the user's approval, and this "
+        f"MCP client cannot ask the user ({why}). The call was not run.\nAsk the user to "
+        "approve it in toolbridge, or to use a client that supports elicitation."
+    )
+    outcome.result = ToolResult.error(text, kind=ErrorKind.APPROVAL_DENIED)
+    outcome.status = OutcomeStatus.ERROR
+    return outcome
 
 
 class _ProgressRelay:
