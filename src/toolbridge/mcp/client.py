@@ -148,6 +148,7 @@ class MCPConnection:
         self._wake = asyncio.Event()
         self._closed = False
         self._refresh = False
+        self._was_up = False
         self._connected = asyncio.Event()
         self._first_attempt = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -200,10 +201,11 @@ class MCPConnection:
         while True:
             self.state = "connecting"
             self.attempts += 1
+            self._was_up = False
             try:
                 await self._session()  # returns only by raising: the connection ended
             except Exception as exc:
-                if self._connected.is_set():  # it was up: this outage starts the backoff afresh
+                if self._was_up:  # this outage starts the backoff afresh
                     delay = low
                 self.last_error = _describe(exc)
                 logger.warning(
@@ -229,8 +231,11 @@ class MCPConnection:
             async with asyncio.timeout(self.config.connect_timeout):
                 await stack.enter_async_context(client)
                 await self._list_tools(client)
+            if self._closed:
+                raise ConnectionError("the server closed the connection while connecting")
             self.server_info = client.server_info
             self._client = client
+            self._was_up = True
             self.state = "connected"
             self.attempts = 0
             self.last_error = None
@@ -328,6 +333,11 @@ class MCPConnection:
     # --- what the server sends us -------------------------------------------------------
 
     def _on_transport_closed(self) -> None:
+        # at once, not when the connection task gets to it: no call may use a dead session
+        self._client = None
+        self._connected.clear()
+        if self.state == "connected":
+            self.state = "disconnected"
         self._closed = True
         self._wake.set()
 
