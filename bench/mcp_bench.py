@@ -235,7 +235,10 @@ def report(results: dict[str, dict[str, list[float]]], calls: int, rounds: int) 
         f"average {os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {calls} "
         "sequential `tools/call` round trips per contender, alternating; calls per second "
         "(higher is better). The targets compare best rounds: on a shared machine the best "
-        "round is the one least disturbed by other work.",
+        "round is the one least disturbed by other work, and rounds of the same contender "
+        "vary several-fold, so a few percent either way is noise. A negative client "
+        "overhead means toolbridge's layers (preparation, validation, scheduling, result "
+        "conversion, tens of µs) are lost in the round trip's own variation.",
         "",
     ]
     targets = []
