@@ -132,9 +132,7 @@ async def test_approval_through_elicitation(parts: Any, workspace: Path, mode: s
             action=action, content={"approve": True} if action == "accept" else None
         )
 
-    async with Client(
-        _stdio(parts, workspace), mode=mode, elicitation_callback=elicit
-    ) as client:
+    async with Client(_stdio(parts, workspace), mode=mode, elicitation_callback=elicit) as client:
         approved = await client.call_tool("drop_table", {"table": "users"})
         assert not approved.is_error and _text(approved) == "dropped users"
         assert "drop_table" in answers[0] and '"users"' in answers[0]
@@ -314,3 +312,22 @@ async def test_gateway_serves_another_servers_tools(
         assert not result.is_error
         assert result.structured_content is not None
         assert result.structured_content["timezone"] == "Asia/Tokyo"
+
+
+async def test_client_config_headers_reach_a_token_protected_server(
+    served_tools: ModuleType, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TB_TEST_TOKEN", "s3cret")
+    registry = ToolRegistry()
+    async with _http_server(served_tools.build_registry(workspace), token="s3cret") as (_s, url):
+        right = {"url": url, "headers": {"Authorization": "Bearer ${TB_TEST_TOKEN}"}}
+        wrong = {"url": url, "headers": {"Authorization": "Bearer nope"}, "connect_timeout": 10}
+        config = {"mcpServers": {"tb": right, "bad": wrong}}
+        async with MCPClient(config, registry, backoff=(60, 60)) as client:
+            states = {s.name: s.state for s in client.status()}
+            assert states == {"tb": "connected", "bad": "disconnected"}
+            assert (client.connections["bad"].last_error or "").startswith("HTTP 401 from")
+            (outcome,) = await ToolExecutor(registry).run(
+                [ToolCallRequest("1", "mcp_tb_add", {"a": 2, "b": 2})]
+            )
+            assert outcome.result.text == "4"

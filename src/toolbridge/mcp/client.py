@@ -149,6 +149,7 @@ class MCPConnection:
         self._closed = False
         self._refresh = False
         self._was_up = False
+        self._http_error: str | None = None
         self._connected = asyncio.Event()
         self._first_attempt = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -202,12 +203,15 @@ class MCPConnection:
             self.state = "connecting"
             self.attempts += 1
             self._was_up = False
+            self._http_error = None
             try:
                 await self._session()  # returns only by raising: the connection ended
             except Exception as exc:
                 if self._was_up:  # this outage starts the backoff afresh
                     delay = low
                 self.last_error = _describe(exc)
+                if self._http_error is not None:
+                    self.last_error = f"{self._http_error}: {self.last_error}"
                 logger.warning(
                     "MCP server %r: %s (attempt %d; retrying in %.1f s)",
                     self.config.name,
@@ -296,6 +300,7 @@ class MCPConnection:
         else:
             assert config.url is not None
             http = create_mcp_http_client(headers=dict(config.headers) or None)
+            http.event_hooks["response"].append(self._http_response)
             await stack.enter_async_context(http)
             inner = streamable_http_client(config.url, http_client=http)
         return _watch(inner, self._on_transport_closed)
@@ -329,6 +334,11 @@ class MCPConnection:
 
         stack.push_async_callback(close)
         return writer
+
+    async def _http_response(self, response: Any) -> None:
+        """Remember an HTTP error status: the SDK reports it only as a generic error."""
+        if response.status_code >= 400:
+            self._http_error = f"HTTP {response.status_code} from {response.request.url}"
 
     # --- what the server sends us -------------------------------------------------------
 
