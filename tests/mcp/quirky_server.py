@@ -44,6 +44,10 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+if "--noisy" in sys.argv:  # a 200 kB line on stderr, then a short one
+    sys.stderr.write("x" * 200_000 + "\nafter the long line\n")
+    sys.stderr.flush()
+
 for line in sys.stdin:
     message = json.loads(line)
     if "id" in message and "method" in message:

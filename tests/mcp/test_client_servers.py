@@ -341,3 +341,16 @@ async def test_a_server_that_never_answers_times_out_at_connection(workspace: Pa
         assert status.state == "disconnected"
         assert status.last_error == "timed out while connecting"
         assert registry.tool_names == ["zeta"]
+
+
+async def test_a_huge_stderr_line_does_not_stop_the_log_relay(
+    parts: Any, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="toolbridge.mcp.client")
+    script = str(Path(__file__).parent / "quirky_server.py")
+    noisy = {"command": sys.executable, "args": [script, "--noisy"]}
+    async with MCPClient({"mcpServers": {"q": noisy}}, _registry(workspace)) as client:
+        assert client.status()[0].state == "connected"
+        await parts.eventually(
+            lambda: any("stderr: after the long line" in r.getMessage() for r in caplog.records)
+        )

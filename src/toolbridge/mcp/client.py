@@ -318,10 +318,16 @@ class MCPConnection:
         name = self.config.name
 
         async def relay() -> None:
-            while line := await stream.readline():
-                text = line.decode("utf-8", "replace").rstrip()
-                if text:
-                    logger.info("MCP server %r stderr: %s", name, text)
+            pending = b""
+            while chunk := await stream.read(1 << 16):  # chunks: a huge line cannot stop it
+                *lines, pending = (pending + chunk).split(b"\n")
+                if len(pending) > 1 << 16:
+                    lines, pending = [*lines, pending], b""
+                for line in lines:
+                    if text := line.decode("utf-8", "replace").rstrip():
+                        logger.info("MCP server %r stderr: %s", name, text[:2000])
+            if text := pending.decode("utf-8", "replace").rstrip():
+                logger.info("MCP server %r stderr: %s", name, text[:2000])
 
         task = asyncio.create_task(relay())
 
