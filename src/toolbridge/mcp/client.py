@@ -529,7 +529,9 @@ class MCPConnection:
         sink = current_progress_sink()
         relay = _progress_relay(sink) if sink is not None else None
         try:
-            result = await client.call_tool(remote_name, arguments, progress_callback=relay)
+            # the session's own call: the handshake era has no input_required rounds, and
+            # Client.call_tool's driver for them costs about as much as the rest of toolbridge
+            result = await client.session.call_tool(remote_name, arguments, progress_callback=relay)
         except MCPError as exc:
             if exc.code == mt.CONNECTION_CLOSED:
                 self._on_transport_closed()
