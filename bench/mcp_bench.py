@@ -7,7 +7,8 @@ Run it from the repository root in the project's environment (the ``mcp`` extra)
 
 Server side: the same small tool (``add(a: int, b: int) -> int``) served by toolbridge's
 `MCPToolServer` and by the SDK's high-level `MCPServer` (FastMCP), each in its own
-process, over stdio and over streamable HTTP on 127.0.0.1, called by the same SDK client.
+process, over stdio and over streamable HTTP on 127.0.0.1, and in this process over the
+SDK's memory streams (no process scheduling noise), called by the same SDK client.
 Target: toolbridge's server at least as fast as the SDK's.
 
 Client side: one SDK server process and one connection; a call through toolbridge's MCP
@@ -46,22 +47,19 @@ ARGS = {"a": 1, "b": 2}
 # --- the servers (run in a child process: ``python mcp_bench.py serve KIND TRANSPORT PORT``)
 
 
-def serve(kind: str, transport: str, port: int) -> None:
-    if kind == "toolbridge":
-        from toolbridge import ToolRegistry, tool
-        from toolbridge.mcp import MCPToolServer
+def toolbridge_server() -> Any:
+    from toolbridge import ToolRegistry, tool
+    from toolbridge.mcp import MCPToolServer
 
-        @tool(read_only=True)
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
+    @tool(read_only=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
 
-        server = MCPToolServer(ToolRegistry([add]), name="bench")
-        if transport == "stdio":
-            asyncio.run(server.run_stdio())
-        else:
-            asyncio.run(server.run_http("127.0.0.1", port))
-        return
+    return MCPToolServer(ToolRegistry([add]), name="bench")
+
+
+def sdk_server() -> Any:
     from mcp.server.mcpserver import MCPServer
 
     sdk = MCPServer("bench", log_level="WARNING")
@@ -71,6 +69,18 @@ def serve(kind: str, transport: str, port: int) -> None:
         """Add two integers."""
         return a + b
 
+    return sdk
+
+
+def serve(kind: str, transport: str, port: int) -> None:
+    if kind == "toolbridge":
+        server = toolbridge_server()
+        if transport == "stdio":
+            asyncio.run(server.run_stdio())
+        else:
+            asyncio.run(server.run_http("127.0.0.1", port))
+        return
+    sdk = sdk_server()
     if transport == "stdio":
         sdk.run()
     else:
@@ -104,7 +114,10 @@ async def sdk_client(kind: str, transport: str) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
 
     async with AsyncExitStack() as stack:
-        if transport == "stdio":
+        if transport == "memory":  # in this process, over the SDK's memory streams
+            server = toolbridge_server().server if kind == "toolbridge" else sdk_server()
+            client = Client(server, mode="legacy", cache=None)
+        elif transport == "stdio":
             command = _command(kind, "stdio")
             params = StdioServerParameters(command=command[0], args=command[1:])
             client = Client(stdio_client(params, errlog=_devnull()), mode="legacy", cache=None)
@@ -181,23 +194,30 @@ async def _rounds(
     return rates
 
 
+Paired = tuple[list[float], list[float]]
+
+
 async def paired(
     first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]], calls: int
 ) -> tuple[list[float], list[float]]:
     """Latencies (µs) of `first` and `second`, alternating call by call: drift in the
     machine's load hits both alike, so their difference is the cost of `first`'s extra
-    layers."""
+    layers. Which one goes first alternates too: the first call of a pair pays for waking
+    the loop up (about 0.1 ms here), which would otherwise count against one side."""
     a: list[float] = []
     b: list[float] = []
-    for _ in range(calls):
-        for call, into in ((first, a), (second, b)):
+    for index in range(calls):
+        pair = ((first, a), (second, b))
+        for call, into in pair if index % 2 == 0 else pair[::-1]:
             start = time.perf_counter()
             await call()
             into.append((time.perf_counter() - start) * 1e6)
     return a, b
 
 
-async def server_side(transport: str, calls: int, rounds: int) -> dict[str, list[float]]:
+async def server_side(
+    transport: str, calls: int, rounds: int
+) -> tuple[dict[str, list[float]], Paired]:
     async with sdk_client("toolbridge", transport) as ours, sdk_client("sdk", transport) as theirs:
 
         async def call_ours() -> Any:
@@ -210,11 +230,12 @@ async def server_side(transport: str, calls: int, rounds: int) -> dict[str, list
             assert not result.is_error
             return result
 
-        return await _rounds(
+        rates = await _rounds(
             {"toolbridge MCPToolServer": call_ours, "SDK MCPServer (FastMCP)": call_theirs},
             calls,
             rounds,
         )
+        return rates, await paired(call_ours, call_theirs, calls * rounds)
 
 
 async def client_side(calls: int, rounds: int) -> tuple[dict[str, list[float]], Paired]:
@@ -236,67 +257,55 @@ async def client_side(calls: int, rounds: int) -> tuple[dict[str, list[float]], 
         return rates, await paired(through_toolbridge, call_bare, calls * rounds)
 
 
-Paired = tuple[list[float], list[float]]
-
-
 # --- report ----------------------------------------------------------------------------
 
 
-def _row(name: str, rates: list[float]) -> str:
-    return f"| {name} | {max(rates):,.0f} | {statistics.median(rates):,.0f} | {min(rates):,.0f} |"
-
-
 def report(
-    results: dict[str, dict[str, list[float]]], pairs: Paired, calls: int, rounds: int
+    results: dict[str, tuple[dict[str, list[float]], Paired]], calls: int, rounds: int
 ) -> str:
     lines = [
         SECTION,
         "",
         f"`python bench/mcp_bench.py` on {datetime.date.today()}, Python "
         f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, load "
-        f"average {os.getloadavg()[0]:.1f} at the end; {rounds} rounds of {calls} "
+        f"average {os.getloadavg()[0]:.1f} at the end. Rounds: {rounds} rounds of {calls} "
         "sequential `tools/call` round trips per contender, alternating; calls per second "
-        "(higher is better). The server targets compare best rounds: on a shared machine "
-        "the best round is the one least disturbed by other work (rounds of one contender "
-        "vary several-fold). The client target uses paired calls: toolbridge's call and a "
-        "bare call alternate one by one over the same session, so load drift hits both.",
+        "(higher is better). Paired: the two contenders' calls alternate one by one "
+        f"({rounds * calls} each), so the machine's load drift hits both alike; the targets "
+        "use the paired medians (rounds of one contender vary several-fold on this shared "
+        "machine).",
         "",
     ]
     targets = []
-    for title, rates in results.items():
+    for title, (rates, (first, second)) in results.items():
+        names = list(rates)
         lines += [
             f"### {title}",
             "",
-            "| Contender | best round | median | worst |",
-            "| --- | --- | --- | --- |",
+            "| Contender | rounds: best | median | worst | paired: median latency (µs) |",
+            "| --- | --- | --- | --- | --- |",
         ]
-        lines += [_row(name, values) for name, values in rates.items()]
-        lines.append("")
-        best = [max(values) for values in rates.values()]
-        ratio = best[0] / best[1]
-        if title.startswith("Server"):
-            targets.append(
-                f"| {title}: toolbridge ≥ the SDK's MCPServer | {ratio:.2f}x | "
-                f"{'yes' if ratio >= 1 else 'no'} |"
+        for name, latencies in zip(names, (first, second), strict=True):
+            values = rates[name]
+            lines.append(
+                f"| {name} | {max(values):,.0f} | {statistics.median(values):,.0f} | "
+                f"{min(values):,.0f} | {statistics.median(latencies):,.0f} |"
             )
-    ours, bare = pairs
-    differences = [a - b for a, b in zip(ours, bare, strict=True)]
-    extra, base = statistics.median(differences), statistics.median(bare)
-    overhead = extra / base * 100
-    lines += [
-        "### Client side, paired calls",
-        "",
-        "| Path | median latency (µs) |",
-        "| --- | --- |",
-        f"| toolbridge MCP tool (ToolExecutor.run) | {statistics.median(ours):,.0f} |",
-        f"| bare ClientSession.call_tool | {base:,.0f} |",
-        f"| median paired difference | {extra:+,.0f} |",
-        "",
-    ]
-    targets.append(
-        f"| Client side: overhead ≤ 10% over the bare session | {overhead:+.1f}% "
-        f"({extra:+,.0f} µs of {base:,.0f}) | {'yes' if overhead <= 10 else 'no'} |"
-    )
+        lines.append("")
+        ours, theirs = statistics.median(first), statistics.median(second)
+        extra = statistics.median([a - b for a, b in zip(first, second, strict=True)])
+        if title.startswith("Server"):
+            speed = theirs / ours
+            targets.append(
+                f"| {title}: toolbridge ≥ the SDK's MCPServer | {speed:.2f}x "
+                f"({extra:+,.0f} µs a call) | {'yes' if speed >= 1 else 'no'} |"
+            )
+        else:
+            overhead = extra / theirs * 100
+            targets.append(
+                f"| {title}: overhead ≤ 10% over the bare session | {overhead:+.1f}% "
+                f"({extra:+,.0f} µs of {theirs:,.0f}) | {'yes' if overhead <= 10 else 'no'} |"
+            )
     lines += ["### Targets (issue 11)", "", "| Target | Measured | Met |", "| --- | --- | --- |"]
     lines += targets
     return "\n".join(lines) + "\n"
@@ -313,13 +322,13 @@ def write_docs(section: str) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    client_rates, pairs = await client_side(args.calls, args.rounds)
     results = {
         "Server side, stdio": await server_side("stdio", args.calls, args.rounds),
         "Server side, streamable HTTP": await server_side("http", args.calls, args.rounds),
-        "Client side, stdio": client_rates,
+        "Server side, in process": await server_side("memory", args.calls, args.rounds),
+        "Client side, stdio": await client_side(args.calls, args.rounds),
     }
-    section = report(results, pairs, args.calls, args.rounds)
+    section = report(results, args.calls, args.rounds)
     print(section)
     if not args.no_docs:
         write_docs(section)
