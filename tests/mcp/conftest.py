@@ -86,8 +86,6 @@ async def eventually(check: Callable[[], Any]) -> None:
 class Parts:
     """The real parts the tests run, as commands and config entries."""
 
-    served_tools_script = str(SERVED_TOOLS)
-
     @staticmethod
     def python_server(name: str) -> str:
         return python_server(name)
