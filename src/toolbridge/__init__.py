@@ -39,6 +39,7 @@ from toolbridge.outcomes import (
     ToolOutcome,
     tool_result_messages,
 )
+from toolbridge.progress import ToolProgress, report_progress
 from toolbridge.registry import PreparedCall, ToolRegistry
 from toolbridge.results import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
 from toolbridge.tool import (
@@ -94,6 +95,7 @@ __all__ = [
     "ToolExecutor",
     "ToolLoader",
     "ToolOutcome",
+    "ToolProgress",
     "ToolRegistry",
     "ToolResult",
     "ToolbridgeError",
@@ -104,6 +106,7 @@ __all__ = [
     "isolated_tool",
     "parse_tool_arguments",
     "repair_arguments_for_replay",
+    "report_progress",
     "tool",
     "tool_parameters",
     "tool_result_messages",

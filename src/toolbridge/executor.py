@@ -48,6 +48,13 @@ from toolbridge.outcomes import (
     pending_outcome,
     tool_result_messages,
 )
+from toolbridge.progress import (
+    ProgressSink,
+    ToolProgress,
+    current_progress_sink,
+    reset_progress_sink,
+    set_progress_sink,
+)
 from toolbridge.registry import (
     Invocation,
     PreparedCall,
@@ -483,23 +490,32 @@ class ToolExecutor:
                 time_limit = (
                     tool.timeout if tool.timeout is not None else self.policy.default_timeout
                 )
-                if answer is not None:
-                    start = self._started(batch, call)
-                    invocation = _answered(tool.name, answer)
-                elif self._limit is not None:
-                    async with self._limit:
+                progress = (
+                    set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
+                )
+                try:
+                    if answer is not None:
+                        start = self._started(batch, call)
+                        invocation = _answered(tool.name, answer)
+                    elif self._limit is not None:
+                        async with self._limit:
+                            start = self._started(batch, call)
+                            invocation = await self._run_prepared(
+                                tool.name, call.id, prepared, time_limit
+                            )
+                    elif self._tracer is None:  # the common case: no extra frame
+                        start = self._started(batch, call)
+                        invocation = await self._invoke(
+                            prepared, call_id=call.id, time_limit=time_limit
+                        )
+                    else:
                         start = self._started(batch, call)
                         invocation = await self._run_prepared(
                             tool.name, call.id, prepared, time_limit
                         )
-                elif self._tracer is None:  # the common case: no extra frame
-                    start = self._started(batch, call)
-                    invocation = await self._invoke(
-                        prepared, call_id=call.id, time_limit=time_limit
-                    )
-                else:
-                    start = self._started(batch, call)
-                    invocation = await self._run_prepared(tool.name, call.id, prepared, time_limit)
+                finally:
+                    if progress is not None:
+                        reset_progress_sink(progress)
                 duration = time.perf_counter() - start
                 result = invocation.result
                 if PAGE_METADATA_KEY not in result.metadata and (
@@ -622,6 +638,18 @@ class ToolExecutor:
             batch.wall_clock(start),
             duration,
         )
+
+    def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> ProgressSink:
+        """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events (and
+        passes it on to a sink installed around the batch, such as an MCP server's)."""
+        outer = current_progress_sink()
+
+        def emit(progress: ToolProgress) -> None:
+            self._emit(batch.listeners, ToolEvent(EventType.CALL_PROGRESS, call, progress=progress))
+            if outer is not None:
+                outer(progress)
+
+        return emit
 
     def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
         """Mark a call as started (it holds its slot now): emit the event, read the clock."""

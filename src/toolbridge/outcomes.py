@@ -15,6 +15,7 @@ from typing import Any
 from toolbridge.approval import ApprovalRequest, approval_required_error
 from toolbridge.calls import Repair, ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.progress import ToolProgress
 from toolbridge.results import text_length
 from toolbridge.tool import TextBlock, ToolResult
 
@@ -41,6 +42,7 @@ class OutcomeStatus(enum.StrEnum):
 class EventType(enum.StrEnum):
     CALL_STARTED = "call_started"
     CALL_FINISHED = "call_finished"
+    CALL_PROGRESS = "call_progress"
 
 
 @dataclass(slots=True)
@@ -102,6 +104,7 @@ class ToolEvent:
     detail: str = ""
     duration: float | None = None
     outcome: ToolOutcome | None = None
+    progress: ToolProgress | None = None
 
     @property
     def name(self) -> str:

@@ -16,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from toolbridge.cli import journal as _journal  # noqa: F401  (registers its commands)
+from toolbridge.cli import mcp as _mcp  # noqa: F401  (registers its commands)
 from toolbridge.cli import skills as _skills  # noqa: F401  (registers its commands)
 from toolbridge.cli import tools as _tools  # noqa: F401  (registers its commands)
 from toolbridge.cli.app import ExitCode, app
