@@ -4,6 +4,8 @@ Find the tool, turn the model's raw arguments into typed, validated ones, run th
 call safely, and hand every outcome back as a well-formed tool result.
 """
 
+import logging
+
 from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import (
     Repair,
@@ -51,6 +53,10 @@ from toolbridge.tool import (
 )
 
 __version__ = "0.1.0"
+
+# A library logs and lets the application decide where it goes: without this, Python's
+# last-resort handler would print warnings to stderr of programs that never asked.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "ApprovalRequest",
