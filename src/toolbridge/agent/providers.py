@@ -1,0 +1,50 @@
+"""``"provider:model"`` strings -> model adapters built from the environment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolbridge.agent.model import ModelAdapter
+
+__all__ = ["PROVIDERS", "model_from_string"]
+
+PROVIDERS = ("openai", "anthropic", "ollama")
+"""The provider prefixes `model_from_string` knows."""
+
+
+def model_from_string(spec: str, *, base_url: str | None = None, **options: Any) -> ModelAdapter:
+    """``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5``, ``ollama:qwen3`` -> an
+    adapter whose SDK client reads its key and endpoint from the environment.
+
+    ``ollama:`` uses Ollama's OpenAI-compatible endpoint (``OLLAMA_HOST``, default
+    ``http://localhost:11434``) with the Chat Completions adapter.
+    """
+    provider, sep, model = spec.partition(":")
+    if not sep or not model or not provider:
+        raise ValueError(
+            f"model {spec!r} is not 'provider:model'; for example 'openai:gpt-4.1-mini', "
+            f"'anthropic:claude-sonnet-4-5' or 'ollama:qwen3' (providers: {', '.join(PROVIDERS)})"
+        )
+    if provider == "openai":
+        from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel(model, base_url=base_url, **options)
+    if provider == "anthropic":
+        from toolbridge.agent.adapters.anthropic import AnthropicModel
+
+        return AnthropicModel(model, base_url=base_url, **options)
+    if provider == "ollama":
+        import os
+
+        from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
+
+        host = base_url or os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+        if "://" not in host:
+            host = f"http://{host}"
+        url = host.rstrip("/")
+        if not url.endswith("/v1"):
+            url += "/v1"
+        return OpenAIChatModel(model, base_url=url, api_key="ollama", **options)
+    raise ValueError(
+        f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(PROVIDERS)}"
+    )
