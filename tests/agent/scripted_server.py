@@ -1,0 +1,274 @@
+"""A scripted model server on 127.0.0.1 that speaks a provider's HTTP wire.
+
+Each test queues `Reply`s (a JSON body, or server-sent events with the provider's real
+framing) and the real SDK client talks to it over HTTP. Every request is recorded
+(path, headers, JSON body) so the test checks what the SDK sent. A request with no
+reply queued gets HTTP 500 and is recorded, so a test that under-scripts fails loudly.
+Also provides builders for OpenAI chat chunks and Anthropic stream events.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted response: `json` as the body, or `events` as an SSE stream of
+    ``(event name or None, data)``; data that is not a string is sent as JSON."""
+
+    status: int = 200
+    json: Any = None
+    events: Sequence[tuple[str | None, Any]] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ScriptedServer:
+    """A threaded HTTP server that answers requests from a queue of `Reply`s."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                with server._lock:
+                    server.requests.append(
+                        Recorded(
+                            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                        )
+                    )
+                    reply = server.replies.popleft() if server.replies else None
+                if reply is None:
+                    reply = Reply(500, {"error": {"message": "no scripted reply left"}})
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
+                if reply.events is None:
+                    payload = json.dumps(reply.json).encode()
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                chunks = []
+                for name, data in reply.events:
+                    text = data if isinstance(data, str) else json.dumps(data)
+                    frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
+                    chunks.append(frame.encode())
+                payload = b"".join(chunks)
+                self.send_response(reply.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                for chunk in chunks:  # one write per event, as a real stream flushes
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def add(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def start(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def bodies(self) -> list[Any]:
+        return [request.body for request in self.requests]
+
+
+def serve() -> Iterator[ScriptedServer]:
+    server = ScriptedServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --- OpenAI Chat Completions ------------------------------------------------------------
+
+
+def openai_chat_stream(
+    *,
+    text: str = "",
+    calls: Sequence[tuple[str, str, str]] = (),
+    finish: str | None = None,
+    usage: tuple[int, int] = (12, 7),
+    split: int = 7,
+) -> Reply:
+    """A streamed completion: text in pieces, each call's arguments split every `split`
+    characters (ids and names in the first fragment), a finish chunk, usage, [DONE]."""
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return {**base, "choices": [choice]}
+
+    events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": ""}))]
+    for start in range(0, len(text), split):
+        events.append((None, chunk({"content": text[start : start + split]})))
+    for index, (call_id, name, arguments) in enumerate(calls):
+        pieces = [arguments[i : i + split] for i in range(0, len(arguments), split)] or [""]
+        first = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": pieces[0]},
+        }
+        events.append((None, chunk({"tool_calls": [first]})))
+        for piece in pieces[1:]:
+            fragment = {"index": index, "function": {"arguments": piece}}
+            events.append((None, chunk({"tool_calls": [fragment]})))
+    reason = finish or ("tool_calls" if calls else "stop")
+    events.append((None, chunk({}, reason)))
+    prompt, completion = usage
+    events.append(
+        (
+            None,
+            {
+                **base,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            },
+        )
+    )
+    events.append((None, "[DONE]"))
+    return Reply(events=events)
+
+
+def openai_error(status: int, message: str, code: str | None = None) -> Reply:
+    error = {"message": message, "type": "error", "param": None, "code": code}
+    return Reply(status, {"error": error})
+
+
+# --- Anthropic Messages -------------------------------------------------------------------
+
+
+def anthropic_stream(
+    blocks: Sequence[dict[str, Any]],
+    *,
+    stop_reason: str | None = None,
+    usage: tuple[int, int] = (20, 9),
+    split: int = 6,
+) -> Reply:
+    """A streamed message from whole content blocks: text and thinking blocks stream as
+    deltas (thinking ends with its signature_delta), tool_use input as input_json_delta
+    pieces; then message_delta with the stop reason and usage, message_stop."""
+    prompt, completion = usage
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": 1},
+    }
+    events: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": message})
+    ]
+    for index, block in enumerate(blocks):
+        kind = block["type"]
+        if kind == "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [
+                {"type": "text_delta", "text": block["text"][i : i + split]}
+                for i in range(0, len(block["text"]), split)
+            ]
+        elif kind == "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": block["thinking"][i : i + split]}
+                for i in range(0, len(block["thinking"]), split)
+            ]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "tool_use":
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            text = json.dumps(block["input"])
+            deltas = [
+                {"type": "input_json_delta", "partial_json": text[i : i + split]}
+                for i in range(0, len(text), split)
+            ]
+        else:  # redacted_thinking and anything else: whole in the start event
+            start, deltas = block, []
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
+        for delta in deltas:
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    reason = stop_reason or (
+        "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+    )
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reason, "stop_sequence": None},
+                "usage": {"output_tokens": completion},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return Reply(events=events)
+
+
+def anthropic_error(status: int, kind: str, message: str) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
