@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.agent import sample_tools
+
 from toolbridge.agent import ApprovalDecision, ModelAdapter, RunState, message_to_json
 
 

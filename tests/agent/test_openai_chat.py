@@ -10,9 +10,9 @@ from pathlib import Path
 
 import openai
 import pytest
-
 from tests.agent import sample_tools
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream, openai_error
+
 from toolbridge.agent import (
     AgentRunner,
     AssistantMessage,
