@@ -31,7 +31,5 @@ def registry(workspace: Path) -> ToolRegistry:
 
 
 def runner(model: ModelAdapter, workspace: Path, **options: Any) -> AgentRunner:
-    policy = ExecutionPolicy(persist_results=False)
-    return AgentRunner(
-        model, registry(workspace), instructions="You help.", policy=policy, **options
-    )
+    options.setdefault("policy", ExecutionPolicy(persist_results=False))
+    return AgentRunner(model, registry(workspace), instructions="You help.", **options)
