@@ -272,3 +272,98 @@ def anthropic_stream(
 
 def anthropic_error(status: int, kind: str, message: str) -> Reply:
     return Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+# --- OpenAI Responses ---------------------------------------------------------------------
+
+
+def responses_stream(
+    items: Sequence[dict[str, Any]],
+    *,
+    incomplete: str | None = None,
+    usage: tuple[int, int] = (25, 8),
+    split: int = 6,
+) -> Reply:
+    """A streamed response from whole output items (``reasoning``, ``message`` with one
+    output_text part, ``function_call``): added, deltas, done per item, then
+    ``response.completed`` (or ``response.incomplete`` with `incomplete` as reason)."""
+    sequence = iter(range(10_000))
+    events: list[tuple[str | None, Any]] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": next(sequence), **fields}))
+
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-test",
+        "status": "in_progress",
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    emit("response.created", response=response)
+    for index, item in enumerate(items):
+        kind = item["type"]
+        if kind == "message":
+            text = item["content"][0]["text"]
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "content": [], "status": "in_progress"},
+            )
+            for start in range(0, len(text), split):
+                emit(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=text[start : start + split],
+                    logprobs=[],
+                )
+        elif kind == "function_call":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "arguments": "", "status": "in_progress"},
+            )
+            arguments = item["arguments"]
+            for start in range(0, len(arguments), split):
+                emit(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    delta=arguments[start : start + split],
+                )
+            if incomplete is None:
+                emit(
+                    "response.function_call_arguments.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    arguments=arguments,
+                )
+        else:
+            emit("response.output_item.added", output_index=index, item=item)
+        if incomplete is None or kind != "function_call":
+            emit("response.output_item.done", output_index=index, item=item)
+    prompt, completion = usage
+    final = {
+        **response,
+        "status": "incomplete" if incomplete else "completed",
+        "output": list(items),
+        "usage": {
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            "total_tokens": prompt + completion,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+    if incomplete:
+        final["incomplete_details"] = {"reason": incomplete}
+        emit("response.incomplete", response=final)
+    else:
+        emit("response.completed", response=final)
+    return Reply(events=events)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anthropic
 import pytest
 from tests.agent import sample_tools
+from tests.agent.resume_child import resume_in_subprocess
 from tests.agent.scripted_server import ScriptedServer, anthropic_error, anthropic_stream
 
 from toolbridge.agent import (
@@ -149,31 +147,12 @@ def test_approval_pause_resumed_in_a_new_process(
     assert [p.call.id for p in paused.pending] == ["toolu_w"]
     assert not (workspace / "n.txt").exists()
 
-    state_file = tmp_path / "state.json"
-    state_file.write_text(json.dumps(paused.state.to_json()))
-    decisions_file = tmp_path / "decisions.json"
-    decisions_file.write_text(json.dumps([paused.pending[0].approve().to_json()]))
-    out_file = tmp_path / "out.json"
     server.add(anthropic_stream([{"type": "text", "text": "Written."}]))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.agent.resume_child",
-            "anthropic",
-            server.url,
-            str(workspace),
-            str(state_file),
-            str(decisions_file),
-            str(out_file),
-        ],
-        check=True,
-        cwd=REPO,
-        env=env,
-        timeout=120,
+    decisions = [paused.pending[0].approve()]
+    out = resume_in_subprocess(
+        "anthropic", server.url, workspace, tmp_path, paused.state, decisions
     )
-    assert json.loads(out_file.read_text())["output"] == "Written."
+    assert out["output"] == "Written."
     assert (workspace / "n.txt").read_text() == "keep\n"
     resumed = server.bodies()[1]["messages"]
     assert resumed[1]["content"][0] == THINKING  # the signature survived the JSON state

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import openai
 import pytest
 from tests.agent import sample_tools
+from tests.agent.resume_child import resume_in_subprocess
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream, openai_error
 
 from toolbridge.agent import (
@@ -125,33 +123,11 @@ def test_approval_pause_resumed_in_a_new_process(
     ]
     assert not (workspace / "a.txt").exists()  # nothing ran before the decision
 
-    state_file = tmp_path / "state.json"
-    state_file.write_text(json.dumps(paused.state.to_json()))
     decision = paused.pending[0].approve() if approve else paused.pending[0].deny("not today")
-    decisions_file = tmp_path / "decisions.json"
-    decisions_file.write_text(json.dumps([decision.to_json()]))
-    out_file = tmp_path / "out.json"
     server.add(openai_chat_stream(text="Done."))
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.agent.resume_child",
-            "openai_chat",
-            server.url,
-            str(workspace),
-            str(state_file),
-            str(decisions_file),
-            str(out_file),
-        ],
-        check=True,
-        cwd=REPO,
-        env=env,
-        timeout=120,
+    out = resume_in_subprocess(
+        "openai_chat", server.url, workspace, tmp_path, paused.state, [decision]
     )
-    out = json.loads(out_file.read_text())
     assert out["stop_reason"] == "final" and out["output"] == "Done."
     resumed = server.bodies()[1]["messages"]
     results = [m for m in resumed if m["role"] == "tool"]

@@ -11,5 +11,6 @@ from __future__ import annotations
 
 from toolbridge.agent.adapters.anthropic import AnthropicModel
 from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
+from toolbridge.agent.adapters.openai_responses import OpenAIResponsesModel
 
-__all__ = ["AnthropicModel", "OpenAIChatModel"]
+__all__ = ["AnthropicModel", "OpenAIChatModel", "OpenAIResponsesModel"]

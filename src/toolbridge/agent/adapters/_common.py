@@ -47,7 +47,7 @@ def missing_sdk(package: str, extra: str) -> ImportError:
     )
 
 
-def error_for_status(status: int | None, message: str, cause: BaseException) -> ModelError:
+def error_for_status(status: int | None, message: str, cause: BaseException | None) -> ModelError:
     """The typed error for an HTTP status and the provider's message."""
     lowered = message.lower()
     cls: type[ModelError]
