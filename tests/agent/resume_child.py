@@ -54,6 +54,12 @@ def model(provider: str, url: str) -> ModelAdapter:
         if provider == "openai_responses":
             return OpenAIResponsesModel("gpt-test", client=client)
         return OpenAIChatModel("gpt-test", client=client)
+    if provider == "ollama":
+        import ollama
+
+        from toolbridge.agent.adapters import OllamaModel
+
+        return OllamaModel("qwen3", client=ollama.AsyncClient(host=url))
     import anthropic
 
     from toolbridge.agent.adapters import AnthropicModel

@@ -20,12 +20,14 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted response: `json` as the body, or `events` as an SSE stream of
-    ``(event name or None, data)``; data that is not a string is sent as JSON."""
+    """One scripted response: `json` as the body, `events` as an SSE stream of
+    ``(event name or None, data)`` (data that is not a string is sent as JSON), or
+    `lines` as NDJSON (one JSON object per line, Ollama's framing)."""
 
     status: int = 200
     json: Any = None
     events: Sequence[tuple[str | None, Any]] | None = None
+    lines: Sequence[Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -71,6 +73,16 @@ class ScriptedServer:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
+                if reply.lines is not None:
+                    frames = [(json.dumps(line) + "\n").encode() for line in reply.lines]
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/x-ndjson")
+                    self.send_header("content-length", str(sum(map(len, frames))))
+                    self.end_headers()
+                    for frame in frames:
+                        self.wfile.write(frame)
+                        self.wfile.flush()
+                    return
                 if reply.events is None:
                     payload = json.dumps(reply.json).encode()
                     self.send_response(reply.status)
@@ -367,3 +379,45 @@ def responses_stream(
     else:
         emit("response.completed", response=final)
     return Reply(events=events)
+
+
+# --- Ollama /api/chat ---------------------------------------------------------------------
+
+
+def ollama_stream(
+    *,
+    text: str = "",
+    thinking: str = "",
+    calls: Sequence[tuple[str, dict[str, Any]]] = (),
+    done_reason: str = "stop",
+    usage: tuple[int, int] = (15, 6),
+    split: int = 5,
+) -> Reply:
+    """NDJSON chunks: thinking and text in pieces, the calls whole in one chunk (as
+    Ollama sends them), then the ``done`` chunk with the reason and the counts."""
+    base = {"model": "qwen3", "created_at": "2026-01-01T00:00:00Z"}
+
+    def chunk(message: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        return {**base, "message": {"role": "assistant", "content": "", **message}, **fields}
+
+    lines = [
+        chunk({"thinking": thinking[i : i + split]}, done=False)
+        for i in range(0, len(thinking), split)
+    ]
+    lines += [
+        chunk({"content": text[i : i + split]}, done=False) for i in range(0, len(text), split)
+    ]
+    if calls:
+        tool_calls = [{"function": {"name": n, "arguments": a}} for n, a in calls]
+        lines.append(chunk({"tool_calls": tool_calls}, done=False))
+    prompt, completion = usage
+    lines.append(
+        chunk(
+            {},
+            done=True,
+            done_reason=done_reason,
+            prompt_eval_count=prompt,
+            eval_count=completion,
+        )
+    )
+    return Reply(lines=lines)

@@ -9,7 +9,12 @@ import openai
 import pytest
 from tests.agent import sample_tools
 from tests.agent.resume_child import resume_in_subprocess
-from tests.agent.scripted_server import ScriptedServer, openai_chat_stream, openai_error
+from tests.agent.scripted_server import (
+    ScriptedServer,
+    ollama_stream,
+    openai_chat_stream,
+    openai_error,
+)
 
 from toolbridge.agent import (
     AgentRunner,
@@ -237,14 +242,14 @@ async def test_provider_strings_build_clients_from_the_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
     monkeypatch.setenv("OLLAMA_HOST", server.url)
-    server.add(openai_chat_stream(text="from openai"), openai_chat_stream(text="from ollama"))
+    server.add(openai_chat_stream(text="from openai"), ollama_stream(text="from ollama"))
     openai_runner = AgentRunner("openai:gpt-4.1-mini", sample_tools.registry(workspace))
     assert (await openai_runner.run("hi")).output == "from openai"
     ollama_runner = AgentRunner("ollama:qwen3", sample_tools.registry(workspace))
     assert (await ollama_runner.run("hi")).output == "from ollama"
     assert [r.body["model"] for r in server.requests] == ["gpt-4.1-mini", "qwen3"]
     assert server.requests[0].headers["authorization"] == "Bearer env-key"
-    assert all(r.path == "/v1/chat/completions" for r in server.requests)
+    assert [r.path for r in server.requests] == ["/v1/chat/completions", "/api/chat"]
 
 
 def test_a_bad_provider_string_says_what_is_expected() -> None:

@@ -16,8 +16,10 @@ def model_from_string(spec: str, *, base_url: str | None = None, **options: Any)
     """``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5``, ``ollama:qwen3`` -> an
     adapter whose SDK client reads its key and endpoint from the environment.
 
-    ``ollama:`` uses Ollama's OpenAI-compatible endpoint (``OLLAMA_HOST``, default
-    ``http://localhost:11434``) with the Chat Completions adapter.
+    ``ollama:`` speaks Ollama's native ``/api/chat`` (``OLLAMA_HOST``, default
+    ``http://localhost:11434``); for its OpenAI-compatible endpoint use
+    ``openai:MODEL`` with ``base_url=".../v1"``. `base_url` and `options` go to the
+    adapter.
     """
     provider, sep, model = spec.partition(":")
     if not sep or not model or not provider:
@@ -34,17 +36,9 @@ def model_from_string(spec: str, *, base_url: str | None = None, **options: Any)
 
         return AnthropicModel(model, base_url=base_url, **options)
     if provider == "ollama":
-        import os
+        from toolbridge.agent.adapters.ollama import OllamaModel
 
-        from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
-
-        host = base_url or os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
-        if "://" not in host:
-            host = f"http://{host}"
-        url = host.rstrip("/")
-        if not url.endswith("/v1"):
-            url += "/v1"
-        return OpenAIChatModel(model, base_url=url, api_key="ollama", **options)
+        return OllamaModel(model, host=base_url, **options)
     raise ValueError(
         f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(PROVIDERS)}"
     )
