@@ -54,6 +54,10 @@ def model(provider: str, url: str) -> ModelAdapter:
         if provider == "openai_responses":
             return OpenAIResponsesModel("gpt-test", client=client)
         return OpenAIChatModel("gpt-test", client=client)
+    if provider == "gemini":
+        from tests.agent.test_gemini import model as gemini_model
+
+        return gemini_model(url)
     if provider == "ollama":
         import ollama
 

@@ -421,3 +421,34 @@ def ollama_stream(
         )
     )
     return Reply(lines=lines)
+
+
+# --- Gemini streamGenerateContent ---------------------------------------------------------
+
+
+def gemini_stream(
+    parts: Sequence[dict[str, Any]],
+    *,
+    finish: str = "STOP",
+    usage: tuple[int, int] = (18, 7),
+) -> Reply:
+    """SSE chunks (``alt=sse``), one part per chunk, the last with the finish reason and
+    the usage metadata, as ``streamGenerateContent`` sends them."""
+    prompt, completion = usage
+    events: list[tuple[str | None, Any]] = []
+    for index, part in enumerate(parts):
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
+        chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-test"}
+        if index == len(parts) - 1:
+            candidate["finishReason"] = finish
+            chunk["usageMetadata"] = {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": completion,
+                "totalTokenCount": prompt + completion,
+            }
+        events.append((None, chunk))
+    return Reply(events=events)
+
+
+def gemini_error(status: int, code: str, message: str) -> Reply:
+    return Reply(status, {"error": {"code": status, "message": message, "status": code}})

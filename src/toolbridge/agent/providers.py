@@ -8,7 +8,7 @@ from toolbridge.agent.model import ModelAdapter
 
 __all__ = ["PROVIDERS", "model_from_string"]
 
-PROVIDERS = ("openai", "anthropic", "ollama")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "ollama")
 """The provider prefixes `model_from_string` knows."""
 
 
@@ -31,6 +31,14 @@ def model_from_string(spec: str, *, base_url: str | None = None, **options: Any)
         from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
 
         return OpenAIChatModel(model, base_url=base_url, **options)
+    if provider == "openai-responses":
+        from toolbridge.agent.adapters.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(model, base_url=base_url, **options)
+    if provider == "gemini":
+        from toolbridge.agent.adapters.gemini import GeminiModel
+
+        return GeminiModel(model, base_url=base_url, **options)
     if provider == "anthropic":
         from toolbridge.agent.adapters.anthropic import AnthropicModel
 

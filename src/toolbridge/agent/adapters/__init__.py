@@ -10,8 +10,15 @@ a module imports its SDK only when an adapter is made.
 from __future__ import annotations
 
 from toolbridge.agent.adapters.anthropic import AnthropicModel
+from toolbridge.agent.adapters.gemini import GeminiModel
 from toolbridge.agent.adapters.ollama import OllamaModel
 from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
 from toolbridge.agent.adapters.openai_responses import OpenAIResponsesModel
 
-__all__ = ["AnthropicModel", "OllamaModel", "OpenAIChatModel", "OpenAIResponsesModel"]
+__all__ = [
+    "AnthropicModel",
+    "GeminiModel",
+    "OllamaModel",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+]
