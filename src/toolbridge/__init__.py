@@ -6,6 +6,7 @@ call safely, and hand every outcome back as a well-formed tool result.
 
 import logging
 
+from toolbridge.agent import AgentRunner, ApprovalDecision, RunResult, RunState, StopReason
 from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import (
     Repair,
@@ -59,6 +60,8 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "AgentRunner",
+    "ApprovalDecision",
     "ApprovalRequest",
     "ArgumentIssue",
     "ArgumentsError",
@@ -77,6 +80,9 @@ __all__ = [
     "PreparedCall",
     "Repair",
     "ResultStore",
+    "RunResult",
+    "RunState",
+    "StopReason",
     "TextBlock",
     "Tool",
     "ToolBatch",
