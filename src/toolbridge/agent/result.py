@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from toolbridge.agent.messages import AssistantMessage, Message, Usage
 from toolbridge.agent.state import PendingCall, RunState, StopReason
@@ -27,6 +28,8 @@ class RunResult:
     tool_calls: int
     state: RunState
     pending: tuple[PendingCall, ...] = ()
+    output_value: Any = None
+    """With ``output_type=``: the validated answer (None when the run stopped otherwise)."""
 
     @property
     def last_message(self) -> AssistantMessage | None:

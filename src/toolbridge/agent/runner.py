@@ -35,6 +35,7 @@ from toolbridge.agent.messages import (
     UserMessage,
 )
 from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings, RenderCache
+from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.state import (
     ApprovalDecision,
@@ -93,6 +94,8 @@ class _Run:
         self.executor = executor
         self.cache = RenderCache()
         self.started = time.monotonic()
+        self.output_value: Any = None
+        self.output_failures = 0
 
     @property
     def conversation(self) -> list[Message]:
@@ -108,6 +111,9 @@ class AgentRunner:
     tools. Budgets: `max_turns` model turns, `max_tool_calls` calls, `max_total_tokens`
     (from the provider's usage) and `deadline` seconds of wall-clock time per run (it
     bounds waiting for the model; tools have their own timeouts in the policy).
+    `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
+    `RunResult.output_value`, given through a ``final_result`` tool; the model gets
+    `output_retries` more tries after a failed one.
     """
 
     def __init__(
@@ -124,6 +130,8 @@ class AgentRunner:
         max_tool_calls: int | None = None,
         max_total_tokens: int | None = None,
         deadline: float | None = None,
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> None:
         if isinstance(model, str):
             from toolbridge.agent.providers import model_from_string
@@ -135,6 +143,8 @@ class AgentRunner:
             raise ValueError(f"max_tool_calls must be >= 0 or None, got {max_tool_calls}")
         if deadline is not None and deadline <= 0:
             raise ValueError(f"deadline must be > 0 seconds or None, got {deadline}")
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be >= 0, got {output_retries}")
         self.model = model
         registry = _registry_of(tools)
         if skills is not None:
@@ -142,6 +152,10 @@ class AgentRunner:
             summary = skills.summary()
             if summary:
                 instructions = f"{instructions}\n\n{summary}" if instructions else summary
+        self.output = OutputSpec(output_type) if output_type is not None else None
+        if self.output is not None:
+            registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
+        self.output_retries = output_retries
         self.registry = registry
         self.instructions = instructions
         self.policy = policy or ExecutionPolicy()
@@ -258,7 +272,7 @@ class AgentRunner:
             state.conversation.append(message)
             state.usage = state.usage + usage
             stop = self._after_turn(run, message)
-            if stop is None:
+            if stop is None and message.calls:
                 async for step in self._tools(run, turn, message.calls):
                     if isinstance(step, StopReason):
                         stop = step
@@ -335,7 +349,7 @@ class AgentRunner:
                 )
             return StopReason.MAX_TOKENS
         if not calls:
-            return StopReason.FINAL
+            return self._text_answer(run, message) if self.output is not None else StopReason.FINAL
         limit = self.max_tool_calls
         if limit is not None and state.tool_calls + len(calls) > limit:
             state.conversation.append(
@@ -352,6 +366,40 @@ class AgentRunner:
             )
             return StopReason.MAX_TOOL_CALLS
         return None
+
+    def _text_answer(self, run: _Run, message: AssistantMessage) -> StopReason | None:
+        """With an output type, a text answer must be JSON of that type; else the model is
+        told what was wrong and asked again (None continues the run)."""
+        assert self.output is not None
+        value, problem = self.output.from_text(message.text)
+        if problem is None:
+            run.output_value = value
+            return StopReason.FINAL
+        return self._output_failed(run, problem)
+
+    def _output_failed(self, run: _Run, problem: str | None) -> StopReason | None:
+        run.output_failures += 1
+        if run.output_failures > self.output_retries:
+            return StopReason.OUTPUT_INVALID
+        if problem is not None:
+            run.conversation.append(UserMessage(f"Error: {problem}."))
+        return None
+
+    def _final_result(self, run: _Run, results: Sequence[ToolReturn]) -> StopReason | None:
+        """Whether this turn's ``final_result`` call (if any) ends the run."""
+        spec = self.output
+        assert spec is not None
+        finals = [ret for ret in results if ret.call.name == spec.tool_name]
+        if not finals:
+            return None
+        for ret in reversed(finals):
+            if not ret.result.is_error:
+                try:
+                    run.output_value = spec.from_call(ret.call)
+                except ValueError:
+                    continue
+                return StopReason.FINAL
+        return self._output_failed(run, None)  # the error result already says what is wrong
 
     async def _tools(
         self, run: _Run, turn: int, calls: Sequence[ToolCallRequest]
@@ -390,6 +438,8 @@ class AgentRunner:
         state.settled = []
         if any(outcome.fatal for outcome in outcomes):
             return StopReason.TOOL_ERROR
+        if self.output is not None:
+            return self._final_result(run, results)
         return None
 
     async def _resume_pending(
@@ -458,4 +508,5 @@ class AgentRunner:
             tool_calls=state.tool_calls,
             state=snapshot,
             pending=tuple(state.pending),
+            output_value=run.output_value,
         )

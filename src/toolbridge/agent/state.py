@@ -51,6 +51,8 @@ class StopReason(enum.StrEnum):
     """Calls wait for the user: resume with decisions."""
     TOOL_ERROR = "tool_error"
     """A call failed under ``fail_on_tool_error``."""
+    OUTPUT_INVALID = "output_invalid"
+    """The model's structured answer failed validation more than `output_retries` times."""
 
 
 @dataclass(frozen=True, slots=True)
