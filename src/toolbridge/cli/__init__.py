@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
     ) from exc
 
+from toolbridge.cli import agent as _agent  # noqa: F401  (registers its commands)
 from toolbridge.cli import skills as _skills  # noqa: F401  (registers its commands)
 from toolbridge.cli import tools as _tools  # noqa: F401  (registers its commands)
 from toolbridge.cli.app import app
