@@ -1,0 +1,105 @@
+"""Agent overhead per turn: `AgentRunner` over a scripted model, 5 parallel calls a turn.
+
+Everything measured is overhead: the scripted model answers at once (after rendering the
+conversation through the OpenAI chat format, as a real adapter does) and the tools
+return at once. A turn's time is from one model request to the next: streaming the
+turn's events, running its 5 calls through the executor, appending the results and
+rendering the next request. The ratio of turn 100 to turn 10 shows whether the cost
+grows with the history; the "re-render" row renders the whole history every turn,
+which is what the incremental render cache avoids.
+
+Run: ``.venv/bin/python bench/agent_bench.py`` (prints a markdown table).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import statistics
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge import ExecutionPolicy, ToolCallRequest, tool
+from toolbridge.agent import AgentRunner, AssistantMessage, ModelRequest, RenderCache
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.scripted import ScriptedModel
+
+TURNS = 120
+CALLS = 5
+REPEATS = 7
+EARLY = range(5, 15)  # "turn 10": turns 5..14
+LATE = range(95, 105)  # "turn 100": turns 95..104
+
+
+@tool(read_only=True)
+def echo(i: int) -> int:
+    """Return the number."""
+    return i
+
+
+def script(stamps: list[float]) -> list[Any]:
+    def turn(index: int) -> Any:
+        def make(request: ModelRequest) -> AssistantMessage:
+            stamps.append(time.perf_counter())
+            calls = tuple(
+                ToolCallRequest(f"c{index}_{j}", "echo", json.dumps({"i": index * CALLS + j}))
+                for j in range(CALLS)
+            )
+            return AssistantMessage(text=f"turn {index}", calls=calls)
+
+        return make
+
+    def last(request: ModelRequest) -> AssistantMessage:
+        stamps.append(time.perf_counter())
+        return AssistantMessage(text="done")
+
+    return [turn(i) for i in range(TURNS)] + [last]
+
+
+class RerenderingModel(ScriptedModel):
+    """The same model, but every request renders the whole history (a fresh cache)."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        request.cache = RenderCache()
+        return super().stream(request)
+
+
+async def one_run(model_class: type[ScriptedModel]) -> tuple[float, float]:
+    stamps: list[float] = []
+    model = model_class(script(stamps), record=False)
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    runner = AgentRunner(model, [echo], policy=policy, max_turns=TURNS + 1)
+    result = await runner.run("go")
+    assert result.stop_reason == "final", result.stop_reason
+    durations = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    early = statistics.median(durations[i] for i in EARLY)
+    late = statistics.median(durations[i] for i in LATE)
+    return early * 1e6, late * 1e6
+
+
+def main() -> None:
+    rows = []
+    for label, model_class in (
+        ("toolbridge AgentRunner", ScriptedModel),
+        ("re-render every turn", RerenderingModel),
+    ):
+        asyncio.run(one_run(model_class))  # warm-up
+        samples = [asyncio.run(one_run(model_class)) for _ in range(REPEATS)]
+        early = statistics.median(s[0] for s in samples)
+        late = statistics.median(s[1] for s in samples)
+        rows.append((label, early, late, late / early))
+    print(
+        f"Python {platform.python_version()}, {platform.processor() or platform.machine()}, "
+        f"{TURNS} turns x {CALLS} parallel calls, median of {REPEATS} runs"
+    )
+    print()
+    print("| Loop | µs per turn at turn 10 | µs per turn at turn 100 | turn 100 / turn 10 |")
+    print("| --- | --- | --- | --- |")
+    for label, early, late, ratio in rows:
+        print(f"| {label} | {early:.0f} | {late:.0f} | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
