@@ -14,6 +14,7 @@ Run: ``.venv/bin/python bench/agent_bench.py`` (prints a markdown table).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import platform
 import statistics
@@ -73,7 +74,7 @@ async def one_run(model_class: type[ScriptedModel]) -> tuple[float, float]:
     runner = AgentRunner(model, [echo], policy=policy, max_turns=TURNS + 1)
     result = await runner.run("go")
     assert result.stop_reason == "final", result.stop_reason
-    durations = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    durations = [b - a for a, b in itertools.pairwise(stamps)]
     early = statistics.median(durations[i] for i in EARLY)
     late = statistics.median(durations[i] for i in LATE)
     return early * 1e6, late * 1e6
