@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ class Reply:
     json: Any = None
     events: Sequence[tuple[str | None, Any]] | None = None
     lines: Sequence[Any] | None = None
+    delay: float = 0.0
+    """Seconds to wait after the first event (or line) before the rest."""
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -70,7 +73,10 @@ class ScriptedServer:
                     reply = server.replies.popleft() if server.replies else None
                 if reply is None:
                     reply = Reply(500, {"error": {"message": "no scripted reply left"}})
-                self._send(reply)
+                try:
+                    self._send(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client hung up (a cut-off stream)
 
             def _send(self, reply: Reply) -> None:
                 if reply.lines is not None:
@@ -79,9 +85,11 @@ class ScriptedServer:
                     self.send_header("content-type", "application/x-ndjson")
                     self.send_header("content-length", str(sum(map(len, frames))))
                     self.end_headers()
-                    for frame in frames:
+                    for number, frame in enumerate(frames):
                         self.wfile.write(frame)
                         self.wfile.flush()
+                        if number == 0 and reply.delay:
+                            time.sleep(reply.delay)
                     return
                 if reply.events is None:
                     payload = json.dumps(reply.json).encode()
@@ -103,9 +111,11 @@ class ScriptedServer:
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
-                for chunk in chunks:  # one write per event, as a real stream flushes
-                    self.wfile.write(chunk)
+                for number, chunk in enumerate(chunks):  # one write per event, as a real
+                    self.wfile.write(chunk)  # stream flushes
                     self.wfile.flush()
+                    if number == 0 and reply.delay:
+                        time.sleep(reply.delay)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
