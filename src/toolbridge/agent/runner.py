@@ -44,6 +44,7 @@ from toolbridge.agent.state import (
     StopReason,
     decisions_by_call,
 )
+from toolbridge.agent.tracing import run_tracer
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.executor import ExecutionPolicy, ToolExecutor
@@ -96,6 +97,8 @@ class _Run:
         self.started = time.monotonic()
         self.output_value: Any = None
         self.output_failures = 0
+        self.span: Any = None
+        self.stop: StopReason | None = None
 
     @property
     def conversation(self) -> list[Message]:
@@ -113,7 +116,9 @@ class AgentRunner:
     bounds waiting for the model; tools have their own timeouts in the policy).
     `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
     `RunResult.output_value`, given through a ``final_result`` tool; the model gets
-    `output_retries` more tries after a failed one.
+    `output_retries` more tries after a failed one. With OpenTelemetry configured (or
+    `tracer_provider` given), a run is an ``invoke_agent`` span with ``chat {model}``
+    and ``execute_tool {name}`` children.
     """
 
     def __init__(
@@ -132,6 +137,7 @@ class AgentRunner:
         deadline: float | None = None,
         output_type: Any = None,
         output_retries: int = 2,
+        tracer_provider: Any = None,
     ) -> None:
         if isinstance(model, str):
             from toolbridge.agent.providers import model_from_string
@@ -159,7 +165,10 @@ class AgentRunner:
         self.registry = registry
         self.instructions = instructions
         self.policy = policy or ExecutionPolicy()
-        self._executor_factory = executor_factory or (lambda r: ToolExecutor(r, self.policy))
+        self._executor_factory = executor_factory or (
+            lambda r: ToolExecutor(r, self.policy, tracer_provider=tracer_provider)
+        )
+        self._tracer = run_tracer(tracer_provider)
         self.settings = settings or ModelSettings()
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
@@ -192,6 +201,10 @@ class AgentRunner:
         """
         state = self._initial_state(input)
         run = _Run(state, self._executor_factory(self.registry))
+        tracer = self._tracer
+        if tracer is not None:
+            run.span = tracer.start_run(self.model.format, self.model.model)
+        error: BaseException | None = None
         try:
             if state.pending:
                 stop = None
@@ -210,7 +223,16 @@ class AgentRunner:
         except ModelError as exc:
             exc.conversation = list(run.conversation)
             exc.state = run.state
+            error = exc
             raise
+        except BaseException as exc:  # recorded on the span, then re-raised
+            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
+                error = exc
+            raise
+        finally:
+            if tracer is not None:
+                reason = run.stop.value if run.stop is not None else None
+                tracer.end(run.span, run.state.usage, stop_reason=reason, error=error)
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -304,6 +326,12 @@ class AgentRunner:
             turn,
         )
         events = aiter(self.model.stream(request))
+        tracer = self._tracer
+        chat = None
+        if tracer is not None:
+            chat = tracer.start_chat(run.span, self.model.format, self.model.model)
+        response: ModelResponse | None = None
+        error: BaseException | None = None
         try:
             while True:
                 remaining = self._remaining(run)
@@ -321,11 +349,24 @@ class AgentRunner:
                         yield None
                         return
                     raise
+                if isinstance(event, ModelResponse):
+                    response = event
                 yield event
+        except BaseException as exc:  # recorded on the span, then re-raised
+            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
+                error = exc
+            raise
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
+            if tracer is not None:
+                tracer.end(
+                    chat,
+                    response.usage if response is not None else None,
+                    finish_reason=response.message.finish_reason if response else None,
+                    error=error,
+                )
 
     def _after_turn(self, run: _Run, message: AssistantMessage) -> StopReason | None:
         """Decide what the turn's calls may do: None runs them; a reason stops the run
@@ -409,12 +450,18 @@ class AgentRunner:
         state.tool_calls += len(calls)
         for call in calls:
             yield ToolStarted(call, turn)
-        outcomes = await run.executor.run(calls)
+        outcomes = await self._execute(run, calls)
         for outcome in outcomes:
             yield ToolFinished(outcome, turn)
         stop = self._settle(run, calls, outcomes)
         if stop is not None:
             yield stop
+
+    async def _execute(self, run: _Run, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
+        """The executor's outcomes for `calls`, with the run's span current if tracing."""
+        if self._tracer is None:
+            return await run.executor.run(calls)
+        return await self._tracer.within(run.span, lambda: run.executor.run(calls))
 
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
@@ -478,7 +525,7 @@ class AgentRunner:
         turn = state.turns
         for call in decided:
             yield ToolStarted(call, turn)
-        outcomes = await run.executor.run(decided)
+        outcomes = await self._execute(run, decided)
         for outcome in outcomes:
             yield ToolFinished(outcome, turn)
         stop = self._settle(run, decided, outcomes)
@@ -498,6 +545,7 @@ class AgentRunner:
             state.tool_calls,
             state.usage,
         )
+        run.stop = stop
         logger.debug("run stopped: %s after %d turns", stop, state.turns)
         return RunResult(
             output=last.text if last is not None else "",
