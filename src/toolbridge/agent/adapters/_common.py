@@ -38,6 +38,8 @@ _CONTEXT_HINTS = (
     "maximum context",
     "prompt is too long",
     "too many tokens",
+    "exceeds the maximum number of tokens",
+    "input is too long",
 )
 
 
