@@ -8,7 +8,11 @@ rendering the next request. The ratio of turn 100 to turn 10 shows whether the c
 grows with the history; the "re-render" row renders the whole history every turn,
 which is what the incremental render cache avoids.
 
-Run: ``.venv/bin/python bench/agent_bench.py`` (prints a markdown table).
+A second table measures ``eager_tools``: the model streams 5 read-only calls 20 ms
+apart; eager calls start while the rest of the turn streams, which helps when an early
+call is slower than what is left of the stream.
+
+Run: ``.venv/bin/python bench/agent_bench.py`` (prints two markdown tables).
 """
 
 from __future__ import annotations
@@ -80,6 +84,52 @@ async def one_run(model_class: type[ScriptedModel]) -> tuple[float, float]:
     return early * 1e6, late * 1e6
 
 
+STREAM_GAP = 0.02
+
+
+@tool(read_only=True)
+async def lookup(i: int, ms: int) -> int:
+    """Take `ms` milliseconds, then return the number."""
+    await asyncio.sleep(ms / 1000)
+    return i
+
+
+class PacedModel:
+    """Streams each turn's 5 calls `STREAM_GAP` apart (a model writing them)."""
+
+    format = "openai_chat"
+    model = "paced"
+
+    def __init__(self, turns: int, durations: list[int]) -> None:
+        self.turns = turns
+        self.durations = durations
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        from toolbridge.agent import ModelResponse, ToolCallReady, Usage
+
+        if request.turn > self.turns:
+            yield ModelResponse(AssistantMessage(text="done"), Usage())
+            return
+        calls = []
+        for j in range(CALLS):
+            await asyncio.sleep(STREAM_GAP)
+            arguments = {"i": request.turn * CALLS + j, "ms": self.durations[j]}
+            call = ToolCallRequest(f"c{request.turn}_{j}", "lookup", json.dumps(arguments))
+            calls.append(call)
+            yield ToolCallReady(call, request.turn)
+        yield ModelResponse(AssistantMessage(calls=tuple(calls)), Usage())
+
+
+async def paced_run(eager: bool, durations: list[int], turns: int = 5) -> float:
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    model = PacedModel(turns, durations)
+    runner = AgentRunner(model, [lookup], policy=policy, eager_tools=eager)
+    start = time.perf_counter()
+    result = await runner.run("go")
+    assert result.stop_reason == "final", result.stop_reason
+    return (time.perf_counter() - start) / turns * 1e3
+
+
 def main() -> None:
     rows = []
     for label, model_class in (
@@ -100,6 +150,19 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     for label, early, late, ratio in rows:
         print(f"| {label} | {early:.0f} | {late:.0f} | {ratio:.2f}x |")
+    print()
+    print(
+        "| 5 read-only calls, streamed 20 ms apart | ms per turn, run after the turn "
+        "| ms per turn, eager_tools=True |"
+    )
+    print("| --- | --- | --- |")
+    for label, durations in (
+        ("each takes 20 ms", [20] * CALLS),
+        ("100, 80, 60, 40, 20 ms", [100, 80, 60, 40, 20]),
+    ):
+        off = statistics.median(asyncio.run(paced_run(False, durations)) for _ in range(3))
+        on = statistics.median(asyncio.run(paced_run(True, durations)) for _ in range(3))
+        print(f"| {label} | {off:.1f} | {on:.1f} |")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,7 @@ async def test_deadline_cuts_a_model_turn_off(workspace: Path) -> None:
     result = events[-1].result  # type: ignore[union-attr]
     assert result.stop_reason is StopReason.DEADLINE
     assert result.conversation == [UserMessage("go")]  # the unfinished turn is not kept
+    assert result.turns == 0
 
 
 def test_fail_on_tool_error_stops_after_recording_the_results(workspace: Path) -> None:
@@ -236,6 +237,7 @@ def test_model_errors_carry_the_conversation(workspace: Path) -> None:
     with pytest.raises(RateLimitError) as info:
         runner.run_sync("go")
     assert [m.role for m in info.value.conversation] == ["user", "assistant", "tool"]
+    assert info.value.state is not None and info.value.state.turns == 1  # the failed one not
 
 
 def test_an_adapter_that_ends_without_a_response_is_an_error(workspace: Path) -> None:

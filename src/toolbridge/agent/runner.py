@@ -22,6 +22,7 @@ from toolbridge.agent.events import (
     AgentEvent,
     ModelResponse,
     RunFinished,
+    ToolCallReady,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -105,6 +106,50 @@ class _Run:
         return self.state.conversation
 
 
+class _EarlyCalls:
+    """The leading concurrency-safe calls of a turn, started while the model streams.
+
+    Only an unbroken prefix starts early: once a call that is not concurrency-safe
+    arrives, the rest wait for the end of the turn, keeping the executor's order.
+    """
+
+    def __init__(self, runner: AgentRunner, run: _Run) -> None:
+        self._runner = runner
+        self._run = run
+        self._open = True
+        self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
+
+    def offer(self, call: ToolCallRequest) -> bool:
+        """Start `call` now if it may; True when it started."""
+        tool = self._runner.registry.get(call.name) if isinstance(call.name, str) else None
+        if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
+            self._open = False
+            return False
+        self._tasks[call.id] = asyncio.create_task(self._runner._execute(self._run, [call]))
+        return True
+
+    async def outcomes(self) -> dict[str, ToolOutcome]:
+        results = {}
+        for call_id, task in self._tasks.items():
+            results[call_id] = (await task)[0]
+        self._tasks = {}
+        return results
+
+    async def cancel(self) -> dict[str, ToolOutcome]:
+        """Cancel the calls still running; the outcomes of those that had finished."""
+        for task in self._tasks.values():
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        done = {
+            call_id: task.result()[0]
+            for call_id, task in self._tasks.items()
+            if not task.cancelled() and task.exception() is None
+        }
+        self._tasks = {}
+        return done
+
+
 class AgentRunner:
     """The agent loop over one model and one registry.
 
@@ -118,7 +163,9 @@ class AgentRunner:
     `RunResult.output_value`, given through a ``final_result`` tool; the model gets
     `output_retries` more tries after a failed one. With OpenTelemetry configured (or
     `tracer_provider` given), a run is an ``invoke_agent`` span with ``chat {model}``
-    and ``execute_tool {name}`` children.
+    and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
+    concurrency-safe calls while the model is still streaming the rest of the turn
+    (not with `max_tool_calls` or ``fail_on_tool_error``).
     """
 
     def __init__(
@@ -138,6 +185,7 @@ class AgentRunner:
         output_type: Any = None,
         output_retries: int = 2,
         tracer_provider: Any = None,
+        eager_tools: bool = False,
     ) -> None:
         if isinstance(model, str):
             from toolbridge.agent.providers import model_from_string
@@ -169,6 +217,14 @@ class AgentRunner:
             lambda r: ToolExecutor(r, self.policy, tracer_provider=tracer_provider)
         )
         self._tracer = run_tracer(tracer_provider)
+        # Starting calls early would conflict with a per-run call budget (the turn may
+        # turn out to exceed it) and with stop-at-first-failure; both turn it off.
+        self.eager_tools = (
+            eager_tools
+            and max_tool_calls is None
+            and self.policy.concurrency
+            and not self.policy.fail_on_tool_error
+        )
         self.settings = settings or ModelSettings()
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
@@ -274,28 +330,43 @@ class AgentRunner:
             if remaining is not None and remaining <= 0:
                 yield RunFinished(self._result(run, StopReason.DEADLINE))
                 return
-            state.turns += 1
-            turn = state.turns
+            turn = state.turns + 1  # counted once the model answered
             response: ModelResponse | None = None
-            async for event in self._model_turn(run, turn):
-                if isinstance(event, ModelResponse):
-                    response = event
-                elif event is None:  # the deadline passed while the model streamed
-                    yield RunFinished(self._result(run, StopReason.DEADLINE))
-                    return
-                else:
-                    yield event
+            early = _EarlyCalls(self, run) if self.eager_tools else None
+            ran: dict[str, ToolOutcome] = {}
+            try:
+                async for event in self._model_turn(run, turn):
+                    if isinstance(event, ModelResponse):
+                        response = event
+                    elif event is None:  # the deadline passed while the model streamed
+                        yield RunFinished(self._result(run, StopReason.DEADLINE))
+                        return
+                    else:
+                        yield event
+                        if (
+                            early is not None
+                            and isinstance(event, ToolCallReady)
+                            and early.offer(event.call)
+                        ):
+                            yield ToolStarted(event.call, turn)
+                if response is not None and response.message.truncated and early is not None:
+                    ran = await early.cancel()  # finished ones keep their results
+            except BaseException:
+                if early is not None:
+                    await early.cancel()
+                raise
             if response is None:
                 raise ModelResponseError(
                     f"the model adapter {type(self.model).__name__} ended turn {turn} "
                     "without a ModelResponse"
                 )
             message, usage = response.message, response.usage
+            state.turns = turn
             state.conversation.append(message)
             state.usage = state.usage + usage
-            stop = self._after_turn(run, message)
+            stop = self._after_turn(run, message, ran)
             if stop is None and message.calls:
-                async for step in self._tools(run, turn, message.calls):
+                async for step in self._tools(run, turn, message.calls, early):
                     if isinstance(step, StopReason):
                         stop = step
                     else:
@@ -368,17 +439,22 @@ class AgentRunner:
                     error=error,
                 )
 
-    def _after_turn(self, run: _Run, message: AssistantMessage) -> StopReason | None:
+    def _after_turn(
+        self, run: _Run, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
+    ) -> StopReason | None:
         """Decide what the turn's calls may do: None runs them; a reason stops the run
         (after answering the calls that will not run, so the history stays valid)."""
         state = run.state
         calls = message.calls
         if message.truncated:
             if calls:
+                state.tool_calls += len(ran)
                 state.conversation.append(
                     ToolResultsMessage(
                         tuple(
-                            _not_run(
+                            ToolReturn(call, ran[call.id].result)
+                            if call.id in ran  # complete, started early (eager_tools)
+                            else _not_run(
                                 call,
                                 "not run: the response was cut off by the output token limit "
                                 "before this call was complete",
@@ -443,14 +519,25 @@ class AgentRunner:
         return self._output_failed(run, None)  # the error result already says what is wrong
 
     async def _tools(
-        self, run: _Run, turn: int, calls: Sequence[ToolCallRequest]
+        self,
+        run: _Run,
+        turn: int,
+        calls: Sequence[ToolCallRequest],
+        early: _EarlyCalls | None = None,
     ) -> AsyncIterator[AgentEvent | StopReason]:
-        """Run one turn's calls; append their results, or pause on pending approvals."""
+        """Run one turn's calls; append their results, or pause on pending approvals.
+
+        Calls started early (`eager_tools`) are awaited first, so the rest of the turn
+        starts after them, as it would within one executor batch.
+        """
         state = run.state
         state.tool_calls += len(calls)
-        for call in calls:
+        started = await early.outcomes() if early is not None else {}
+        rest = [call for call in calls if call.id not in started]
+        for call in rest:
             yield ToolStarted(call, turn)
-        outcomes = await self._execute(run, calls)
+        later = iter(await self._execute(run, rest) if rest else [])
+        outcomes = [started[c.id] if c.id in started else next(later) for c in calls]
         for outcome in outcomes:
             yield ToolFinished(outcome, turn)
         stop = self._settle(run, calls, outcomes)
