@@ -547,8 +547,8 @@ class AgentRunner:
     async def _execute(self, run: _Run, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
         """The executor's outcomes for `calls`, with the run's span current if tracing."""
         if self._tracer is None:
-            return await run.executor.run(calls)
-        return await self._tracer.within(run.span, lambda: run.executor.run(calls))
+            return list(await run.executor.run(calls))
+        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls)))
 
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
@@ -601,9 +601,9 @@ class AgentRunner:
                     "(digest mismatch); show the user the pending call again and decide anew"
                 )
             if decision.approved:
-                run.executor.approve(pending.request())
+                run.executor.approve(pending.outcome())
             else:
-                run.executor.deny(pending.request(), decision.reason)
+                run.executor.deny(pending.outcome(), decision.reason)
             decided.append(pending.call)
         state.pending = waiting
         if not decided:

@@ -23,6 +23,8 @@ from toolbridge.agent.messages import (
 )
 from toolbridge.approval import ApprovalRequest, canonical_arguments
 from toolbridge.calls import ToolCallRequest
+from toolbridge.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.tool import ToolResult
 
 __all__ = [
     "STATE_VERSION",
@@ -106,6 +108,14 @@ class PendingCall:
     def request(self) -> ApprovalRequest:
         """The executor's approval request for this call."""
         return ApprovalRequest(self.call.id, self.tool_name, self.arguments, self.digest)
+
+    def outcome(self) -> ToolOutcome:
+        """The pending outcome the executor gave for this call, rebuilt (what
+        `ToolExecutor.approve` / `deny` take)."""
+        text = f"The call to {self.tool_name!r} needs the user's approval and has not run yet."
+        return ToolOutcome(
+            self.call, OutcomeStatus.PENDING_APPROVAL, ToolResult(text), approval=self.request()
+        )
 
 
 def _pending_to_json(pending: PendingCall) -> dict[str, Any]:
