@@ -39,8 +39,8 @@ LATE = range(95, 105)  # "turn 100": turns 95..104
 
 
 @tool(read_only=True)
-def echo(i: int) -> int:
-    """Return the number."""
+async def echo(i: int) -> int:
+    """Return the number (async: a sync tool would measure the thread hand-off)."""
     return i
 
 
