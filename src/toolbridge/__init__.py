@@ -4,9 +4,10 @@ Find the tool, turn the model's raw arguments into typed, validated ones, run th
 call safely, and hand every outcome back as a well-formed tool result.
 """
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
-from toolbridge.agent import AgentRunner, ApprovalDecision, RunResult, RunState, StopReason
 from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import (
     Repair,
@@ -52,6 +53,26 @@ from toolbridge.tool import (
     current_context,
     tool_parameters,
 )
+
+if TYPE_CHECKING:
+    from toolbridge.agent import AgentRunner, ApprovalDecision, RunResult, RunState, StopReason
+
+# The agent loop pulls in every provider format; it is imported on first use so that
+# `import toolbridge` stays as light as the call path needs.
+_LAZY = {
+    name: "toolbridge.agent"
+    for name in ("AgentRunner", "ApprovalDecision", "RunResult", "RunState", "StopReason")
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolbridge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
