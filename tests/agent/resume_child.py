@@ -54,6 +54,10 @@ def model(provider: str, url: str) -> ModelAdapter:
         if provider == "openai_responses":
             return OpenAIResponsesModel("gpt-test", client=client)
         return OpenAIChatModel("gpt-test", client=client)
+    if provider == "bedrock":
+        from tests.agent.test_bedrock import model as bedrock_model
+
+        return bedrock_model(url)
     if provider == "gemini":
         from tests.agent.test_gemini import model as gemini_model
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ class Reply:
     json: Any = None
     events: Sequence[tuple[str | None, Any]] | None = None
     lines: Sequence[Any] | None = None
+    frames: Sequence[bytes] | None = None
+    """Binary frames sent one write each (Bedrock's application/vnd.amazon.eventstream)."""
     delay: float = 0.0
     """Seconds to wait after the first event (or line) before the rest."""
     headers: dict[str, str] = field(default_factory=dict)
@@ -79,10 +82,15 @@ class ScriptedServer:
                     self.close_connection = True  # the client hung up (a cut-off stream)
 
             def _send(self, reply: Reply) -> None:
-                if reply.lines is not None:
-                    frames = [(json.dumps(line) + "\n").encode() for line in reply.lines]
+                if reply.lines is not None or reply.frames is not None:
+                    if reply.frames is not None:
+                        frames = list(reply.frames)
+                        kind = "application/vnd.amazon.eventstream"
+                    else:
+                        frames = [(json.dumps(line) + "\n").encode() for line in reply.lines or ()]
+                        kind = "application/x-ndjson"
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/x-ndjson")
+                    self.send_header("content-type", kind)
                     self.send_header("content-length", str(sum(map(len, frames))))
                     self.end_headers()
                     for number, frame in enumerate(frames):
@@ -462,3 +470,77 @@ def gemini_stream(
 
 def gemini_error(status: int, code: str, message: str) -> Reply:
     return Reply(status, {"error": {"code": status, "message": message, "status": code}})
+
+
+# --- Bedrock ConverseStream -----------------------------------------------------------------
+
+
+def eventstream_frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One message of the AWS event stream encoding: prelude with its CRC32, string
+    headers, payload, message CRC32."""
+    encoded = b"".join(
+        len(name).to_bytes(1, "big")
+        + name.encode()
+        + b"\x07"
+        + len(value.encode()).to_bytes(2, "big")
+        + value.encode()
+        for name, value in headers.items()
+    )
+    total = 12 + len(encoded) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(encoded).to_bytes(4, "big")
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + encoded + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def bedrock_stream(
+    blocks: Sequence[dict[str, Any]],
+    *,
+    stop_reason: str | None = None,
+    usage: tuple[int, int] = (21, 8),
+    split: int = 6,
+) -> Reply:
+    """ConverseStream events from whole content blocks (``text``, ``toolUse`` with
+    ``input``, ``reasoningContent`` with text and signature), with usage metadata."""
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
+    for index, block in enumerate(blocks):
+        if "toolUse" in block:
+            use = block["toolUse"]
+            start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}
+            events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+            text = json.dumps(use["input"])
+            for i in range(0, len(text), split):
+                delta = {"toolUse": {"input": text[i : i + split]}}
+                events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
+        elif "reasoningContent" in block:
+            reasoning = block["reasoningContent"]["reasoningText"]
+            for i in range(0, len(reasoning["text"]), split):
+                delta = {"reasoningContent": {"text": reasoning["text"][i : i + split]}}
+                events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
+            delta = {"reasoningContent": {"signature": reasoning["signature"]}}
+            events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
+        else:
+            for i in range(0, len(block["text"]), split):
+                delta = {"text": block["text"][i : i + split]}
+                events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+    reason = stop_reason or ("tool_use" if any("toolUse" in b for b in blocks) else "end_turn")
+    events.append(("messageStop", {"stopReason": reason}))
+    prompt, completion = usage
+    usage_data = {
+        "inputTokens": prompt,
+        "outputTokens": completion,
+        "totalTokens": prompt + completion,
+    }
+    events.append(("metadata", {"usage": usage_data, "metrics": {"latencyMs": 5}}))
+    frames = [
+        eventstream_frame(
+            {":event-type": name, ":content-type": "application/json", ":message-type": "event"},
+            json.dumps(payload).encode(),
+        )
+        for name, payload in events
+    ]
+    return Reply(frames=frames)
+
+
+def bedrock_error(status: int, code: str, message: str) -> Reply:
+    return Reply(status, {"message": message}, headers={"x-amzn-ErrorType": code})

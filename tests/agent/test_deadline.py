@@ -17,6 +17,7 @@ from tests.agent.scripted_server import (
     Reply,
     ScriptedServer,
     anthropic_stream,
+    bedrock_stream,
     gemini_stream,
     ollama_stream,
     openai_chat_stream,
@@ -43,6 +44,10 @@ def adapter(provider: str, url: str) -> ModelAdapter:
     if provider == "anthropic":
         aclient = anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0)
         return AnthropicModel("claude-test", client=aclient)
+    if provider == "bedrock":
+        from tests.agent.test_bedrock import model as bedrock_model
+
+        return bedrock_model(url)
     if provider == "gemini":
         options = types.HttpOptions(base_url=url, retry_options=types.HttpRetryOptions(attempts=1))
         return GeminiModel("g", client=genai.Client(api_key="k", http_options=options))
@@ -65,10 +70,12 @@ def answer(provider: str, text: str) -> Reply:
         return anthropic_stream([{"type": "text", "text": text}])
     if provider == "gemini":
         return gemini_stream([{"text": text[:4]}, {"text": text[4:]}])
+    if provider == "bedrock":
+        return bedrock_stream([{"text": text}])
     return ollama_stream(text=text)
 
 
-PROVIDERS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
+PROVIDERS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "bedrock"]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -14,6 +14,8 @@ from tests.agent.scripted_server import (
     ScriptedServer,
     anthropic_error,
     anthropic_stream,
+    bedrock_error,
+    bedrock_stream,
     gemini_error,
     gemini_stream,
     ollama_stream,
@@ -50,6 +52,9 @@ def final_call(provider: str, call_id: str, arguments: dict[str, object]) -> Rep
         return anthropic_stream([block])
     if provider == "gemini":
         return gemini_stream([{"functionCall": {"name": "final_result", "args": arguments}}])
+    if provider == "bedrock":
+        use = {"toolUseId": call_id, "name": "final_result", "input": arguments}
+        return bedrock_stream([{"toolUse": use}])
     return ollama_stream(calls=[("final_result", arguments)])
 
 
@@ -64,6 +69,9 @@ def error_text(provider: str, body: dict[str, object]) -> str:
     if provider == "gemini":
         part = body["contents"][-1]["parts"][0]  # type: ignore[index]
         return json.dumps(part["functionResponse"]["response"])
+    if provider == "bedrock":
+        block = body["messages"][-1]["content"][0]["toolResult"]  # type: ignore[index]
+        return json.dumps(block["content"])
     return str(body["messages"][-1]["content"])  # type: ignore[index]
 
 
@@ -101,6 +109,7 @@ CONTEXT_ERRORS = {
         "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
     ),
     "ollama": Reply(400, {"error": "the input length exceeds the context length"}),
+    "bedrock": bedrock_error(400, "ValidationException", "Input is too long for requested model."),
 }
 
 

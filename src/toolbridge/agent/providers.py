@@ -8,7 +8,7 @@ from toolbridge.agent.model import ModelAdapter
 
 __all__ = ["PROVIDERS", "model_from_string"]
 
-PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "ollama")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "ollama", "bedrock")
 """The provider prefixes `model_from_string` knows."""
 
 
@@ -43,6 +43,14 @@ def model_from_string(spec: str, *, base_url: str | None = None, **options: Any)
         from toolbridge.agent.adapters.anthropic import AnthropicModel
 
         return AnthropicModel(model, base_url=base_url, **options)
+    if provider == "bedrock":
+        from toolbridge.agent.adapters.bedrock import BedrockModel
+
+        if base_url is not None:
+            import boto3
+
+            options.setdefault("client", boto3.client("bedrock-runtime", endpoint_url=base_url))
+        return BedrockModel(model, **options)
     if provider == "ollama":
         from toolbridge.agent.adapters.ollama import OllamaModel
 

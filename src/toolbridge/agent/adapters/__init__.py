@@ -10,6 +10,7 @@ a module imports its SDK only when an adapter is made.
 from __future__ import annotations
 
 from toolbridge.agent.adapters.anthropic import AnthropicModel
+from toolbridge.agent.adapters.bedrock import BedrockModel
 from toolbridge.agent.adapters.gemini import GeminiModel
 from toolbridge.agent.adapters.ollama import OllamaModel
 from toolbridge.agent.adapters.openai_chat import OpenAIChatModel
@@ -17,6 +18,7 @@ from toolbridge.agent.adapters.openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
+    "BedrockModel",
     "GeminiModel",
     "OllamaModel",
     "OpenAIChatModel",
