@@ -12,6 +12,15 @@ A second table measures ``eager_tools``: the model streams 5 read-only calls 20 
 apart; eager calls start while the rest of the turn streams, which helps when an early
 call is slower than what is left of the stream.
 
+Peers, each in its own virtual environment and process, run the same script (120
+turns, 5 parallel calls of an async ``echo`` tool, a scripted model) when their
+environment exists; make them once with::
+
+    python3.11 -m venv bench/.venvs/agent_pydantic_ai
+    bench/.venvs/agent_pydantic_ai/bin/pip install pydantic-ai-slim
+    python3.11 -m venv bench/.venvs/agent_openai_agents
+    bench/.venvs/agent_openai_agents/bin/pip install openai-agents
+
 Run: ``.venv/bin/python bench/agent_bench.py`` (prints two markdown tables).
 """
 
@@ -22,8 +31,11 @@ import itertools
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from toolbridge import ExecutionPolicy, ToolCallRequest, tool
@@ -130,6 +142,32 @@ async def paced_run(eager: bool, durations: list[int], turns: int = 5) -> float:
     return (time.perf_counter() - start) / turns * 1e3
 
 
+REPO = Path(__file__).resolve().parent.parent
+PEERS = (
+    ("pydantic-ai Agent (FunctionModel)", "agent_pydantic_ai", "peer_pydantic_ai.py"),
+    ("OpenAI Agents SDK Runner (scripted Model)", "agent_openai_agents", "peer_openai_agents.py"),
+)
+
+
+def peer_rows() -> list[tuple[str, float, float, float]]:
+    """The peers whose environments exist, each run in its own process, in turn."""
+    rows = []
+    for label, venv, script in PEERS:
+        python = REPO / "bench" / ".venvs" / venv / "bin" / "python"
+        if not python.exists():
+            print(f"(skipped {label}: no {python.relative_to(REPO)})", file=sys.stderr)
+            continue
+        done = subprocess.run(
+            [str(python), str(REPO / "bench" / "agent" / script)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        numbers = json.loads(done.stdout)
+        rows.append((label, numbers["early"], numbers["late"], numbers["late"] / numbers["early"]))
+    return rows
+
+
 def main() -> None:
     rows = []
     for label, model_class in (
@@ -141,6 +179,7 @@ def main() -> None:
         early = statistics.median(s[0] for s in samples)
         late = statistics.median(s[1] for s in samples)
         rows.append((label, early, late, late / early))
+    rows += peer_rows()
     print(
         f"Python {platform.python_version()}, {platform.processor() or platform.machine()}, "
         f"{TURNS} turns x {CALLS} parallel calls, median of {REPEATS} runs"
