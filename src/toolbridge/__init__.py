@@ -4,7 +4,9 @@ Find the tool, turn the model's raw arguments into typed, validated ones, run th
 call safely, and hand every outcome back as a well-formed tool result.
 """
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
 from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import (
@@ -54,6 +56,26 @@ from toolbridge.tool import (
     tool_parameters,
 )
 
+if TYPE_CHECKING:
+    from toolbridge.agent import AgentRunner, ApprovalDecision, RunResult, RunState, StopReason
+
+# The agent loop pulls in every provider format; it is imported on first use so that
+# `import toolbridge` stays as light as the call path needs.
+_LAZY = {
+    name: "toolbridge.agent"
+    for name in ("AgentRunner", "ApprovalDecision", "RunResult", "RunState", "StopReason")
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolbridge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __version__ = "0.1.0"
 
 # A library logs and lets the application decide where it goes: without this, Python's
@@ -63,6 +85,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "PAGE_METADATA_KEY",
     "SAVED_METADATA_KEY",
+    "AgentRunner",
+    "ApprovalDecision",
     "ApprovalRequest",
     "ArgumentIssue",
     "ArgumentsError",
@@ -82,6 +106,9 @@ __all__ = [
     "PreparedCall",
     "Repair",
     "ResultStore",
+    "RunResult",
+    "RunState",
+    "StopReason",
     "TextBlock",
     "Tool",
     "ToolBatch",

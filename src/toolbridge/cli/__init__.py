@@ -15,6 +15,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
     ) from exc
 
+from toolbridge.cli import agent as _agent  # noqa: F401  (registers its commands)
 from toolbridge.cli import journal as _journal  # noqa: F401  (registers its commands)
 from toolbridge.cli import mcp as _mcp  # noqa: F401  (registers its commands)
 from toolbridge.cli import skills as _skills  # noqa: F401  (registers its commands)

@@ -1,0 +1,134 @@
+"""Anthropic Messages over the official ``anthropic`` SDK.
+
+Definitions, the assistant turn (thinking and redacted-thinking blocks replayed with
+their signatures), results and the stream go through `toolbridge.formats.anthropic`;
+this module calls the SDK, reads the display deltas and usage, and maps the errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import anthropic as anthropic_format
+
+__all__ = ["AnthropicModel"]
+
+DEFAULT_MAX_TOKENS = 4096
+"""Anthropic requires an output limit; this one applies when `ModelSettings` has none."""
+
+
+def _usage(usage: Any) -> Usage | None:
+    if not isinstance(usage, dict):
+        return None
+    return Usage(
+        int(usage.get("input_tokens") or 0),
+        int(usage.get("output_tokens") or 0),
+        int(usage.get("cache_read_input_tokens") or 0),
+        1,
+    )
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    kind = data.get("type")
+    if kind == "content_block_delta":
+        delta = data.get("delta") or {}
+        if delta.get("type") == "text_delta":
+            return str(delta.get("text") or ""), "", None
+        if delta.get("type") == "thinking_delta":
+            return "", str(delta.get("thinking") or ""), None
+    elif kind == "message_start":
+        message = data.get("message") or {}
+        return "", "", _usage(message.get("usage") if isinstance(message, dict) else None)
+    elif kind == "message_delta":
+        return "", "", _usage(data.get("usage"))
+    return "", "", None
+
+
+class AnthropicModel:
+    """A Claude model. Pass `client` (an ``anthropic.AsyncAnthropic`` you built) or let it
+    build one from the environment (``ANTHROPIC_API_KEY``). The run's instructions go
+    to ``system``; `ModelSettings.extra` passes options such as ``thinking`` as is.
+    """
+
+    format = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError:
+            raise missing_sdk("anthropic", "anthropic") from None
+        self._anthropic = anthropic
+        if client is None:
+            try:
+                client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url)
+            except anthropic.AnthropicError as exc:
+                raise ModelAuthenticationError(
+                    f"cannot make an Anthropic client: {exc} (set ANTHROPIC_API_KEY or pass "
+                    "client=)"
+                ) from None
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``messages.create`` (rendered incrementally)."""
+        messages = list(request.cache.messages(self.format, request.messages, self._render))
+        settings = request.settings
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": settings.max_tokens or self.max_tokens,
+            "stream": True,
+        }
+        if request.instructions:
+            kwargs["system"] = request.instructions
+        tools = request.cache.definitions(self.format, request.tools, anthropic_format.definitions)
+        if tools:
+            kwargs["tools"] = tools
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        kwargs.update(settings.extra)
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        anthropic = self._anthropic
+        driver = StreamDriver(
+            anthropic_format.AnthropicStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            stream = await self.client.messages.create(**self.request_kwargs(request))
+            async for event in drive(driver, stream):
+                yield event
+        except anthropic.APIConnectionError as exc:
+            raise ModelConnectionError(f"cannot reach the Anthropic API: {exc}", cause=exc) from exc
+        except anthropic.APIStatusError as exc:
+            raise error_for_status(exc.status_code, exc.message, exc) from exc
+        except anthropic.APIError as exc:
+            raise error_for_status(None, exc.message, exc) from exc

@@ -1,0 +1,168 @@
+"""AWS Bedrock Converse over the official ``boto3`` SDK (``converse_stream``).
+
+boto3 is synchronous, so the request and each stream event are awaited in a worker
+thread; the event loop never blocks. Definitions, the assistant turn (reasoning blocks
+replayed), tool results and the stream go through `toolbridge.formats.bedrock`; this
+module calls the SDK, reads the display deltas and usage, merges consecutive same-role
+messages (Converse requires the roles to alternate), and maps the errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelError,
+    RateLimitError,
+)
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import bedrock as bedrock_format
+
+__all__ = ["BedrockModel"]
+
+_END = object()
+_STATUS_BY_CODE = {"ThrottlingException": 429, "ServiceUnavailableException": 503}
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    delta_event = data.get("contentBlockDelta")
+    if isinstance(delta_event, dict):
+        delta = delta_event.get("delta") or {}
+        text = delta.get("text")
+        reasoning = (delta.get("reasoningContent") or {}).get("text")
+        return (
+            text if isinstance(text, str) else "",
+            reasoning if isinstance(reasoning, str) else "",
+            None,
+        )
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("usage"), dict):
+        usage = metadata["usage"]
+        return (
+            "",
+            "",
+            Usage(
+                int(usage.get("inputTokens") or 0),
+                int(usage.get("outputTokens") or 0),
+                int(usage.get("cacheReadInputTokens") or 0),
+                1,
+            ),
+        )
+    return "", "", None
+
+
+def merge_roles(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive messages of one role as one message (their content lists joined)."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1] = {**merged[-1], "content": [*merged[-1]["content"], *message["content"]]}
+        else:
+            merged.append(message)
+    return merged
+
+
+async def _events(stream: Any) -> AsyncIterator[Any]:
+    """The EventStream's events, each read in a worker thread."""
+    iterator: Iterator[Any] = iter(stream)
+    try:
+        while True:
+            event = await asyncio.to_thread(next, iterator, _END)
+            if event is _END:
+                return
+            yield event
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+class BedrockModel:
+    """A model on Bedrock. Pass `client` (a boto3 ``bedrock-runtime`` client you built:
+    credentials, region, endpoint and retries are its own) or let it build one from the
+    environment (`region` overrides the default region).
+    """
+
+    format = "bedrock"
+
+    def __init__(self, model: str, *, client: Any = None, region: str | None = None) -> None:
+        try:
+            import boto3
+            import botocore.exceptions
+        except ImportError:
+            raise missing_sdk("boto3", "bedrock") from None
+        self._botocore = botocore.exceptions
+        self.client = client or boto3.client("bedrock-runtime", region_name=region)
+        self.model = model
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``converse_stream`` (rendered incrementally)."""
+        rendered = request.cache.messages(self.format, request.messages, self._render)
+        kwargs: dict[str, Any] = {"modelId": self.model, "messages": merge_roles(rendered)}
+        if request.instructions:
+            kwargs["system"] = [{"text": request.instructions}]
+        tools = request.cache.definitions(self.format, request.tools, bedrock_format.definitions)
+        if tools:
+            kwargs["toolConfig"] = {"tools": tools}
+        settings = request.settings
+        inference: dict[str, Any] = {}
+        if settings.max_tokens is not None:
+            inference["maxTokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            inference["temperature"] = settings.temperature
+        if inference:
+            kwargs["inferenceConfig"] = inference
+        kwargs.update(settings.extra)
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        errors = self._botocore
+        driver = StreamDriver(
+            bedrock_format.BedrockStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            response = await asyncio.to_thread(
+                self.client.converse_stream, **self.request_kwargs(request)
+            )
+            async for event in drive(driver, _events(response["stream"])):
+                yield event
+        except errors.ClientError as exc:
+            raise self._client_error(exc) from exc
+        except errors.EventStreamError as exc:  # an error event inside the stream
+            raise self._client_error(exc) from exc
+        except errors.NoCredentialsError as exc:
+            raise ModelAuthenticationError(
+                f"no AWS credentials for Bedrock: {exc}", cause=exc
+            ) from exc
+        except (errors.EndpointConnectionError, errors.ConnectionClosedError) as exc:
+            raise ModelConnectionError(f"cannot reach Bedrock: {exc}", cause=exc) from exc
+
+    def _client_error(self, exc: Any) -> ModelError:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or "")
+        message = f"{code}: {error.get('Message') or exc}"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        status = _STATUS_BY_CODE.get(code, status)
+        if code == "ThrottlingException":
+            return RateLimitError(f"the model call failed (HTTP 429): {message}", status=429)
+        return error_for_status(status, message, exc)

@@ -1,0 +1,130 @@
+"""Gemini over the official ``google-genai`` SDK (``generate_content_stream``).
+
+Definitions, contents (thought signatures replayed with their parts), function
+responses and the stream go through `toolbridge.formats.gemini`; this module calls the
+SDK, reads the display deltas and usage, and maps the errors. The SDK takes the
+wire's camelCase dicts as they are, signatures included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import gemini as gemini_format
+
+__all__ = ["GeminiModel"]
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    text: list[str] = []
+    thought: list[str] = []
+    for candidate in (data.get("candidates") or ())[:1]:
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        for part in (content or {}).get("parts") or ():
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                (thought if part.get("thought") else text).append(part["text"])
+    usage = None
+    meta = data.get("usageMetadata")
+    if isinstance(meta, dict):
+        usage = Usage(
+            int(meta.get("promptTokenCount") or 0),
+            int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0),
+            int(meta.get("cachedContentTokenCount") or 0),
+            1,
+        )
+    return "".join(text), "".join(thought), usage
+
+
+class GeminiModel:
+    """A Gemini model. Pass `client` (a ``google.genai.Client`` you built, Vertex AI
+    included) or let it build one from the environment (``GEMINI_API_KEY`` /
+    ``GOOGLE_API_KEY``); `base_url` points it elsewhere. Instructions go to
+    ``system_instruction``.
+    """
+
+    format = "gemini"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        json_schema: bool | None = None,
+    ) -> None:
+        try:
+            import httpx
+            from google import genai
+            from google.genai import errors, types
+        except ImportError:
+            raise missing_sdk("google-genai", "gemini") from None
+        self._errors = errors
+        self._types = types
+        self._transport_error = httpx.TransportError
+        if client is None:
+            options = types.HttpOptions(base_url=base_url) if base_url else None
+            try:
+                client = genai.Client(api_key=api_key, http_options=options)
+            except ValueError as exc:
+                raise ModelAuthenticationError(
+                    f"cannot make a Gemini client: {exc} (set GEMINI_API_KEY or pass client=)"
+                ) from None
+        self.client = client
+        self.model = model
+        self.json_schema = json_schema
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``aio.models.generate_content_stream``."""
+        contents = list(request.cache.messages(self.format, request.messages, self._render))
+        config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
+        if request.instructions:
+            config["system_instruction"] = request.instructions
+        tools = request.cache.definitions(
+            (self.format, self.json_schema),
+            request.tools,
+            lambda registry: gemini_format.definitions(registry, json_schema=self.json_schema),
+        )
+        if tools:
+            config["tools"] = tools
+        settings = request.settings
+        if settings.max_tokens is not None:
+            config["max_output_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            config["temperature"] = settings.temperature
+        config.update(settings.extra)
+        return {"model": self.model, "contents": contents, "config": config}
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        driver = StreamDriver(
+            gemini_format.GeminiStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            stream = await self.client.aio.models.generate_content_stream(
+                **self.request_kwargs(request)
+            )
+            async for event in drive(driver, stream):
+                yield event
+        except self._errors.APIError as exc:
+            raise error_for_status(exc.code, str(exc.message or exc), exc) from exc
+        except self._transport_error as exc:
+            raise ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc) from exc

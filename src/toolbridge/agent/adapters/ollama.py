@@ -1,0 +1,114 @@
+"""Ollama's native ``/api/chat`` over the official ``ollama`` SDK (NDJSON streaming).
+
+Definitions, the assistant turn (``thinking`` replayed), results and the stream go
+through `toolbridge.formats.ollama`; this module calls the SDK, reads the display
+deltas and usage (``prompt_eval_count`` / ``eval_count``), and maps the errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import ModelConnectionError
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import ollama as ollama_format
+
+__all__ = ["OllamaModel"]
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    message = data.get("message") or {}
+    text = message.get("content") if isinstance(message, dict) else None
+    thinking = message.get("thinking") if isinstance(message, dict) else None
+    usage = None
+    if data.get("done"):
+        usage = Usage(int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0))
+    return (
+        text if isinstance(text, str) else "",
+        thinking if isinstance(thinking, str) else "",
+        usage,
+    )
+
+
+class OllamaModel:
+    """A model served by Ollama. Pass `client` (an ``ollama.AsyncClient``) or `host`
+    (default: the SDK's, ``OLLAMA_HOST`` or ``http://localhost:11434``). `think`
+    is Ollama's thinking switch, sent when not None.
+    """
+
+    format = "ollama"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        host: str | None = None,
+        think: bool | str | None = None,
+    ) -> None:
+        try:
+            import httpx
+            import ollama
+        except ImportError:
+            raise missing_sdk("ollama", "ollama") from None
+        self._ollama = ollama
+        self._transport_error = httpx.TransportError
+        self.client = client if client is not None else ollama.AsyncClient(host=host)
+        self.model = model
+        self.think = think
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``AsyncClient.chat`` (rendered incrementally)."""
+        messages = request.cache.messages(self.format, request.messages, self._render)
+        if request.instructions:
+            messages = [{"role": "system", "content": request.instructions}, *messages]
+        else:
+            messages = list(messages)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
+        tools = request.cache.definitions(self.format, request.tools, ollama_format.definitions)
+        if tools:
+            kwargs["tools"] = tools
+        if self.think is not None:
+            kwargs["think"] = self.think
+        settings = request.settings
+        options: dict[str, Any] = {}
+        if settings.max_tokens is not None:
+            options["num_predict"] = settings.max_tokens
+        if settings.temperature is not None:
+            options["temperature"] = settings.temperature
+        if options:
+            kwargs["options"] = options
+        kwargs.update(settings.extra)
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        ollama = self._ollama
+        driver = StreamDriver(
+            ollama_format.OllamaStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            stream = await self.client.chat(**self.request_kwargs(request))
+            async for event in drive(driver, stream):
+                yield event
+        except ollama.ResponseError as exc:
+            status = exc.status_code if exc.status_code and exc.status_code > 0 else None
+            raise error_for_status(status, exc.error, exc) from exc
+        except (ConnectionError, self._transport_error) as exc:
+            raise ModelConnectionError(f"cannot reach Ollama: {exc}", cause=exc) from exc

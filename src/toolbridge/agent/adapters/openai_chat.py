@@ -1,0 +1,150 @@
+"""OpenAI Chat Completions over the official ``openai`` SDK (any OpenAI-compatible
+``base_url``: vLLM, Ollama's /v1, LM Studio, llama.cpp server, OpenRouter).
+
+Definitions, the assistant turn, results and the stream all go through
+`toolbridge.formats.openai_chat`; this module only calls the SDK, reads the display
+deltas and the usage, and maps the SDK's errors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import openai_chat
+
+__all__ = ["OpenAIChatModel"]
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    text, reasoning = "", ""
+    for choice in data.get("choices") or ():
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            delta = choice.get("delta") or {}
+            if isinstance(delta, dict):
+                content = delta.get("content")
+                text = content if isinstance(content, str) else ""
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                reasoning = thought if isinstance(thought, str) else ""
+    return text, reasoning, _usage(data)
+
+
+def _usage(data: Mapping[str, Any]) -> Usage | None:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(cached or 0),
+        1,
+    )
+
+
+class OpenAIChatModel:
+    """A Chat Completions model. Pass `client` (an ``openai.AsyncOpenAI`` you built) or
+    let it build one from the environment (``OPENAI_API_KEY``, `base_url`).
+
+    `strict` is `openai_chat.definitions`' option. `system_role` is ``"system"`` or
+    ``"developer"``. `max_tokens_param` names the output limit sent from
+    `ModelSettings.max_tokens` (``max_tokens`` for servers that predate
+    ``max_completion_tokens``).
+    """
+
+    format = "openai_chat"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        strict: bool | None = False,
+        system_role: str = "system",
+        max_tokens_param: str = "max_completion_tokens",
+        stream_usage: bool = True,
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise missing_sdk("openai", "openai") from None
+        self._openai = openai
+        if client is None:
+            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+                api_key = "not-needed"  # local OpenAI-compatible servers take any key
+            try:
+                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
+            except openai.OpenAIError as exc:
+                raise ModelAuthenticationError(
+                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
+                    "client= or base_url=)"
+                ) from None
+        self.client = client
+        self.model = model
+        self.strict = strict
+        self.system_role = system_role
+        self.max_tokens_param = max_tokens_param
+        self.stream_usage = stream_usage
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``chat.completions.create`` (rendered incrementally)."""
+        messages = request.cache.messages(self.format, request.messages, self._render)
+        if request.instructions:
+            messages = [{"role": self.system_role, "content": request.instructions}, *messages]
+        else:
+            messages = list(messages)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
+        if self.stream_usage:
+            kwargs["stream_options"] = {"include_usage": True}
+        tools = request.cache.definitions(
+            (self.format, self.strict),
+            request.tools,
+            lambda registry: openai_chat.definitions(registry, strict=self.strict),
+        )
+        if tools:
+            kwargs["tools"] = tools
+        settings = request.settings
+        if settings.max_tokens is not None:
+            kwargs[self.max_tokens_param] = settings.max_tokens
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        kwargs.update(settings.extra)
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        openai = self._openai
+        driver = StreamDriver(
+            openai_chat.OpenAIChatStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            stream = await self.client.chat.completions.create(**self.request_kwargs(request))
+            async for event in drive(driver, stream):
+                yield event
+        except openai.APIConnectionError as exc:
+            raise ModelConnectionError(f"cannot reach the model server: {exc}", cause=exc) from exc
+        except openai.APIStatusError as exc:
+            raise error_for_status(exc.status_code, exc.message, exc) from exc
+        except openai.APIError as exc:
+            raise error_for_status(None, exc.message, exc) from exc

@@ -1,0 +1,148 @@
+"""OpenAI Responses over the official ``openai`` SDK.
+
+Definitions, input items (reasoning items replayed as received, ``function_call``
+items with their ``fc_`` ids), ``function_call_output`` items and the stream go through
+`toolbridge.formats.openai_responses`; this module calls the SDK, reads the display
+deltas and usage, and maps the errors. ``stateless=True`` sends ``store: false`` and
+asks for encrypted reasoning content, which the next turn then replays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge.agent.adapters._common import (
+    Deltas,
+    StreamDriver,
+    drive,
+    error_for_status,
+    missing_sdk,
+)
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.events import ModelEvent
+from toolbridge.agent.messages import Usage
+from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.formats import openai_responses
+
+__all__ = ["OpenAIResponsesModel"]
+
+_REASONING_DELTAS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+
+
+def _deltas(data: dict[str, Any]) -> Deltas:
+    kind = data.get("type")
+    if kind == "response.output_text.delta":
+        return str(data.get("delta") or ""), "", None
+    if kind in _REASONING_DELTAS:
+        return "", str(data.get("delta") or ""), None
+    if kind in ("response.completed", "response.incomplete"):
+        response = data.get("response") or {}
+        usage = response.get("usage") if isinstance(response, dict) else None
+        if isinstance(usage, dict):
+            details = usage.get("input_tokens_details") or {}
+            cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+            return (
+                "",
+                "",
+                Usage(
+                    int(usage.get("input_tokens") or 0),
+                    int(usage.get("output_tokens") or 0),
+                    int(cached or 0),
+                    1,
+                ),
+            )
+    if kind in ("response.failed", "error"):
+        response = data.get("response") or {}
+        error = (response.get("error") if isinstance(response, dict) else None) or data
+        message = error.get("message") if isinstance(error, dict) else None
+        raise error_for_status(None, str(message or "the response failed"), None)
+    return "", "", None
+
+
+class OpenAIResponsesModel:
+    """A model behind the Responses API. Pass `client` (an ``openai.AsyncOpenAI``) or
+    let it build one from the environment. Instructions go to ``instructions``.
+    """
+
+    format = "openai_responses"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        strict: bool | None = False,
+        stateless: bool = False,
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise missing_sdk("openai", "openai") from None
+        self._openai = openai
+        if client is None:
+            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+                api_key = "not-needed"
+            try:
+                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
+            except openai.OpenAIError as exc:
+                raise ModelAuthenticationError(
+                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
+                    "client= or base_url=)"
+                ) from None
+        self.client = client
+        self.model = model
+        self.strict = strict
+        self.stateless = stateless
+
+    def _render(self, message: Any) -> list[dict[str, Any]]:
+        return render_message(message, self.format)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``responses.create`` (rendered incrementally)."""
+        items = list(request.cache.messages(self.format, request.messages, self._render))
+        kwargs: dict[str, Any] = {"model": self.model, "input": items, "stream": True}
+        if request.instructions:
+            kwargs["instructions"] = request.instructions
+        tools = request.cache.definitions(
+            (self.format, self.strict),
+            request.tools,
+            lambda registry: openai_responses.definitions(registry, strict=self.strict),
+        )
+        if tools:
+            kwargs["tools"] = tools
+        if self.stateless:
+            kwargs["store"] = False
+            kwargs["include"] = ["reasoning.encrypted_content"]
+        settings = request.settings
+        if settings.max_tokens is not None:
+            kwargs["max_output_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        kwargs.update(settings.extra)
+        return kwargs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        openai = self._openai
+        driver = StreamDriver(
+            openai_responses.OpenAIResponsesStream(id_salt=f"turn{request.turn}"),
+            format=self.format,
+            model=self.model,
+            turn=request.turn,
+            deltas=_deltas,
+        )
+        try:
+            stream = await self.client.responses.create(**self.request_kwargs(request))
+            async for event in drive(driver, stream):
+                yield event
+        except openai.APIConnectionError as exc:
+            raise ModelConnectionError(f"cannot reach the model server: {exc}", cause=exc) from exc
+        except openai.APIStatusError as exc:
+            raise error_for_status(exc.status_code, exc.message, exc) from exc
+        except openai.APIError as exc:
+            raise error_for_status(None, exc.message, exc) from exc

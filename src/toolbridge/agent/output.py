@@ -1,0 +1,98 @@
+"""Structured output: the run's answer validated into a pydantic model (or any type
+pydantic validates: a TypedDict, a dataclass, ``list[int]``).
+
+The model delivers the answer by calling a ``final_result`` tool whose parameters are
+the output type's JSON Schema, so it works on every provider. The call goes through the
+registry and executor like any other: the schema is checked and cast by the registry,
+then pydantic validates (`convert_arguments`), and a failure goes back to the model as
+an invalid-arguments error with the path of each problem. A plain-text answer is
+accepted when it is JSON that validates; otherwise the model is told to call the tool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from toolbridge.calls import ToolCallRequest, decode_arguments
+from toolbridge.schema import freeze
+from toolbridge.tool import Tool
+
+__all__ = ["FINAL_RESULT", "FinalResultTool", "OutputSpec"]
+
+FINAL_RESULT = "final_result"
+_WRAP_KEY = "result"
+
+
+class OutputSpec:
+    """The output type, its JSON Schema as tool parameters, and validation both ways."""
+
+    def __init__(self, output_type: Any, *, tool_name: str = FINAL_RESULT) -> None:
+        self.output_type = output_type
+        self.adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        self.tool_name = tool_name
+        schema = self.adapter.json_schema()
+        self.wrapped = schema.get("type") != "object"
+        if self.wrapped:  # tools take objects: a scalar or list goes under "result"
+            defs = schema.pop("$defs", None)
+            schema = {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
+            if defs:
+                schema["$defs"] = defs
+        self.parameters = schema
+
+    def validate_arguments(self, arguments: Mapping[str, Any]) -> Any:
+        """The typed value from the tool's arguments; pydantic's ValidationError if not."""
+        data = arguments[_WRAP_KEY] if self.wrapped else dict(arguments)
+        return self.adapter.validate_python(data)
+
+    def from_call(self, call: ToolCallRequest) -> Any:
+        """The typed value of an accepted ``final_result`` call (decoded from the call)."""
+        arguments = call.arguments
+        if isinstance(arguments, str):
+            arguments = decode_arguments(arguments)
+        return self.validate_arguments(arguments)
+
+    def from_text(self, text: str) -> tuple[Any, str | None]:
+        """A plain-text answer as the typed value, or None and what was wrong."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None, f"the answer is not JSON; call the {self.tool_name} tool with it"
+        try:
+            if self.wrapped and not (isinstance(data, dict) and _WRAP_KEY in data):
+                return self.adapter.validate_python(data), None
+            return self.validate_arguments(data), None
+        except (ValidationError, KeyError, TypeError) as exc:
+            return None, f"the answer does not match the required schema: {exc}"
+
+    def dump(self, value: Any) -> Any:
+        """The value as JSON data."""
+        return self.adapter.dump_python(value, mode="json")
+
+    def tool(self) -> FinalResultTool:
+        return FinalResultTool(self)
+
+
+class FinalResultTool(Tool):
+    """The tool the model calls with its final answer; validated by pydantic."""
+
+    read_only = True
+
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+        self.name = spec.tool_name
+        self.description = (
+            "Give your final answer by calling this tool with it. Call it once, when you "
+            "are done, and only with arguments that match its schema."
+        )
+        self.parameters = freeze(spec.parameters)
+
+    def convert_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.spec.validate_arguments(args)  # a ValidationError refuses the call
+        return {}
+
+    async def execute(self, **kwargs: Any) -> str:
+        return "Final result received."

@@ -1,0 +1,647 @@
+"""`AgentRunner`: ask the model, run its calls through the executor, append the results,
+repeat until the model answers or a budget ends the run.
+
+The runner is a thin driver: the adapter owns the wire (through `toolbridge.formats`),
+the `ToolExecutor` owns how calls run (concurrency, timeouts, approval, loop guard,
+result caps). Each run gets its own executor and render cache, so one runner serves
+concurrent runs. `stream` yields typed events; `run` drains it; `run_sync` is for
+scripts. Every run ends with a `RunFinished` carrying an explicit `StopReason`, or
+raises a `ModelError` that carries the conversation and the state to resume from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from toolbridge.agent.errors import ModelError, ModelResponseError
+from toolbridge.agent.events import (
+    AgentEvent,
+    ModelResponse,
+    RunFinished,
+    ToolCallReady,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from toolbridge.agent.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultsMessage,
+    ToolReturn,
+    UserMessage,
+)
+from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings, RenderCache
+from toolbridge.agent.output import OutputSpec
+from toolbridge.agent.result import RunResult
+from toolbridge.agent.state import (
+    ApprovalDecision,
+    PendingCall,
+    RunState,
+    StopReason,
+    decisions_by_call,
+)
+from toolbridge.agent.tracing import run_tracer
+from toolbridge.calls import ToolCallRequest
+from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.function_tool import tool as function_tool
+from toolbridge.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.registry import ToolRegistry
+from toolbridge.skills import SkillSet
+from toolbridge.tool import Tool, ToolResult
+
+__all__ = ["AgentRunner"]
+
+logger = logging.getLogger(__name__)
+
+RunInput = str | Sequence[Message] | RunState
+Decisions = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
+
+
+def _registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None) -> ToolRegistry:
+    if tools is None:
+        return ToolRegistry()
+    if isinstance(tools, ToolRegistry):
+        return tools
+    items: list[Tool] = []
+    for item in tools:
+        if isinstance(item, Tool):
+            items.append(item)
+        elif callable(item):
+            items.append(function_tool(item))
+        else:
+            raise TypeError(
+                f"tools must be a ToolRegistry or Tool objects and functions, got "
+                f"{type(item).__name__}"
+            )
+    return ToolRegistry(items)
+
+
+def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
+    """A result for a call the runner did not hand to the executor (cut off, budget)."""
+    error = ToolError(ErrorKind.CANCELLED, message, hint)
+    return ToolReturn(call, ToolResult.error(error))
+
+
+class _Run:
+    """The mutable state of one run (never shared between runs)."""
+
+    def __init__(self, state: RunState, executor: ToolExecutor) -> None:
+        self.state = state
+        self.executor = executor
+        self.cache = RenderCache()
+        self.started = time.monotonic()
+        self.output_value: Any = None
+        self.output_failures = 0
+        self.span: Any = None
+        self.stop: StopReason | None = None
+
+    @property
+    def conversation(self) -> list[Message]:
+        return self.state.conversation
+
+
+class _EarlyCalls:
+    """The leading concurrency-safe calls of a turn, started while the model streams.
+
+    Only an unbroken prefix starts early: once a call that is not concurrency-safe
+    arrives, the rest wait for the end of the turn, keeping the executor's order.
+    """
+
+    def __init__(self, runner: AgentRunner, run: _Run) -> None:
+        self._runner = runner
+        self._run = run
+        self._open = True
+        self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
+
+    def offer(self, call: ToolCallRequest) -> bool:
+        """Start `call` now if it may; True when it started."""
+        tool = self._runner.registry.get(call.name) if isinstance(call.name, str) else None
+        if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
+            self._open = False
+            return False
+        self._tasks[call.id] = asyncio.create_task(self._runner._execute(self._run, [call]))
+        return True
+
+    async def outcomes(self) -> dict[str, ToolOutcome]:
+        results = {}
+        for call_id, task in self._tasks.items():
+            results[call_id] = (await task)[0]
+        self._tasks = {}
+        return results
+
+    async def cancel(self) -> dict[str, ToolOutcome]:
+        """Cancel the calls still running; the outcomes of those that had finished."""
+        for task in self._tasks.values():
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        done = {
+            call_id: task.result()[0]
+            for call_id, task in self._tasks.items()
+            if not task.cancelled() and task.exception() is None
+        }
+        self._tasks = {}
+        return done
+
+
+class AgentRunner:
+    """The agent loop over one model and one registry.
+
+    `model` is a `ModelAdapter` or a ``"provider:model"`` string. `tools` is a
+    `ToolRegistry` or tools and plain functions. `skills` adds the SkillSet's summary
+    to the instructions and its ``load_skill`` / ``read_skill_file`` tools to the
+    tools. Budgets: `max_turns` model turns, `max_tool_calls` calls, `max_total_tokens`
+    (from the provider's usage) and `deadline` seconds of wall-clock time per run (it
+    bounds waiting for the model; tools have their own timeouts in the policy).
+    `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
+    `RunResult.output_value`, given through a ``final_result`` tool; the model gets
+    `output_retries` more tries after a failed one. With OpenTelemetry configured (or
+    `tracer_provider` given), a run is an ``invoke_agent`` span with ``chat {model}``
+    and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
+    concurrency-safe calls while the model is still streaming the rest of the turn
+    (not with `max_tool_calls` or ``fail_on_tool_error``).
+    """
+
+    def __init__(
+        self,
+        model: ModelAdapter | str,
+        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None = None,
+        *,
+        instructions: str | None = None,
+        skills: SkillSet | None = None,
+        policy: ExecutionPolicy | None = None,
+        executor_factory: Callable[[ToolRegistry], ToolExecutor] | None = None,
+        settings: ModelSettings | None = None,
+        max_turns: int = 50,
+        max_tool_calls: int | None = None,
+        max_total_tokens: int | None = None,
+        deadline: float | None = None,
+        output_type: Any = None,
+        output_retries: int = 2,
+        tracer_provider: Any = None,
+        eager_tools: bool = False,
+    ) -> None:
+        if isinstance(model, str):
+            from toolbridge.agent.providers import model_from_string
+
+            model = model_from_string(model)
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if max_tool_calls is not None and max_tool_calls < 0:
+            raise ValueError(f"max_tool_calls must be >= 0 or None, got {max_tool_calls}")
+        if deadline is not None and deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds or None, got {deadline}")
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be >= 0, got {output_retries}")
+        self.model = model
+        registry = _registry_of(tools)
+        if skills is not None:
+            registry = ToolRegistry([*registry, *skills.tools()], context=registry.context)
+            summary = skills.summary()
+            if summary:
+                instructions = f"{instructions}\n\n{summary}" if instructions else summary
+        self.output = OutputSpec(output_type) if output_type is not None else None
+        if self.output is not None:
+            registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
+        self.output_retries = output_retries
+        self.registry = registry
+        self.instructions = instructions
+        self.policy = policy or ExecutionPolicy()
+        self._executor_factory = executor_factory or (
+            lambda r: ToolExecutor(r, self.policy, tracer_provider=tracer_provider)
+        )
+        self._tracer = run_tracer(tracer_provider)
+        # Starting calls early would conflict with a per-run call budget (the turn may
+        # turn out to exceed it) and with stop-at-first-failure; both turn it off.
+        self.eager_tools = (
+            eager_tools
+            and max_tool_calls is None
+            and self.policy.concurrency
+            and not self.policy.fail_on_tool_error
+        )
+        self.settings = settings or ModelSettings()
+        self.max_turns = max_turns
+        self.max_tool_calls = max_tool_calls
+        self.max_total_tokens = max_total_tokens
+        self.deadline = deadline
+
+    # --- entry points ---------------------------------------------------------------------
+
+    async def run(self, input: RunInput, *, decisions: Decisions = ()) -> RunResult:
+        """Run to the end (or a pause) and return the result."""
+        result: RunResult | None = None
+        async for event in self.stream(input, decisions=decisions):
+            if isinstance(event, RunFinished):
+                result = event.result
+        assert result is not None, "stream() always ends with RunFinished or raises"
+        return result
+
+    def run_sync(self, input: RunInput, *, decisions: Decisions = ()) -> RunResult:
+        """`run` for scripts: runs its own event loop (not from inside one)."""
+        return asyncio.run(self.run(input, decisions=decisions))
+
+    async def stream(
+        self, input: RunInput, *, decisions: Decisions = ()
+    ) -> AsyncIterator[AgentEvent]:
+        """Run and yield every event; the last one is `RunFinished`.
+
+        `input` is a prompt, a conversation (a list of messages), or a `RunState` to
+        continue (a paused run with `decisions` for its pending calls, or a finished
+        one followed by a new `UserMessage` added to its conversation).
+        """
+        state = self._initial_state(input)
+        run = _Run(state, self._executor_factory(self.registry))
+        tracer = self._tracer
+        if tracer is not None:
+            run.span = tracer.start_run(self.model.format, self.model.model)
+        error: BaseException | None = None
+        try:
+            if state.pending:
+                stop = None
+                async for event in self._resume_pending(run, decisions_by_call(decisions)):
+                    if isinstance(event, StopReason):
+                        stop = event
+                    else:
+                        yield event
+                if stop is not None:
+                    yield RunFinished(self._result(run, stop))
+                    return
+            elif decisions:
+                raise ValueError("decisions were given, but the run has no pending calls")
+            async for event in self._loop(run):
+                yield event
+        except ModelError as exc:
+            exc.conversation = list(run.conversation)
+            exc.state = run.state
+            error = exc
+            raise
+        except BaseException as exc:  # recorded on the span, then re-raised
+            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
+                error = exc
+            raise
+        finally:
+            if tracer is not None:
+                reason = run.stop.value if run.stop is not None else None
+                tracer.end(run.span, run.state.usage, stop_reason=reason, error=error)
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def _initial_state(self, input: RunInput) -> RunState:
+        if isinstance(input, RunState):
+            return RunState(
+                list(input.conversation),
+                list(input.pending),
+                list(input.settled),
+                input.turns,
+                input.tool_calls,
+                input.usage,
+            )
+        if isinstance(input, str):
+            return RunState([UserMessage(input)])
+        conversation = list(input)
+        for message in conversation:
+            if not isinstance(
+                message, SystemMessage | UserMessage | AssistantMessage | ToolResultsMessage
+            ):
+                raise TypeError(
+                    "a conversation is a list of SystemMessage, UserMessage, AssistantMessage "
+                    f"and ToolResultsMessage, got {type(message).__name__}"
+                )
+        return RunState(conversation)
+
+    def _remaining(self, run: _Run) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - (time.monotonic() - run.started)
+
+    async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
+        state = run.state
+        while True:
+            if state.turns >= self.max_turns:
+                yield RunFinished(self._result(run, StopReason.MAX_TURNS))
+                return
+            remaining = self._remaining(run)
+            if remaining is not None and remaining <= 0:
+                yield RunFinished(self._result(run, StopReason.DEADLINE))
+                return
+            turn = state.turns + 1  # counted once the model answered
+            response: ModelResponse | None = None
+            early = _EarlyCalls(self, run) if self.eager_tools else None
+            ran: dict[str, ToolOutcome] = {}
+            try:
+                async for event in self._model_turn(run, turn):
+                    if isinstance(event, ModelResponse):
+                        response = event
+                    elif event is None:  # the deadline passed while the model streamed
+                        yield RunFinished(self._result(run, StopReason.DEADLINE))
+                        return
+                    else:
+                        yield event
+                        if (
+                            early is not None
+                            and isinstance(event, ToolCallReady)
+                            and early.offer(event.call)
+                        ):
+                            yield ToolStarted(event.call, turn)
+                if response is not None and response.message.truncated and early is not None:
+                    ran = await early.cancel()  # finished ones keep their results
+            except BaseException:
+                if early is not None:
+                    await early.cancel()
+                raise
+            if response is None:
+                raise ModelResponseError(
+                    f"the model adapter {type(self.model).__name__} ended turn {turn} "
+                    "without a ModelResponse"
+                )
+            message, usage = response.message, response.usage
+            state.turns = turn
+            state.conversation.append(message)
+            state.usage = state.usage + usage
+            stop = self._after_turn(run, message, ran)
+            if stop is None and message.calls:
+                async for step in self._tools(run, turn, message.calls, early):
+                    if isinstance(step, StopReason):
+                        stop = step
+                    else:
+                        yield step
+            yield TurnFinished(turn, message, usage)
+            if stop is not None:
+                yield RunFinished(self._result(run, stop))
+                return
+            limit = self.max_total_tokens
+            if limit is not None and state.usage.total_tokens >= limit:
+                yield RunFinished(self._result(run, StopReason.TOKEN_BUDGET))
+                return
+
+    async def _model_turn(
+        self, run: _Run, turn: int
+    ) -> AsyncIterator[AgentEvent | ModelResponse | None]:
+        """The model's events for one turn; None when the deadline cut the turn off.
+
+        With a deadline, each event is awaited with the time left, so the timeout never
+        fires while the consumer holds an event.
+        """
+        request = ModelRequest(
+            self.instructions,
+            run.conversation,
+            self.registry,
+            self.settings,
+            run.cache,
+            turn,
+        )
+        events = aiter(self.model.stream(request))
+        tracer = self._tracer
+        chat = None
+        if tracer is not None:
+            chat = tracer.start_chat(run.span, self.model.format, self.model.model)
+        response: ModelResponse | None = None
+        error: BaseException | None = None
+        try:
+            while True:
+                remaining = self._remaining(run)
+                try:
+                    if remaining is None:
+                        event = await anext(events)
+                    else:
+                        event = await asyncio.wait_for(anext(events), max(remaining, 0))
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    left = self._remaining(run)
+                    if left is not None and left <= 0:
+                        logger.info("run deadline reached during model turn %d", turn)
+                        yield None
+                        return
+                    raise
+                if isinstance(event, ModelResponse):
+                    response = event
+                yield event
+        except BaseException as exc:  # recorded on the span, then re-raised
+            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
+                error = exc
+            raise
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+            if tracer is not None:
+                tracer.end(
+                    chat,
+                    response.usage if response is not None else None,
+                    finish_reason=response.message.finish_reason if response else None,
+                    error=error,
+                )
+
+    def _after_turn(
+        self, run: _Run, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
+    ) -> StopReason | None:
+        """Decide what the turn's calls may do: None runs them; a reason stops the run
+        (after answering the calls that will not run, so the history stays valid)."""
+        state = run.state
+        calls = message.calls
+        if message.truncated:
+            if calls:
+                state.tool_calls += len(ran)
+                state.conversation.append(
+                    ToolResultsMessage(
+                        tuple(
+                            ToolReturn(call, ran[call.id].result)
+                            if call.id in ran  # complete, started early (eager_tools)
+                            else _not_run(
+                                call,
+                                "not run: the response was cut off by the output token limit "
+                                "before this call was complete",
+                                "Write a shorter call, or split the work into smaller calls.",
+                            )
+                            for call in calls
+                        )
+                    )
+                )
+            return StopReason.MAX_TOKENS
+        if not calls:
+            return self._text_answer(run, message) if self.output is not None else StopReason.FINAL
+        limit = self.max_tool_calls
+        if limit is not None and state.tool_calls + len(calls) > limit:
+            state.conversation.append(
+                ToolResultsMessage(
+                    tuple(
+                        _not_run(
+                            call,
+                            f"not run: the run's budget of {limit} tool calls is spent",
+                            "Answer with what you have.",
+                        )
+                        for call in calls
+                    )
+                )
+            )
+            return StopReason.MAX_TOOL_CALLS
+        return None
+
+    def _text_answer(self, run: _Run, message: AssistantMessage) -> StopReason | None:
+        """With an output type, a text answer must be JSON of that type; else the model is
+        told what was wrong and asked again (None continues the run)."""
+        assert self.output is not None
+        value, problem = self.output.from_text(message.text)
+        if problem is None:
+            run.output_value = value
+            return StopReason.FINAL
+        return self._output_failed(run, problem)
+
+    def _output_failed(self, run: _Run, problem: str | None) -> StopReason | None:
+        run.output_failures += 1
+        if run.output_failures > self.output_retries:
+            return StopReason.OUTPUT_INVALID
+        if problem is not None:
+            run.conversation.append(UserMessage(f"Error: {problem}."))
+        return None
+
+    def _final_result(self, run: _Run, results: Sequence[ToolReturn]) -> StopReason | None:
+        """Whether this turn's ``final_result`` call (if any) ends the run."""
+        spec = self.output
+        assert spec is not None
+        finals = [ret for ret in results if ret.call.name == spec.tool_name]
+        if not finals:
+            return None
+        for ret in reversed(finals):
+            if not ret.result.is_error:
+                try:
+                    run.output_value = spec.from_call(ret.call)
+                except ValueError:
+                    continue
+                return StopReason.FINAL
+        return self._output_failed(run, None)  # the error result already says what is wrong
+
+    async def _tools(
+        self,
+        run: _Run,
+        turn: int,
+        calls: Sequence[ToolCallRequest],
+        early: _EarlyCalls | None = None,
+    ) -> AsyncIterator[AgentEvent | StopReason]:
+        """Run one turn's calls; append their results, or pause on pending approvals.
+
+        Calls started early (`eager_tools`) are awaited first, so the rest of the turn
+        starts after them, as it would within one executor batch.
+        """
+        state = run.state
+        state.tool_calls += len(calls)
+        started = await early.outcomes() if early is not None else {}
+        rest = [call for call in calls if call.id not in started]
+        for call in rest:
+            yield ToolStarted(call, turn)
+        later = iter(await self._execute(run, rest) if rest else [])
+        outcomes = [started[c.id] if c.id in started else next(later) for c in calls]
+        for outcome in outcomes:
+            yield ToolFinished(outcome, turn)
+        stop = self._settle(run, calls, outcomes)
+        if stop is not None:
+            yield stop
+
+    async def _execute(self, run: _Run, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
+        """The executor's outcomes for `calls`, with the run's span current if tracing."""
+        if self._tracer is None:
+            return list(await run.executor.run(calls))
+        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls)))
+
+    def _settle(
+        self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
+    ) -> StopReason | None:
+        """File a batch's outcomes: pending ones pause the run, the rest join `settled`;
+        once nothing is pending the turn's results go into the conversation in call order."""
+        state = run.state
+        for outcome in outcomes:
+            if outcome.status is OutcomeStatus.PENDING_APPROVAL:
+                assert outcome.approval is not None
+                state.pending.append(PendingCall.from_request(outcome.call, outcome.approval))
+            else:
+                state.settled.append(ToolReturn(outcome.call, outcome.result))
+        if state.pending:
+            return StopReason.APPROVAL_REQUIRED
+        last = state.conversation[-1]
+        assert isinstance(last, AssistantMessage)
+        by_id = {ret.call.id: ret for ret in state.settled}
+        results = tuple(by_id[call.id] for call in last.calls if call.id in by_id)
+        state.conversation.append(ToolResultsMessage(results))
+        state.settled = []
+        if any(outcome.fatal for outcome in outcomes):
+            return StopReason.TOOL_ERROR
+        if self.output is not None:
+            return self._final_result(run, results)
+        return None
+
+    async def _resume_pending(
+        self, run: _Run, decisions: dict[str, ApprovalDecision]
+    ) -> AsyncIterator[AgentEvent | StopReason]:
+        """Apply the decisions to the paused turn's pending calls and run the decided ones."""
+        state = run.state
+        pending_ids = {pending.call.id for pending in state.pending}
+        unknown = sorted(set(decisions) - pending_ids)
+        if unknown:
+            raise ValueError(
+                f"decisions for calls that are not pending: {unknown}; pending: "
+                f"{sorted(pending_ids)}"
+            )
+        decided: list[ToolCallRequest] = []
+        waiting: list[PendingCall] = []
+        for pending in state.pending:
+            decision = decisions.get(pending.call.id)
+            if decision is None:
+                waiting.append(pending)
+                continue
+            if decision.digest != pending.digest:
+                raise ValueError(
+                    f"the decision for call {pending.call.id!r} was made for other arguments "
+                    "(digest mismatch); show the user the pending call again and decide anew"
+                )
+            if decision.approved:
+                run.executor.approve(pending.outcome())
+            else:
+                run.executor.deny(pending.outcome(), decision.reason)
+            decided.append(pending.call)
+        state.pending = waiting
+        if not decided:
+            yield StopReason.APPROVAL_REQUIRED
+            return
+        turn = state.turns
+        for call in decided:
+            yield ToolStarted(call, turn)
+        outcomes = await self._execute(run, decided)
+        for outcome in outcomes:
+            yield ToolFinished(outcome, turn)
+        stop = self._settle(run, decided, outcomes)
+        if stop is not None:
+            yield stop
+
+    def _result(self, run: _Run, stop: StopReason) -> RunResult:
+        state = run.state
+        last = next(
+            (m for m in reversed(state.conversation) if isinstance(m, AssistantMessage)), None
+        )
+        snapshot = RunState(
+            list(state.conversation),
+            list(state.pending),
+            list(state.settled),
+            state.turns,
+            state.tool_calls,
+            state.usage,
+        )
+        run.stop = stop
+        logger.debug("run stopped: %s after %d turns", stop, state.turns)
+        return RunResult(
+            output=last.text if last is not None else "",
+            stop_reason=stop,
+            conversation=list(state.conversation),
+            usage=state.usage,
+            turns=state.turns,
+            tool_calls=state.tool_calls,
+            state=snapshot,
+            pending=tuple(state.pending),
+            output_value=run.output_value,
+        )

@@ -1,0 +1,207 @@
+"""What a run leaves behind: the stop reason, the calls waiting for approval, the decisions
+that answer them, and the JSON state that resumes a run in another process.
+
+A `PendingCall` carries the digest of the validated arguments the user was shown;
+`ApprovalDecision` repeats it, so a decision approves exactly that call and nothing
+else: a call whose arguments changed since needs a new decision.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolbridge.agent.messages import (
+    Message,
+    ToolReturn,
+    Usage,
+    message_from_json,
+    message_to_json,
+)
+from toolbridge.approval import ApprovalRequest, canonical_arguments
+from toolbridge.calls import ToolCallRequest
+from toolbridge.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.tool import ToolResult
+
+__all__ = [
+    "STATE_VERSION",
+    "ApprovalDecision",
+    "PendingCall",
+    "RunState",
+    "StopReason",
+]
+
+STATE_VERSION = 1
+
+
+class StopReason(enum.StrEnum):
+    """Why a run ended; every run ends with one."""
+
+    FINAL = "final"
+    """The model answered without calling a tool."""
+    MAX_TURNS = "max_turns"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_TOKENS = "max_tokens"
+    """A turn was cut off by the provider's output limit; its calls were not run."""
+    TOKEN_BUDGET = "token_budget"
+    """The run used more tokens than `max_total_tokens`."""
+    DEADLINE = "deadline"
+    APPROVAL_REQUIRED = "approval_required"
+    """Calls wait for the user: resume with decisions."""
+    TOOL_ERROR = "tool_error"
+    """A call failed under ``fail_on_tool_error``."""
+    OUTPUT_INVALID = "output_invalid"
+    """The model's structured answer failed validation more than `output_retries` times."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """The user's answer to one `PendingCall`; deny with a `reason` the model will read."""
+
+    call_id: str
+    digest: str
+    approved: bool
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "digest": self.digest,
+            "approved": self.approved,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ApprovalDecision:
+        return cls(
+            str(data["call_id"]),
+            str(data["digest"]),
+            bool(data["approved"]),
+            str(data.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A call that waits for approval: the model's call, the validated arguments the
+    user should see, and their digest (what a decision is bound to)."""
+
+    call: ToolCallRequest
+    tool_name: str
+    arguments: Mapping[str, Any]
+    digest: str
+
+    @classmethod
+    def from_request(cls, call: ToolCallRequest, request: ApprovalRequest) -> PendingCall:
+        arguments = json.loads(canonical_arguments(request.arguments))
+        return cls(call, request.tool_name, arguments, request.digest)
+
+    def approve(self) -> ApprovalDecision:
+        return ApprovalDecision(self.call.id, self.digest, True)
+
+    def deny(self, reason: str = "") -> ApprovalDecision:
+        return ApprovalDecision(self.call.id, self.digest, False, reason)
+
+    def request(self) -> ApprovalRequest:
+        """The executor's approval request for this call."""
+        return ApprovalRequest(self.call.id, self.tool_name, self.arguments, self.digest)
+
+    def outcome(self) -> ToolOutcome:
+        """The pending outcome the executor gave for this call, rebuilt (what
+        `ToolExecutor.approve` / `deny` take)."""
+        text = f"The call to {self.tool_name!r} needs the user's approval and has not run yet."
+        return ToolOutcome(
+            self.call, OutcomeStatus.PENDING_APPROVAL, ToolResult(text), approval=self.request()
+        )
+
+
+def _pending_to_json(pending: PendingCall) -> dict[str, Any]:
+    return {
+        "call_id": pending.call.id,
+        "tool_name": pending.tool_name,
+        "arguments": pending.arguments,
+        "digest": pending.digest,
+    }
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything needed to continue a run: the conversation, the paused turn's settled
+    results and pending calls, and the counters the budgets apply to.
+
+    `to_json` / `from_json` give plain JSON; pass the state back to
+    `AgentRunner.stream` / `run` (with `decisions=` when calls are pending).
+    """
+
+    conversation: list[Message]
+    pending: list[PendingCall] = field(default_factory=list)
+    settled: list[ToolReturn] = field(default_factory=list)
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON data (``json.dumps`` it to store it)."""
+        from toolbridge.agent.messages import ToolResultsMessage
+
+        settled = message_to_json(ToolResultsMessage(tuple(self.settled)))["results"]
+        return {
+            "version": STATE_VERSION,
+            "conversation": [message_to_json(message) for message in self.conversation],
+            "pending": [_pending_to_json(pending) for pending in self.pending],
+            "settled": settled,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "usage": self.usage.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> RunState:
+        """A state from `to_json`'s data or its JSON text; ValueError names what is off."""
+        from toolbridge.agent.messages import AssistantMessage, ToolResultsMessage
+
+        if isinstance(data, str):
+            data = json.loads(data)
+        if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
+            version = data.get("version") if isinstance(data, Mapping) else None
+            raise ValueError(
+                f"not a toolbridge run state of version {STATE_VERSION} (got version "
+                f"{version!r}); save states with RunState.to_json()"
+            )
+        conversation = [message_from_json(item) for item in data["conversation"]]
+        settled_message = message_from_json({"role": "tool", "results": data.get("settled", [])})
+        assert isinstance(settled_message, ToolResultsMessage)
+        calls: dict[str, ToolCallRequest] = {}
+        if conversation and isinstance(conversation[-1], AssistantMessage):
+            calls = {call.id: call for call in conversation[-1].calls}
+        pending = []
+        for item in data.get("pending", []):
+            call = calls.get(str(item["call_id"]))
+            if call is None:
+                raise ValueError(
+                    f"pending call {item['call_id']!r} is not a call of the conversation's "
+                    "last assistant message; the state was edited or truncated"
+                )
+            pending.append(
+                PendingCall(call, str(item["tool_name"]), item["arguments"], str(item["digest"]))
+            )
+        return cls(
+            conversation,
+            pending,
+            list(settled_message.results),
+            int(data.get("turns", 0)),
+            int(data.get("tool_calls", 0)),
+            Usage.from_json(data.get("usage", {})),
+        )
+
+
+def decisions_by_call(
+    decisions: Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision],
+) -> dict[str, ApprovalDecision]:
+    """Decisions keyed by call id (a list or a mapping given)."""
+    if isinstance(decisions, Mapping):
+        return {str(key): value for key, value in decisions.items()}
+    return {decision.call_id: decision for decision in decisions}

@@ -1,0 +1,262 @@
+"""``toolbridge agent``: run the agent loop over the workspace's tools from the terminal.
+
+Streams the answer, shows each call and its outcome as it happens, asks before every
+call of a tool that is not read-only (``--yes`` approves them all), prints the usage
+at the end. ``--json`` prints every event as one JSON line instead. Without a prompt
+it is an interactive session that keeps its history. A missing key, SDK or server is
+one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from toolbridge.agent import (
+    AgentEvent,
+    AgentRunner,
+    ApprovalDecision,
+    ModelError,
+    ReasoningDelta,
+    RunFinished,
+    RunResult,
+    RunState,
+    StopReason,
+    TextDelta,
+    ToolCallReady,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    UserMessage,
+    model_from_string,
+)
+from toolbridge.agent.state import PendingCall
+from toolbridge.approval import writes_need_approval
+from toolbridge.cli.app import (
+    AllowUnsandboxedOption,
+    ConfigOption,
+    ScopeOption,
+    VerboseOption,
+    WorkspaceOption,
+    app,
+    err,
+    out,
+    reporting,
+)
+from toolbridge.cli.loading import LoadOptions, load_tools
+from toolbridge.executor import ExecutionPolicy
+from toolbridge.jsontext import to_json_text
+from toolbridge.skills import SkillSet
+
+__all__ = ["agent_command", "event_json"]
+
+INSTRUCTIONS = (
+    "You are a careful assistant working in the user's workspace through tools. "
+    "Use the tools to look before you change anything, and say what you did."
+)
+
+
+def event_json(event: AgentEvent) -> dict[str, Any]:
+    """One event as the JSON object ``--json`` prints."""
+    data: dict[str, Any] = {"type": event.type}
+    if isinstance(event, TextDelta | ReasoningDelta):
+        data.update(text=event.text, turn=event.turn)
+    elif isinstance(event, ToolCallReady | ToolStarted):
+        call = event.call
+        data.update(turn=event.turn, id=call.id, name=call.name, arguments=call.arguments)
+    elif isinstance(event, ToolFinished):
+        outcome = event.outcome
+        data.update(
+            turn=event.turn,
+            id=outcome.call.id,
+            name=outcome.call.name,
+            status=outcome.status.value,
+            error_kind=outcome.kind.value if outcome.kind is not None else None,
+            result=outcome.result.text,
+        )
+    elif isinstance(event, TurnFinished):
+        data.update(turn=event.turn, usage=event.usage.to_json())
+    elif isinstance(event, RunFinished):
+        result = event.result
+        data.update(
+            stop_reason=result.stop_reason.value,
+            output=result.output,
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            usage=result.usage.to_json(),
+            pending=[
+                {"id": p.call.id, "name": p.tool_name, "arguments": dict(p.arguments)}
+                for p in result.pending
+            ],
+        )
+    return data
+
+
+class _Printer:
+    """Shows events as they come: the answer on stdout, calls and status on stderr."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self._midline = False
+
+    def show(self, event: AgentEvent) -> None:
+        if self.as_json:
+            out.print(to_json_text(event_json(event)), markup=False, highlight=False)
+            return
+        if isinstance(event, TextDelta):
+            out.print(event.text, end="", markup=False, highlight=False)
+            self._midline = not event.text.endswith("\n")
+            return
+        if self._midline:
+            out.print()
+            self._midline = False
+        if isinstance(event, ToolStarted):
+            arguments = event.call.arguments
+            shown = arguments if isinstance(arguments, str) else to_json_text(arguments)
+            err.print(f"[dim]-> {event.call.name}({shown[:200]})[/dim]", highlight=False)
+        elif isinstance(event, ToolFinished):
+            outcome = event.outcome
+            color = "green" if outcome.ok else "yellow"
+            first = outcome.result.text.split("\n", 1)[0][:200]
+            err.print(
+                f"[{color}]<- {outcome.call.name}: {outcome.status.value}[/{color}] "
+                f"[dim]{first}[/dim]",
+                highlight=False,
+                markup=True,
+            )
+        elif isinstance(event, RunFinished):
+            usage = event.result.usage
+            err.print(
+                f"[dim]{event.result.stop_reason.value}: {event.result.turns} turns, "
+                f"{event.result.tool_calls} tool calls, {usage.input_tokens} in / "
+                f"{usage.output_tokens} out tokens[/dim]"
+            )
+
+
+def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
+    decisions = []
+    for call in pending:
+        if yes:
+            decisions.append(call.approve())
+            continue
+        shown = json.dumps(dict(call.arguments), ensure_ascii=False)
+        if typer.confirm(f"Allow {call.tool_name}({shown})?", default=False, err=True):
+            decisions.append(call.approve())
+        else:
+            decisions.append(call.deny("the user declined this call"))
+    return decisions
+
+
+async def _turn(
+    runner: AgentRunner, input: str | RunState, printer: _Printer, yes: bool, as_json: bool
+) -> RunResult:
+    """One prompt to its end, answering approval pauses on the way."""
+    decisions: list[ApprovalDecision] = []
+    current: str | RunState = input
+    while True:
+        result: RunResult | None = None
+        async for event in runner.stream(current, decisions=decisions):
+            printer.show(event)
+            if isinstance(event, RunFinished):
+                result = event.result
+        assert result is not None
+        if result.stop_reason is not StopReason.APPROVAL_REQUIRED or (as_json and not yes):
+            return result
+        decisions = _decide(result.pending, yes)
+        current = result.state
+
+
+async def _session(
+    runner: AgentRunner, prompt: str | None, printer: _Printer, yes: bool, as_json: bool
+) -> RunResult | None:
+    if prompt is not None:
+        return await _turn(runner, prompt, printer, yes, as_json)
+    state: RunState | None = None
+    result = None
+    while True:
+        try:
+            line = await asyncio.to_thread(input, "> ")
+        except EOFError:
+            return result
+        if line.strip() in ("exit", "quit"):
+            return result
+        if not line.strip():
+            continue
+        if state is None:
+            current: str | RunState = line
+        else:
+            state.conversation.append(UserMessage(line))
+            current = state
+        result = await _turn(runner, current, printer, yes, as_json)
+        state = result.state
+
+
+@app.command("agent")
+def agent_command(
+    prompt: Annotated[
+        str | None, typer.Argument(help="What to do; leave out for an interactive session.")
+    ] = None,
+    *,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            envvar="TOOLBRIDGE_MODEL",
+            help="provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+            "ollama:qwen3.",
+        ),
+    ] = "openai:gpt-4.1-mini",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="The provider's endpoint (any OpenAI-compatible server with openai:).",
+        ),
+    ] = None,
+    workspace: WorkspaceOption = None,
+    scope: ScopeOption = "default",
+    config: ConfigOption = None,
+    verbose: VerboseOption = False,
+    allow_unsandboxed_exec: AllowUnsandboxedOption = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every call.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the events as JSON lines.")
+    ] = False,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
+    skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
+) -> None:
+    """Run the agent loop: the model calls the workspace's tools until it answers."""
+    root = (workspace or Path.cwd()).resolve()
+    try:
+        adapter = model_from_string(model, base_url=base_url)
+    except (ValueError, ImportError, ModelError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    with reporting(verbose):
+        registry = load_tools(
+            LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec)
+        ).registry
+    skill_set = SkillSet.discover(root) if skills else None
+    runner = AgentRunner(
+        adapter,
+        registry,
+        instructions=INSTRUCTIONS,
+        policy=ExecutionPolicy(approval=writes_need_approval),
+        skills=skill_set if skill_set is not None and len(skill_set) else None,
+        max_turns=max_turns,
+    )
+    printer = _Printer(as_json)
+    try:
+        result = asyncio.run(_session(runner, prompt, printer, yes, as_json))
+    except ModelError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if result is not None and result.stop_reason is StopReason.APPROVAL_REQUIRED:
+        raise typer.Exit(3)

@@ -1,0 +1,82 @@
+"""``toolbridge agent``: the command in a real subprocess against a scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def agent(
+    server_url: str, workspace: Path, *args: str, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_API_KEY": "test-key", "HOME": str(workspace.parent)}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *sys.path])
+    command = [sys.executable, "-m", "toolbridge", "agent", *args]
+    command += ["--model", "openai:gpt-test", "--base-url", f"{server_url}/v1"]
+    command += ["--workspace", str(workspace), "--no-skills"]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def test_json_events(server: ScriptedServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(
+        openai_chat_stream(calls=[("c1", "read_file", '{"path": "a.txt"}')]),
+        openai_chat_stream(text="It says alpha."),
+    )
+    done = agent(server.url, workspace, "What is in a.txt?", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "tool_call" and kinds[-1] == "run_finished"
+    finished = next(e for e in events if e["type"] == "tool_finished")
+    assert finished["name"] == "read_file" and finished["status"] == "ok"
+    assert "alpha" in finished["result"]
+    assert events[-1]["stop_reason"] == "final" and events[-1]["output"] == "It says alpha."
+    tools = [t["function"]["name"] for t in server.bodies()[0]["tools"]]
+    assert "read_file" in tools and "write_file" in tools
+
+
+def test_writes_ask_first_and_yes_approves(server: ScriptedServer, workspace: Path) -> None:
+    write = [("c1", "write_file", '{"path": "b.txt", "content": "beta"}')]
+    server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Declined."))
+    declined = agent(server.url, workspace, "Write b.txt", stdin="n\n")
+    assert declined.returncode == 0, declined.stderr
+    assert "Allow write_file" in declined.stderr
+    assert not (workspace / "b.txt").exists()
+    assert "declined" in server.bodies()[1]["messages"][-1]["content"]
+    assert declined.stdout.strip() == "Declined."
+
+    server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Written."))
+    approved = agent(server.url, workspace, "Write b.txt", "--yes")
+    assert approved.returncode == 0, approved.stderr
+    assert (workspace / "b.txt").read_text() == "beta"
+    assert "final: 2 turns, 1 tool calls" in approved.stderr
+
+
+def test_interactive_session_keeps_history(server: ScriptedServer, workspace: Path) -> None:
+    server.add(openai_chat_stream(text="Hello."), openai_chat_stream(text="Still here."))
+    done = agent(server.url, workspace, stdin="hi\nare you there?\n")
+    assert done.returncode == 0, done.stderr
+    assert "Hello." in done.stdout and "Still here." in done.stdout
+    second = server.bodies()[1]["messages"]
+    assert [(m["role"], m.get("content")) for m in second[1:]] == [
+        ("user", "hi"),
+        ("assistant", "Hello."),
+        ("user", "are you there?"),
+    ]
+
+
+def test_unreachable_server_is_one_line(workspace: Path) -> None:
+    done = agent("http://127.0.0.1:9", workspace, "hi")
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith("error: cannot reach the model server")
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,110 @@
+"""``eager_tools``: leading read-only calls start while the model still streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from toolbridge import ExecutionPolicy, ToolCallRequest, ToolRegistry, tool
+from toolbridge.agent import (
+    AgentRunner,
+    AssistantMessage,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolCallReady,
+    ToolResultsMessage,
+    ToolStarted,
+    Usage,
+)
+from toolbridge.agent.events import ModelEvent
+
+
+class SlowStream:
+    """Streams turn one's calls with a pause after each; turn two answers."""
+
+    format = "openai_chat"
+    model = "slow"
+
+    def __init__(self, calls: list[ToolCallRequest], *, truncated: bool = False) -> None:
+        self.calls = calls
+        self.truncated = truncated
+        self.log: list[str] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.turn > 1:
+            yield ModelResponse(AssistantMessage(text="done"), Usage())
+            return
+        for call in self.calls:
+            yield ToolCallReady(call, request.turn)
+            await asyncio.sleep(0.05)
+            self.log.append(f"streamed {call.id}")
+        message = AssistantMessage(
+            calls=tuple(self.calls), truncated=self.truncated, finish_reason="length"
+        )
+        yield ModelResponse(message, Usage())
+
+
+def registry(log: list[str]) -> ToolRegistry:
+    @tool(read_only=True)
+    async def look(key: str) -> str:
+        """Read something."""
+        log.append(f"look {key}")
+        return key
+
+    @tool
+    def change(key: str) -> str:
+        """Change something."""
+        log.append(f"change {key}")
+        return key
+
+    return ToolRegistry([look, change])
+
+
+def call(call_id: str, name: str) -> ToolCallRequest:
+    return ToolCallRequest(call_id, name, json.dumps({"key": call_id}))
+
+
+async def test_leading_read_only_calls_start_during_the_stream(workspace: Path) -> None:
+    model = SlowStream(
+        [call("a", "look"), call("b", "look"), call("c", "change"), call("d", "look")]
+    )
+    runner = AgentRunner(
+        model,
+        registry(model.log),
+        eager_tools=True,
+        policy=ExecutionPolicy(persist_results=False),
+    )
+    events = [event async for event in runner.stream("go")]
+    # a and b ran while the stream went on; c (a write) and d (after it) waited
+    assert model.log[:3] == ["look a", "streamed a", "look b"]
+    assert model.log.index("change c") > model.log.index("streamed d")
+    assert model.log.index("look d") > model.log.index("change c")
+    started = [e.call.id for e in events if isinstance(e, ToolStarted)]
+    assert started == ["a", "b", "c", "d"]
+    result = events[-1].result  # type: ignore[union-attr]
+    results = result.conversation[2]
+    assert isinstance(results, ToolResultsMessage)
+    assert [r.call.id for r in results.results] == ["a", "b", "c", "d"]
+    assert [r.result.content for r in results.results] == ["a", "b", "c", "d"]
+
+
+async def test_a_cut_off_turn_keeps_what_ran_and_runs_nothing_else(workspace: Path) -> None:
+    model = SlowStream([call("a", "look"), call("b", "change")], truncated=True)
+    runner = AgentRunner(model, registry(model.log), eager_tools=True)
+    result = await runner.run("go")
+    assert result.stop_reason is StopReason.MAX_TOKENS
+    assert "change b" not in model.log
+    last = result.conversation[-1]
+    assert isinstance(last, ToolResultsMessage)
+    assert last.results[0].result.content == "a"  # complete and read-only: it ran
+    assert "cut off" in last.results[1].result.text
+    assert result.tool_calls == 1
+
+
+def test_eager_tools_is_off_with_a_call_budget() -> None:
+    model = SlowStream([])
+    assert not AgentRunner(model, eager_tools=True, max_tool_calls=5).eager_tools
+    assert AgentRunner(model, eager_tools=True).eager_tools
