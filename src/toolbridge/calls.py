@@ -8,6 +8,7 @@ replaying stored history (`repair_arguments_for_replay`) and execution never use
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,8 @@ from typing import Any, Literal
 
 __all__ = [
     "ArgumentsDecodeError",
+    "NumberOverflowError",
+    "OverflowedNumber",
     "Repair",
     "ToolCallRequest",
     "decode_arguments",
@@ -23,6 +26,8 @@ __all__ = [
     "parse_tool_arguments",
     "repair_arguments_for_replay",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +91,32 @@ def _reject_constant(name: str) -> Any:
     raise ArgumentsDecodeError(f"{name} is not valid JSON; send a number or a string")
 
 
+class NumberOverflowError(ArgumentsDecodeError):
+    """A JSON number too large for a 64-bit float (``1e400``): valid grammar, no value."""
+
+
+class OverflowedNumber(float):
+    """An infinite float that remembers the JSON number text it overflowed from."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> OverflowedNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise ArgumentsDecodeError(f"the number {text[:40]} is too large for a float")
+        raise NumberOverflowError(f"the number {text[:40]} is too large for a float")
     return value
+
+
+def _any_float(text: str) -> float:
+    value = float(text)
+    return OverflowedNumber(text) if math.isinf(value) else value
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -109,12 +135,23 @@ _DECODER = json.JSONDecoder(
     parse_constant=_reject_constant,
     parse_float=_finite_float,
 )
+# The same, but numbers that overflow a float decode to `OverflowedNumber` (infinite), so
+# that the check after decoding can name the field that holds one.
+_KEEPING_OVERFLOW = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_reject_constant,
+    parse_float=_any_float,
+)
 
 
-def decode_arguments(text: str) -> Any:
-    """Decode one strict JSON value, or raise `ArgumentsDecodeError` saying what is wrong."""
+def decode_arguments(text: str, *, keep_overflow: bool = False) -> Any:
+    """Decode one strict JSON value, or raise `ArgumentsDecodeError` saying what is wrong.
+
+    A number too large for a float raises `NumberOverflowError`, unless `keep_overflow`
+    asks for it as an infinite `OverflowedNumber` (for a caller that reports its path).
+    """
     try:
-        return _DECODER.decode(text)
+        return (_KEEPING_OVERFLOW if keep_overflow else _DECODER).decode(text)
     except ArgumentsDecodeError:
         raise
     except json.JSONDecodeError as exc:
@@ -151,11 +188,33 @@ def parse_tool_arguments(raw: Any) -> Any:
     return raw
 
 
+# json-repair parses recursively and fails on deep nesting with RecursionError or
+# ValueError (about 150 levels of '[{"a":' is already too deep for it): text nested
+# deeper than this is not handed to it at all.
+REPLAY_REPAIR_MAX_DEPTH = 64
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def _bracket_depth(text: str) -> int:
+    """The deepest nesting of brackets outside strings (an unterminated string ends it)."""
+    depth = deepest = 0
+    for token in _BRACKET_OR_STRING.finditer(text):
+        char = token.group()[0]
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
 def repair_arguments_for_replay(raw: Any) -> dict[str, Any]:
     """Best-effort object for replaying stored history to a provider. Never for execution.
 
     Valid object text is decoded as is; anything else goes through json-repair (the
-    ``repair`` extra), and what still is not an object becomes ``{}``.
+    ``repair`` extra), and what still is not an object becomes ``{}``. Never raises for
+    any `raw`: text nested deeper than `REPLAY_REPAIR_MAX_DEPTH` levels, and text
+    json-repair itself fails on, also become ``{}`` (logged with the reason).
     """
     parsed = parse_tool_arguments(raw)
     if isinstance(parsed, dict):
@@ -168,5 +227,21 @@ def repair_arguments_for_replay(raw: Any) -> dict[str, Any]:
         raise ImportError(
             "repair_arguments_for_replay needs json-repair: pip install 'toolbridge[repair]'"
         ) from exc
-    repaired = json_repair.loads(raw)
+    depth = _bracket_depth(raw)
+    if depth > REPLAY_REPAIR_MAX_DEPTH:
+        logger.info(
+            "stored arguments nest %d levels deep (more than %d): replayed as {}",
+            depth,
+            REPLAY_REPAIR_MAX_DEPTH,
+        )
+        return {}
+    try:
+        repaired = json_repair.loads(raw)
+    except Exception as exc:  # a dependency's failure on untrusted text: this path never raises
+        logger.info(
+            "json-repair cannot repair stored arguments (%s: %s): replayed as {}",
+            type(exc).__name__,
+            exc,
+        )
+        return {}
     return repaired if isinstance(repaired, dict) else {}
