@@ -399,11 +399,12 @@ def _decode(name: str, raw: str | bytes | bytearray) -> tuple[Any, bool, ToolErr
     if not text.strip():
         return {}, True, None
     try:
-        return decode_arguments(text), not text_may_hide_problems(text), None
-    except NumberOverflowError:
-        # valid JSON with a number no float holds: decode it again, so that the
-        # schema check names the field that holds it
-        return decode_arguments(text, keep_overflow=True), False, None
+        try:
+            return decode_arguments(text), not text_may_hide_problems(text), None
+        except NumberOverflowError:
+            # a number no float holds: decode again keeping it, so that the schema check
+            # names the field (the text may still be broken after that number)
+            return decode_arguments(text, keep_overflow=True), False, None
     except ArgumentsDecodeError as exc:
         return None, False, _not_json(name, f"they are not valid JSON: {exc}")
 
