@@ -39,7 +39,7 @@ def text_may_hide_problems(text: str) -> bool:
     checks at C speed, so text without them skips the walk (nesting deeper than
     `MAX_DEPTH` takes more than twice as many characters).
     """
-    if "\\u" in text:
+    if "\\" in text and "\\u" in text:  # one memchr first: most text has no backslash
         return True
     if not text.isascii() and _SURROGATE.search(text) is not None:
         return True

@@ -239,7 +239,7 @@ class ToolRegistry:
         plain = False  # whether the value is known to be plain JSON data
         if params is None:
             params, plain = {}, True
-        elif isinstance(params, str | bytes | bytearray):
+        elif type(params) is str or isinstance(params, str | bytes | bytearray):
             params, plain, error = _decode(name, params)
             if error is not None:
                 return PreparedCall(name, tool, None, error)

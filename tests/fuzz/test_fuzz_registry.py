@@ -29,8 +29,8 @@ import jsonschema_rs
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
-
 from tests.fuzz.conftest import FUZZ_SETTINGS
+
 from toolbridge import ErrorKind, PreparedCall, Tool, ToolDefinitionError, ToolRegistry
 from toolbridge.calls import repair_arguments_for_replay
 from toolbridge.schema import thaw
