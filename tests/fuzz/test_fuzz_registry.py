@@ -19,6 +19,8 @@ bytes. The properties are the registry's documented contract:
 from __future__ import annotations
 
 import asyncio
+import datetime
+import enum
 import json
 import math
 import pickle
@@ -26,12 +28,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonschema_rs
+import pydantic
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from tests.fuzz.conftest import FUZZ_SETTINGS
 
-from toolbridge import ErrorKind, PreparedCall, Tool, ToolDefinitionError, ToolRegistry
+from toolbridge import ErrorKind, PreparedCall, Tool, ToolDefinitionError, ToolRegistry, tool
 from toolbridge.calls import repair_arguments_for_replay
 from toolbridge.schema import thaw
 
@@ -380,6 +383,67 @@ def test_generated_schemas_keep_the_contract(schema: dict[str, Any], data: st.Da
     check_contract(registry, tool, schema, data.draw(raw_arguments))
     value = data.draw(from_schema(closed(schema)))
     _unchanged(schema, value)
+
+
+class Level(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Point(pydantic.BaseModel):
+    x: float
+    y: float
+
+
+def typed(when: datetime.datetime, level: Level, points: list[Point], tags: set[str]) -> int:
+    """A function tool whose arguments convert to Python types after validation."""
+    return len(points)
+
+
+def _typed_registry() -> tuple[ToolRegistry, list[int]]:
+    """A registry with `typed` as a function tool whose runs are counted (built once:
+    building a function tool's pydantic schema costs more than a hundred calls)."""
+    runs: list[int] = []
+
+    async def counted(**kwargs: Any) -> int:
+        runs.append(1)
+        return typed(**kwargs)
+
+    function_tool = tool(typed)
+    function_tool.execute = counted  # type: ignore[method-assign]
+    return ToolRegistry([function_tool]), runs
+
+
+TYPED = _typed_registry()
+
+
+@FUZZ_SETTINGS
+@given(
+    st.one_of(
+        raw_arguments,
+        st.fixed_dictionaries(
+            {
+                "when": st.sampled_from(["2026-01-01T00:00:00Z", "yesterday", "\ud800"]),
+                "level": st.sampled_from(["low", "HIGH", 1]),
+                "points": st.lists(st.fixed_dictionaries({"x": numbers, "y": json_scalars})),
+                "tags": st.lists(texts, max_size=3),
+            }
+        ),
+    )
+)
+def test_function_tools_keep_the_contract(raw: Any) -> None:
+    """Conversion to Python types runs after validation and never raises either."""
+    registry, runs = TYPED
+    ran = len(runs)
+    before = pickle.dumps(raw)
+    prepared = registry.prepare_call("typed", raw)
+    assert (prepared.error is None) == (prepared.arguments is not None)
+    if prepared.error is not None:
+        assert prepared.error.render().startswith("Error: ")
+    result = asyncio.run(registry.execute("typed", raw))
+    assert result.is_error == (prepared.error is not None)
+    assert len(runs) == ran + (prepared.error is None)
+    assert pickle.dumps(raw) == before
 
 
 @FUZZ_SETTINGS
