@@ -11,7 +11,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -135,6 +135,18 @@ _DECODER = json.JSONDecoder(
     parse_constant=_reject_constant,
     parse_float=_finite_float,
 )
+# The decoder's C scanner, called directly (typeshed does not declare the attribute).
+_Scanner = Callable[[str, int], tuple[Any, int]]
+_SCAN: _Scanner = vars(_DECODER)["scan_once"]
+_SPACE_CHARS = " \t\n\r"  # JSON's whitespace, as json.decoder skips it
+_SPACE = re.compile(f"[{_SPACE_CHARS}]*")
+
+
+def _space_end(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
 # The same, but numbers that overflow a float decode to `OverflowedNumber` (infinite), so
 # that the check after decoding can name the field that holds one.
 _KEEPING_OVERFLOW = json.JSONDecoder(
@@ -142,6 +154,7 @@ _KEEPING_OVERFLOW = json.JSONDecoder(
     parse_constant=_reject_constant,
     parse_float=_any_float,
 )
+_SCAN_KEEPING_OVERFLOW: _Scanner = vars(_KEEPING_OVERFLOW)["scan_once"]
 
 
 def decode_arguments(text: str, *, keep_overflow: bool = False) -> Any:
@@ -150,8 +163,16 @@ def decode_arguments(text: str, *, keep_overflow: bool = False) -> Any:
     A number too large for a float raises `NumberOverflowError`, unless `keep_overflow`
     asks for it as an infinite `OverflowedNumber` (for a caller that reports its path).
     """
+    scan = _SCAN_KEEPING_OVERFLOW if keep_overflow else _SCAN
     try:
-        return (_KEEPING_OVERFLOW if keep_overflow else _DECODER).decode(text)
+        # JSONDecoder.decode, without its two layers of Python calls (the hot path)
+        try:
+            value, end = scan(text, _space_end(text, 0) if text[:1] in _SPACE_CHARS else 0)
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+        if end != len(text) and (end := _space_end(text, end)) != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+        return value
     except ArgumentsDecodeError:
         raise
     except json.JSONDecodeError as exc:

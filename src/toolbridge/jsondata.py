@@ -48,12 +48,47 @@ def text_may_hide_problems(text: str) -> bool:
 
 def json_data_issues(value: Any, *, limit: int = 21) -> list[ArgumentIssue]:
     """Every place (up to `limit`) where `value` is not plain JSON data, with its path."""
+    if _plain(value):
+        return []
     issues: list[ArgumentIssue] = []
     for link, message in _problems(value):
         issues.append(ArgumentIssue(format_path(_location(link)), message))
         if len(issues) >= limit:
             break
     return issues
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` is plain JSON data: the fast walk over exact built-in types (what
+    decoders and SDKs produce), with no paths kept. Anything else - a subclass, a
+    problem - answers False and `_problems` walks again to say what and where."""
+    if type(value) is not dict and type(value) is not list:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None):
+                    return False
+            children: Any = container.values()
+        else:
+            children = container
+        for item in children:
+            cls = type(item)
+            if cls is str:
+                if not item.isascii() and _SURROGATE.search(item) is not None:
+                    return False
+            elif cls is dict or cls is list:
+                stack.append((item, depth + 1))
+            elif cls is float:
+                if not math.isfinite(item):
+                    return False
+            elif not (cls is int or cls is bool or item is None):
+                return False
+    return True
 
 
 def _location(link: _Link) -> Location:

@@ -751,6 +751,10 @@ class Checked(NamedTuple):
     issues: tuple[ArgumentIssue, ...]
 
 
+# Checked(...) runs NamedTuple's Python-level __new__; the hot path builds it directly.
+_new_tuple = tuple.__new__
+
+
 class CompiledSchema:
     """A parameters schema compiled once; `check` is the one question the registry asks.
 
@@ -789,8 +793,8 @@ class CompiledSchema:
         validator = self._validator
         try:
             if self.settled:
-                if validator.is_valid(value):
-                    return Checked(value, (), ())  # valid as sent: no cast pass, no copy
+                if validator.is_valid(value):  # valid as sent: no cast pass, no copy
+                    return _new_tuple(Checked, (value, (), ()))
                 errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
                 if not any(_castable(error) for error in errors):
                     # no cast could change the verdict (a missing key, a bad format...)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from typing import Any
 
 import pytest
 
 from toolbridge import ErrorKind, Tool, ToolDefinitionError, ToolRegistry
 from toolbridge.calls import repair_arguments_for_replay
-from toolbridge.schema import CompiledSchema
+from toolbridge.schema import CompiledSchema, freeze
 
 
 class Recorder(Tool):
@@ -317,3 +318,12 @@ def test_a_ref_cycle_through_structure_is_fine() -> None:
         }
     )
     assert schema.check({"tree": [["1"], 2]}).value == {"tree": [[1], 2]}
+
+
+async def test_frozen_and_subclassed_containers_are_checked_too(
+    registry: ToolRegistry, recorder: Recorder
+) -> None:
+    raw = freeze({"free": {"x": math.inf}, "s": "ok"})
+    assert "at $.free.x: the number inf is too large" in await refused(registry, recorder, raw)
+    raw = OrderedDict(s="\ud800")
+    assert "at $.s: the text holds a lone surrogate" in await refused(registry, recorder, raw)

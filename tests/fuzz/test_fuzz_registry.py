@@ -34,7 +34,15 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from tests.fuzz.conftest import FUZZ_SETTINGS
 
-from toolbridge import ErrorKind, PreparedCall, Tool, ToolDefinitionError, ToolRegistry, tool
+from toolbridge import (
+    ErrorKind,
+    PreparedCall,
+    Tool,
+    ToolDefinitionError,
+    ToolRegistry,
+    jsondata,
+    tool,
+)
 from toolbridge.calls import repair_arguments_for_replay
 from toolbridge.schema import thaw
 
@@ -463,3 +471,24 @@ def test_the_closed_helper_matches_what_toolbridge_validates() -> None:
     assert registry.prepare_call("fuzzed", {"a": 1, "b": 2, "c": 3}).error is not None
     assert not jsonschema_rs.is_valid(closed(SCHEMAS[1]), {"a": 1, "b": 2, "c": 3})
     assert math.isfinite(1.0) and thaw(SCHEMAS[1]) == SCHEMAS[1]
+
+
+@FUZZ_SETTINGS
+@given(st.one_of(python_values, json_values, st.dictionaries(keys, json_values)))
+def test_the_fast_plain_check_agrees_with_the_detailed_walk(value: Any) -> None:
+    detailed = list(jsondata._problems(value))
+    if jsondata._plain(value):
+        assert detailed == []
+    elif detailed == [] and type(value) in (dict, list):
+        # only a tuple inside sends plain data down the detailed walk
+        assert _has_tuple(value)
+
+
+def _has_tuple(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tuple(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(v) for v in value)
+    return False
