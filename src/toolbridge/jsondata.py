@@ -21,7 +21,9 @@ from toolbridge.errors import ArgumentIssue
 
 __all__ = ["MAX_DEPTH", "json_data_issues", "text_may_hide_problems"]
 
-MAX_DEPTH = 256  # levels of nested objects and arrays accepted in arguments
+# Levels of nested objects and arrays accepted in arguments. jsonschema-rs refuses data
+# deeper than 255 levels ("Recursion limit reached"); real arguments nest a few levels.
+MAX_DEPTH = 128
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _KINDS = "text, a number, true/false, null, an array or an object"

@@ -805,8 +805,11 @@ class CompiledSchema:
             if not state.unknown_paths and validator.is_valid(new):
                 return Checked(new, repairs, ())
             return Checked(new, repairs, self._issues(new, state))
-        except RecursionError:  # defence in depth: the depth limit should prevent it
-            return Checked(value, (), (ArgumentIssue("$", "the arguments are nested too deeply"),))
+        except (RecursionError, ValueError) as exc:
+            # Defence in depth: plain JSON within MAX_DEPTH never gets here, but a limit
+            # of the validator's own must still be an error for the model, not a crash.
+            issue = ArgumentIssue("$", f"the arguments cannot be validated: {_shorten(str(exc))}")
+            return Checked(value, (), (issue,))
 
     def _issues(self, value: Any, state: _CastState) -> tuple[ArgumentIssue, ...]:
         """Unknown keys found by the cast pass, then the validator's errors, capped."""

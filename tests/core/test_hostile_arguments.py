@@ -16,6 +16,7 @@ import pytest
 
 from toolbridge import ErrorKind, Tool, ToolDefinitionError, ToolRegistry
 from toolbridge.calls import repair_arguments_for_replay
+from toolbridge.jsondata import MAX_DEPTH
 from toolbridge.schema import CompiledSchema, freeze
 
 
@@ -237,19 +238,52 @@ async def test_deep_or_cyclic_python_data_is_refused(
     deep: Any = "leaf"
     for _ in range(100_000):
         deep = [deep]
-    assert "nest deeper than 256 levels" in await refused(registry, recorder, {"free": {"d": deep}})
+    assert "nest deeper than 128 levels" in await refused(registry, recorder, {"free": {"d": deep}})
     cycle: dict[str, Any] = {}
     cycle["self"] = cycle
-    assert "nest deeper than 256 levels" in await refused(registry, recorder, {"free": cycle})
+    assert "nest deeper than 128 levels" in await refused(registry, recorder, {"free": cycle})
 
 
 async def test_deep_text_is_refused_the_same_as_deep_data(
     registry: ToolRegistry, recorder: Recorder
 ) -> None:
     text = '{"free": {"d": ' + "[" * 300 + "]" * 300 + "}}"
-    assert "nest deeper than 256 levels" in await refused(registry, recorder, text)
-    shallow = '{"free": {"d": ' + "[" * 200 + "]" * 200 + "}}"
+    assert "nest deeper than 128 levels" in await refused(registry, recorder, text)
+    shallow = '{"free": {"d": ' + "[" * 120 + "]" * 120 + "}}"
     assert registry.prepare_call("rec", shallow).error is None
+
+
+@pytest.mark.parametrize("as_text", [True, False])
+def test_the_depth_limit_is_exact_and_the_same_for_text_and_data(as_text: bool) -> None:
+    registry = ToolRegistry([Recorder()])
+
+    def nested(levels: int) -> Any:  # the arguments object itself is level 1
+        value: Any = []
+        for _ in range(levels - 3):
+            value = [value]
+        value = {"free": {"d": value}}
+        return json.dumps(value) if as_text else value
+
+    assert registry.prepare_call("rec", nested(MAX_DEPTH)).error is None
+    error = registry.prepare_call("rec", nested(MAX_DEPTH + 1)).error
+    assert error is not None and f"deeper than {MAX_DEPTH} levels" in error.render()
+
+
+def test_data_deeper_than_the_validator_allows_is_an_error_not_a_crash() -> None:
+    """jsonschema-rs refuses data 256 levels deep with ValueError (found by the fuzzer)."""
+
+    class Closed(Tool):
+        name = "closed"
+        description = "takes no keys"
+        parameters = {"type": "object", "properties": {}}
+
+        async def execute(self, **kwargs: Any) -> Any:
+            raise AssertionError("must not run")
+
+    registry = ToolRegistry([Closed()])
+    text = '{"a": ' + "[" * 254 + "]" * 254 + "}"
+    error = registry.prepare_call("closed", text).error
+    assert error is not None and error.kind is ErrorKind.INVALID_ARGUMENTS
 
 
 # --- the replay path --------------------------------------------------------------------
