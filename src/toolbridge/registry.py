@@ -394,7 +394,7 @@ def _decode(name: str, raw: str | bytes | bytearray) -> tuple[Any, bool, ToolErr
             return (
                 None,
                 False,
-                _not_json(name, f"they are not valid UTF-8 ({exc.reason} at byte {exc.start})"),
+                _not_json(name, f"are not valid UTF-8 ({exc.reason} at byte {exc.start})"),
             )
     if not text.strip():
         return {}, True, None
@@ -406,13 +406,13 @@ def _decode(name: str, raw: str | bytes | bytearray) -> tuple[Any, bool, ToolErr
             # names the field (the text may still be broken after that number)
             return decode_arguments(text, keep_overflow=True), False, None
     except ArgumentsDecodeError as exc:
-        return None, False, _not_json(name, f"they are not valid JSON: {exc}")
+        return None, False, _not_json(name, f"are not valid JSON: {exc}")
 
 
 def _not_json(name: str, reason: str) -> ToolError:
     return ToolError(
         ErrorKind.ARGUMENTS_NOT_JSON,
-        f"the arguments for {name!r} could not be read: {reason}.",
+        f"the arguments for {name!r} {reason}.",
         'Send the arguments as one complete JSON object, for example {"key": "value"}.',
     )
 

@@ -342,9 +342,6 @@ class _Compiler:
         # cycle that never describes a value.
         self.building: dict[str, int] = {}
         self.depth = 0
-        # Whether the schema may descend without bound ($ref cycles, refs not followed
-        # here): then deep input is refused before the validator sees it.
-        self.recursive = False
 
     def resolve(self, ref: str) -> tuple[Mapping[str, Any], str] | None:
         """A local JSON-pointer ``$ref`` ("#/$defs/X"); None for anything else (anchors,
@@ -377,7 +374,6 @@ class _Compiler:
                     "oneOf or allOf alone, so it never describes a value; give the cycle "
                     "a branch that is an object or an array"
                 )
-            self.recursive = True  # a $ref cycle: defer to the caster once it is built
             return lambda value, path, state: (
                 known[0](value, path, state) if known[0] is not None else value
             )
@@ -402,10 +398,6 @@ class _Compiler:
         if base is not None:
             steps.append(base)
         ref = schema.get("$ref")
-        if isinstance(ref, str) and self.resolve(ref) is None:
-            self.recursive = True  # an anchor or another document: depth unknown
-        if "$dynamicRef" in schema or "$recursiveRef" in schema:
-            self.recursive = True
         if isinstance(ref, str) and (target := self.resolve(ref)) is not None:
             inner = self.node(target[0], target[1], strict_keys and base is None)
             if inner is not None:
@@ -721,7 +713,8 @@ _ALLOWED_SHOWN = 12  # allowed keys named per object
 
 
 def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
-    """One line for all unknown keys of one object: the first few named, the rest counted."""
+    """One line for all unknown keys of one object: the first few named, the rest
+    counted, the allowed keys, and the nearest allowed key to each one named."""
     shown = ", ".join(repr(_shorten(key, 40)) for key in keys[:_KEYS_SHOWN])
     if len(keys) > _KEYS_SHOWN:
         shown += f" and {len(keys) - _KEYS_SHOWN:,} more"
@@ -732,10 +725,13 @@ def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
     if len(allowed) > _ALLOWED_SHOWN:
         names += f" and {len(allowed) - _ALLOWED_SHOWN} more"
     message += f"; allowed keys: {names}"
-    if len(keys) == 1:
-        close = NameIndex(allowed).suggest(keys[0], limit=1)
-        if close:
-            message += f" (did you mean {_shorten(close[0], 40)!r}?)"
+    index = NameIndex(allowed)
+    close = [(key, found[0]) for key in keys[:_KEYS_SHOWN] if (found := index.suggest(key, 1))]
+    if len(keys) == 1 and close:
+        message += f" (did you mean {_shorten(close[0][1], 40)!r}?)"
+    elif close:
+        pairs = ", ".join(f"{_shorten(c, 40)!r} for {_shorten(k, 40)!r}" for k, c in close)
+        message += f" (did you mean {pairs}?)"
     return message
 
 
@@ -762,7 +758,7 @@ class CompiledSchema:
     `check` uses to skip it on the hot path.
     """
 
-    __slots__ = ("_caster", "_validator", "recursive", "schema", "settled")
+    __slots__ = ("_caster", "_validator", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -772,7 +768,6 @@ class CompiledSchema:
         compiler = _Compiler(plain, validators)
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
-        self.recursive = compiler.recursive
         validators.schema = checked
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
