@@ -361,3 +361,15 @@ async def test_frozen_and_subclassed_containers_are_checked_too(
     assert "at $.free.x: the number inf is too large" in await refused(registry, recorder, raw)
     raw = OrderedDict(s="\ud800")
     assert "at $.s: the text holds a lone surrogate" in await refused(registry, recorder, raw)
+
+
+def test_several_unknown_keys_each_get_their_nearest_allowed_key() -> None:
+    schema = CompiledSchema(
+        {"type": "object", "properties": {"query": {"type": "string"}, "limit": {}}}
+    )
+    (issue,) = schema.check({"querry": "x", "limitt": 1}).issues
+    assert issue.path == "$"
+    assert issue.message == (
+        "unknown keys 'querry', 'limitt'; allowed keys: query, limit "
+        "(did you mean 'query' for 'querry', 'limit' for 'limitt'?)"
+    )
