@@ -3,10 +3,11 @@
 Arguments reach `prepare_call` as text, bytes or Python objects built by a provider
 parser or a developer. Before casting and validation, one walk makes sure the value
 is data a JSON encoder can write and a tool can rely on: objects with text keys,
-arrays, finite numbers, booleans, null and text that is valid Unicode (no lone
-surrogate such as ``"\\ud800"``, which JSON's grammar allows but UTF-8 cannot encode),
-nested at most `MAX_DEPTH` levels. Each problem names its JSON path, so the model
-learns which field to fix; the walk is iterative, so no input can exhaust the stack.
+arrays, finite numbers, integers of at most 4,300 digits, booleans, null and text
+that is valid Unicode (no lone surrogate such as ``"\\ud800"``, which JSON's grammar
+allows but UTF-8 cannot encode), nested at most `MAX_DEPTH` levels. Each problem
+names its JSON path, so the model learns which field to fix; the walk is iterative,
+so no input can exhaust the stack.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from typing import Any
 from toolbridge.calls import Location, format_path
 from toolbridge.errors import ArgumentIssue
 
-__all__ = ["MAX_DEPTH", "json_data_issues", "text_may_hide_problems"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "json_data_issues", "text_may_hide_problems"]
 
 # Levels of nested objects and arrays accepted in arguments. jsonschema-rs refuses data
 # deeper than 255 levels ("Recursion limit reached"); real arguments nest a few levels.
 MAX_DEPTH = 128
 
+# Python writes and reads at most this many digits of an integer (sys.int_info's
+# default_max_str_digits): the strict decoder refuses longer ones, and so does this.
+MAX_INT_DIGITS = 4300
+_BIGGEST = 10**MAX_INT_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _KINDS = "text, a number, true/false, null, an array or an object"
 
@@ -88,7 +93,10 @@ def _plain(value: Any) -> bool:
             elif cls is float:
                 if not math.isfinite(item):
                     return False
-            elif not (cls is int or cls is bool or item is None):
+            elif cls is int:
+                if not -_BIGGEST < item < _BIGGEST:
+                    return False
+            elif not (cls is bool or item is None):
                 return False
     return True
 
@@ -129,7 +137,16 @@ def _problems(value: Any) -> Iterator[tuple[_Link, str]]:
         elif isinstance(item, float):
             if not math.isfinite(item):
                 yield link, _non_finite_message(item)
-        elif item is None or isinstance(item, int):
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -_BIGGEST < item < _BIGGEST:
+                yield (
+                    link,
+                    (
+                        f"the integer has more than {MAX_INT_DIGITS:,} digits, more than JSON "
+                        "text carries here; send a smaller number"
+                    ),
+                )
+        elif item is None or isinstance(item, bool):
             continue
         else:
             name = type(item).__name__

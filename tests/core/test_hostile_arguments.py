@@ -373,3 +373,14 @@ def test_several_unknown_keys_each_get_their_nearest_allowed_key() -> None:
         "unknown keys 'querry', 'limitt'; allowed keys: query, limit "
         "(did you mean 'query' for 'querry', 'limit' for 'limitt'?)"
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"), [({"w": 10**5000}, "$.w"), ({"free": {"x": [-(10**4300)]}}, "$.free.x[0]")]
+)
+async def test_an_integer_too_long_for_json_text_is_refused_naming_the_field(
+    registry: ToolRegistry, recorder: Recorder, raw: Any, path: str
+) -> None:
+    message = await refused(registry, recorder, raw)
+    assert f"at {path}: the integer has more than 4,300 digits" in message
+    assert registry.prepare_call("rec", {"w": 10**4299}).error is None  # 4,300 digits
