@@ -67,11 +67,15 @@ class Repair:
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PATH_PARTS = 16  # a deeper path shows its first 8 and last 4 parts
 
 
 def format_path(location: Sequence[str | int]) -> str:
-    """``["a", 0, "b c"]`` -> ``$.a[0]["b c"]`` (long keys shortened)."""
+    """``["a", 0, "b c"]`` -> ``$.a[0]["b c"]`` (long keys and deep paths shortened)."""
     out = ["$"]
+    if len(location) > _PATH_PARTS:
+        cut = len(location) - 12
+        return f"{format_path(location[:8])}…({cut} levels)…{format_path(location[-4:])[1:]}"
     for part in location:
         if isinstance(part, int):
             out.append(f"[{part}]")

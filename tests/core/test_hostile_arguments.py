@@ -384,3 +384,14 @@ async def test_an_integer_too_long_for_json_text_is_refused_naming_the_field(
     message = await refused(registry, recorder, raw)
     assert f"at {path}: the integer has more than 4,300 digits" in message
     assert registry.prepare_call("rec", {"w": 10**4299}).error is None  # 4,300 digits
+
+
+async def test_the_path_of_a_too_deep_value_is_shortened(
+    registry: ToolRegistry, recorder: Recorder
+) -> None:
+    deep: Any = 1
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    message = await refused(registry, recorder, {"free": {"d": deep}})
+    assert "at $.free.d[0][0][0][0][0][0]…(" in message
+    assert len(message) < 400
