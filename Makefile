@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check venv clean
+.PHONY: run test check venv clean fuzz
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ check: venv
 test: venv
 	@$(BIN)/python -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
+
+# The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
+# tens of minutes; `make test` runs the same tests with a short budget.
+fuzz: venv
+	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge.approval import approval_required_error, requires_approval_flag
-from toolbridge.calls import ArgumentsDecodeError, Repair, decode_arguments, format_path
+from toolbridge.calls import (
+    ArgumentsDecodeError,
+    NumberOverflowError,
+    Repair,
+    decode_arguments,
+    format_path,
+)
 from toolbridge.errors import (
     RETRY_HINT,
     ArgumentIssue,
@@ -31,11 +37,10 @@ from toolbridge.errors import (
     ToolError,
     ToolExecutionError,
 )
+from toolbridge.jsondata import text_may_hide_problems
 from toolbridge.naming import NameIndex
 from toolbridge.results import MalformedResult, to_tool_result
 from toolbridge.schema import (
-    MAX_DEPTH,
-    MAX_ISSUES,
     CompiledSchema,
     FrozenDict,
     FrozenList,
@@ -242,7 +247,9 @@ class ToolRegistry:
     def prepare_call(self, name: Any, params: Any) -> PreparedCall:
         """Resolve, parse, unwrap, shape-check, cast, validate and convert one call.
 
-        Never raises for bad input: every failure is a `PreparedCall` with `error` set.
+        `params` is JSON text, UTF-8 bytes, a dict, or None (no arguments). Never raises
+        for bad input: every failure is a `PreparedCall` with `error` set, and the
+        tool's `convert_arguments` runs only on arguments that passed the schema.
         """
         entry = self._entries.get(name) if isinstance(name, str) else None
         if entry is None:
@@ -250,10 +257,11 @@ class ToolRegistry:
         tool = entry.tool
         unwrapped: tuple[Repair, ...] = ()
 
+        plain = False  # whether the value is known to be plain JSON data
         if params is None:
-            params = {}
-        elif type(params) is str:
-            params, error = _decode(name, params)
+            params, plain = {}, True
+        elif type(params) is str or isinstance(params, str | bytes | bytearray):
+            params, plain, error = _decode(name, params)
             if error is not None:
                 return PreparedCall(name, tool, None, error)
 
@@ -265,7 +273,7 @@ class ToolRegistry:
         ):
             inner = params["arguments"]
             if isinstance(inner, str):
-                inner, error = _decode(name, inner)
+                inner, plain, error = _decode(name, inner)
                 if error is not None:
                     return PreparedCall(name, tool, None, error)
             inner = {} if inner is None else inner
@@ -275,28 +283,7 @@ class ToolRegistry:
         if not isinstance(params, dict):
             return PreparedCall(name, tool, None, _not_an_object(name, tool, params), unwrapped)
 
-        schema = entry.schema
-        if schema.recursive and schema.too_deep(params):
-            issue = ArgumentIssue("$", f"the arguments nest deeper than {MAX_DEPTH} levels")
-            return PreparedCall(name, tool, None, _invalid(name, [issue]), unwrapped)
-        try:
-            repairs: tuple[Repair, ...] = ()
-            issues: Sequence[ArgumentIssue] = ()
-            if schema.settled and schema.is_valid(params):
-                pass  # valid as sent: no cast pass, no copy
-            elif schema.settled and (found := schema.issues_no_cast_can_fix(params)) is not None:
-                issues = _merge_issues((), found)
-            else:
-                params, repairs, unknown = schema.coerce(params)
-                valid = not unknown and schema.is_valid(params)
-                issues = () if valid else _merge_issues(unknown, schema.issues(params, unknown))
-        except RecursionError:
-            repairs, issues = (), [ArgumentIssue("$", "the arguments are nested too deeply")]
-        except (TypeError, ValueError, AttributeError) as exc:
-            # data no JSON decoder produces (non-string keys, sets, bytes, 100,000 levels)
-            detail = f"{type(exc).__name__}: {str(exc)[:200]}"
-            issue = ArgumentIssue("$", f"the arguments are not plain JSON data ({detail})")
-            repairs, issues = (), [issue]
+        params, repairs, issues = entry.schema.check(params, plain=plain)
         if unwrapped:
             repairs = unwrapped + repairs
         if issues:
@@ -452,17 +439,39 @@ def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
     return ToolError(ErrorKind.EXECUTION_ERROR, message, RETRY_HINT)
 
 
-def _decode(name: str, text: str) -> tuple[Any, ToolError | None]:
+def _decode(name: str, raw: str | bytes | bytearray) -> tuple[Any, bool, ToolError | None]:
+    """Decode argument text (bytes as UTF-8): the value, whether it is known to be plain
+    JSON data (see `jsondata.text_may_hide_problems`), or the error for the model."""
+    if isinstance(raw, str):
+        text = raw
+    else:
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (
+                None,
+                False,
+                _not_json(name, f"are not valid UTF-8 ({exc.reason} at byte {exc.start})"),
+            )
     if not text.strip():
-        return {}, None
+        return {}, True, None
     try:
-        return decode_arguments(text), None
+        try:
+            return decode_arguments(text), not text_may_hide_problems(text), None
+        except NumberOverflowError:
+            # a number no float holds: decode again keeping it, so that the schema check
+            # names the field (the text may still be broken after that number)
+            return decode_arguments(text, keep_overflow=True), False, None
     except ArgumentsDecodeError as exc:
-        return None, ToolError(
-            ErrorKind.ARGUMENTS_NOT_JSON,
-            f"the arguments for {name!r} are not valid JSON: {exc}.",
-            'Send the arguments as one complete JSON object, for example {"key": "value"}.',
-        )
+        return None, False, _not_json(name, f"are not valid JSON: {exc}")
+
+
+def _not_json(name: str, reason: str) -> ToolError:
+    return ToolError(
+        ErrorKind.ARGUMENTS_NOT_JSON,
+        f"the arguments for {name!r} {reason}.",
+        'Send the arguments as one complete JSON object, for example {"key": "value"}.',
+    )
 
 
 _JSON_KINDS = {
@@ -484,17 +493,6 @@ def _not_an_object(name: str, tool: Tool, value: Any) -> ToolError:
         f"the arguments for {name!r} must be a JSON object, got {got}.",
         f"Send one object with the parameter names as keys, like {example}.",
     )
-
-
-def _merge_issues(
-    cast_issues: tuple[ArgumentIssue, ...], validation: list[ArgumentIssue]
-) -> list[ArgumentIssue]:
-    """Unknown keys first, then the validator's errors; at most `MAX_ISSUES` lines."""
-    issues = list(cast_issues) + validation
-    if len(issues) > MAX_ISSUES:
-        more = len(issues) - MAX_ISSUES
-        issues = [*issues[:MAX_ISSUES], ArgumentIssue("$", f"... and {more} more problems")]
-    return issues
 
 
 def _invalid(name: str, issues: Sequence[ArgumentIssue]) -> ToolError:

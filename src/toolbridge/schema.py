@@ -16,8 +16,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple, NoReturn
 
 import jsonschema_rs
@@ -31,10 +31,12 @@ from toolbridge.calls import (
     format_path,
 )
 from toolbridge.errors import ArgumentIssue, ToolDefinitionError
+from toolbridge.jsondata import json_data_issues
 from toolbridge.naming import NameIndex
 
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
+    "Checked",
     "CompiledSchema",
     "FrozenDict",
     "FrozenList",
@@ -44,7 +46,6 @@ __all__ = [
 ]
 
 MAX_ISSUES = 20
-MAX_DEPTH = 256  # nesting of containers accepted where a schema recurses
 _MAX_MESSAGE = 300
 
 
@@ -152,13 +153,33 @@ def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
 
 
 class _CastState:
-    """What one cast pass collects: the repairs made and the unknown keys found."""
+    """What one cast pass collects: the repairs made and the objects with unknown keys.
 
-    __slots__ = ("issues", "repairs")
+    Unknown keys are reported per object, for the first `_UNKNOWN_KEY_OBJECTS` objects;
+    `unknown_paths` holds every such object, so the validator does not report them again.
+    """
+
+    __slots__ = ("issues", "repairs", "unknown_paths")
 
     def __init__(self) -> None:
         self.repairs: list[Repair] = []
         self.issues: list[ArgumentIssue] = []
+        self.unknown_paths: list[str] = []
+
+    def unknown_keys(self, keys: list[str], allowed: Sequence[str], location: Location) -> None:
+        path = format_path(location)
+        self.unknown_paths.append(path)
+        if len(self.unknown_paths) <= _UNKNOWN_KEY_OBJECTS:
+            self.issues.append(ArgumentIssue(path, _unknown_keys_message(keys, allowed)))
+
+    def absorb(self, other: _CastState) -> None:
+        """Take over what a trial cast (of a union branch) found."""
+        self.repairs.extend(other.repairs)
+        for issue, path in zip(other.issues, other.unknown_paths, strict=False):
+            self.unknown_paths.append(path)
+            if len(self.unknown_paths) <= _UNKNOWN_KEY_OBJECTS:
+                self.issues.append(issue)
+        self.unknown_paths.extend(other.unknown_paths[len(other.issues) :])
 
 
 Caster = Callable[[Any, Location, _CastState], Any]
@@ -212,10 +233,19 @@ def _to_number(value: Any) -> Any:
         number = float(value)
         # Lossless only: the float must read back as the same decimal value, so
         # "0.10000000000000000001" (which would become 0.1) stays text for the validator.
-        if not math.isfinite(number) or Decimal(repr(number)) != Decimal(value.strip()):
+        if not math.isfinite(number) or not _same_decimal(number, value.strip()):
             return _NOTHING
         return number
     return _NOTHING
+
+
+def _same_decimal(number: float, text: str) -> bool:
+    """Whether `text` is exactly the decimal value of `number`. An exponent beyond what
+    `decimal` represents ("0e99999999999999999999") is not proven equal: no cast."""
+    try:
+        return Decimal(repr(number)) == Decimal(text)
+    except InvalidOperation:
+        return False
 
 
 def _to_boolean(value: Any) -> Any:
@@ -307,10 +337,11 @@ class _Compiler:
         self.closed_by_rule: set[str] = set()
         # Whether casting can change a value that already validates (3.0 -> 3 for integers).
         self.normalizes = False
-        self.building: set[str] = set()
-        # Whether the schema may descend without bound ($ref cycles, refs not followed
-        # here): then deep input is refused before the validator sees it.
-        self.recursive = False
+        # Nodes being built, with the structural depth (objects and arrays descended
+        # into) at which they started: a cycle back to one at the same depth is a $ref
+        # cycle that never describes a value.
+        self.building: dict[str, int] = {}
+        self.depth = 0
 
     def resolve(self, ref: str) -> tuple[Mapping[str, Any], str] | None:
         """A local JSON-pointer ``$ref`` ("#/$defs/X"); None for anything else (anchors,
@@ -337,16 +368,29 @@ class _Compiler:
         if known is not None:
             if key not in self.building:
                 return known[0]  # the same $defs node again: share its caster
-            self.recursive = True  # a $ref cycle: defer to the caster once it is built
+            if self.building[key] == self.depth:
+                raise ToolDefinitionError(
+                    f"parameters schema: #{pointer} refers to itself through $ref, anyOf, "
+                    "oneOf or allOf alone, so it never describes a value; give the cycle "
+                    "a branch that is an object or an array"
+                )
             return lambda value, path, state: (
                 known[0](value, path, state) if known[0] is not None else value
             )
         cell: list[Caster | None] = [None]
         self.by_pointer[key] = cell
-        self.building.add(key)
+        self.building[key] = self.depth
         cell[0] = self._build(schema, pointer, strict_keys)
-        self.building.discard(key)
+        del self.building[key]
         return cell[0]
+
+    def inside(self, schema: Any, pointer: str) -> Caster | None:
+        """The caster of a property's or an item's schema: one structural level down."""
+        self.depth += 1
+        try:
+            return self.node(schema, pointer, True)
+        finally:
+            self.depth -= 1
 
     def _build(self, schema: Mapping[str, Any], pointer: str, strict_keys: bool) -> Caster | None:
         steps: list[Caster] = []
@@ -354,10 +398,6 @@ class _Compiler:
         if base is not None:
             steps.append(base)
         ref = schema.get("$ref")
-        if isinstance(ref, str) and self.resolve(ref) is None:
-            self.recursive = True  # an anchor or another document: depth unknown
-        if "$dynamicRef" in schema or "$recursiveRef" in schema:
-            self.recursive = True
         if isinstance(ref, str) and (target := self.resolve(ref)) is not None:
             inner = self.node(target[0], target[1], strict_keys and base is None)
             if inner is not None:
@@ -469,8 +509,7 @@ class _Compiler:
                     continue
                 action: RepairAction = "decode_json" if name in ("object", "array") else "cast"
                 state.repairs.append(Repair(location, action, value, new))
-                state.repairs.extend(trial.repairs)
-                state.issues.extend(trial.issues)
+                state.absorb(trial)
                 return new
             return value
 
@@ -499,16 +538,16 @@ class _Compiler:
         casters = {
             name: c
             for name, sub in props.items()
-            if (c := self.node(sub, f"{pointer}/properties/{_escape(name)}", True)) is not None
+            if (c := self.inside(sub, f"{pointer}/properties/{_escape(name)}")) is not None
         }
         patterns = [
             (re.compile(pattern), c)
             for pattern, sub in (schema.get("patternProperties") or {}).items()
-            if (c := self.node(sub, f"{pointer}/patternProperties/{_escape(pattern)}", True))
+            if (c := self.inside(sub, f"{pointer}/patternProperties/{_escape(pattern)}"))
         ]
         extra_schema = schema.get("additionalProperties")
         extra = (
-            self.node(extra_schema, f"{pointer}/additionalProperties", True)
+            self.inside(extra_schema, f"{pointer}/additionalProperties")
             if isinstance(extra_schema, Mapping)
             else None
         )
@@ -530,14 +569,16 @@ class _Compiler:
             value: dict[str, Any], location: Location, state: _CastState
         ) -> dict[str, Any]:
             out: dict[str, Any] | None = None
+            unknown: list[str] | None = None
             for key, item in value.items():
                 caster = casters.get(key)
                 if caster is None:
                     if key in props:
                         continue
                     if closed:
-                        if len(state.issues) <= MAX_ISSUES:
-                            state.issues.append(_unknown_key(key, allowed, location))
+                        if unknown is None:
+                            unknown = []
+                        unknown.append(key)
                         continue
                     caster = next((c for p, c in patterns if p.search(key)), extra)
                     if caster is None:
@@ -547,6 +588,8 @@ class _Compiler:
                     if out is None:
                         out = dict(value)
                     out[key] = new
+            if unknown is not None:
+                state.unknown_keys(unknown, allowed, location)
             return value if out is None else out
 
         return cast_object
@@ -554,11 +597,11 @@ class _Compiler:
     def _array(self, schema: Mapping[str, Any], pointer: str) -> Caster | None:
         prefix = schema.get("prefixItems")
         prefix_casters = (
-            [self.node(sub, f"{pointer}/prefixItems/{i}", True) for i, sub in enumerate(prefix)]
+            [self.inside(sub, f"{pointer}/prefixItems/{i}") for i, sub in enumerate(prefix)]
             if isinstance(prefix, list)
             else []
         )
-        items = self.node(schema.get("items"), f"{pointer}/items", True)
+        items = self.inside(schema.get("items"), f"{pointer}/items")
         if items is None and not any(prefix_casters):
             return None
 
@@ -664,36 +707,58 @@ def _container_caster(expected: type, inner: Caster) -> Caster:
     return cast_container
 
 
-def _unknown_key(key: str, allowed: Sequence[str], location: Location) -> ArgumentIssue:
-    shown = _shorten(key, 60)
+_UNKNOWN_KEY_OBJECTS = 3  # objects whose unknown keys are listed; the rest are counted
+_KEYS_SHOWN = 3  # unknown keys named per object
+_ALLOWED_SHOWN = 12  # allowed keys named per object
+
+
+def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
+    """One line for all unknown keys of one object: the first few named, the rest
+    counted, the allowed keys, and the nearest allowed key to each one named."""
+    shown = ", ".join(repr(_shorten(key, 40)) for key in keys[:_KEYS_SHOWN])
+    if len(keys) > _KEYS_SHOWN:
+        shown += f" and {len(keys) - _KEYS_SHOWN:,} more"
+    message = f"unknown key{'s' if len(keys) > 1 else ''} {shown}"
     if not allowed:
-        return ArgumentIssue(format_path(location), f"unknown key {shown!r}: this takes no keys")
-    message = f"unknown key {shown!r}; allowed keys: {', '.join(allowed)}"
-    close = NameIndex(allowed).suggest(key, limit=1)
-    if close:
-        message += f" (did you mean {close[0]!r}?)"
-    return ArgumentIssue(format_path(location), message)
+        return f"{message}: this takes no keys"
+    names = ", ".join(_shorten(name, 40) for name in allowed[:_ALLOWED_SHOWN])
+    if len(allowed) > _ALLOWED_SHOWN:
+        names += f" and {len(allowed) - _ALLOWED_SHOWN} more"
+    message += f"; allowed keys: {names}"
+    index = NameIndex(allowed)
+    close = [(key, found[0]) for key in keys[:_KEYS_SHOWN] if (found := index.suggest(key, 1))]
+    if len(keys) == 1 and close:
+        message += f" (did you mean {_shorten(close[0][1], 40)!r}?)"
+    elif close:
+        pairs = ", ".join(f"{_shorten(c, 40)!r} for {_shorten(k, 40)!r}" for k, c in close)
+        message += f" (did you mean {pairs}?)"
+    return message
 
 
 # --- the compiled schema ---------------------------------------------------------------
 
 
-class Coerced(NamedTuple):
-    """The outcome of casting: the (possibly new) value, what changed, and key problems."""
+class Checked(NamedTuple):
+    """The outcome of `CompiledSchema.check`: the value to run with (the input itself when
+    nothing was repaired), every repair made, and every problem (empty when valid)."""
 
     value: Any
     repairs: tuple[Repair, ...]
     issues: tuple[ArgumentIssue, ...]
 
 
-class CompiledSchema:
-    """A parameters schema compiled once: `coerce` casts, `issues` validates.
+# Checked(...) runs NamedTuple's Python-level __new__; the hot path builds it directly.
+_new_tuple = tuple.__new__
 
-    `settled` says that a value the validator accepts needs no cast pass at all, so the
-    registry can skip it on the hot path.
+
+class CompiledSchema:
+    """A parameters schema compiled once; `check` is the one question the registry asks.
+
+    `settled` says that a value the validator accepts needs no cast pass at all, which
+    `check` uses to skip it on the hot path.
     """
 
-    __slots__ = ("_caster", "_validator", "recursive", "schema", "settled")
+    __slots__ = ("_caster", "_validator", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -703,7 +768,6 @@ class CompiledSchema:
         compiler = _Compiler(plain, validators)
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
-        self.recursive = compiler.recursive
         validators.schema = checked
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
@@ -711,53 +775,64 @@ class CompiledSchema:
             message = getattr(exc, "message", None) or str(exc).splitlines()[0]
             raise ToolDefinitionError(f"parameters schema cannot be compiled: {message}") from None
 
-    def coerce(self, value: dict[str, Any]) -> Coerced:
-        """Cast `value` by the schema. A value that already satisfies it comes back as is."""
-        if self._caster is None:
-            return Coerced(value, (), ())
-        state = _CastState()
-        new = self._caster(value, (), state)
-        repairs, issues = state.repairs, state.issues
-        return Coerced(new, tuple(repairs) if repairs else (), tuple(issues) if issues else ())
+    def check(self, value: Any, *, plain: bool = False) -> Checked:
+        """Cast `value` by the schema and validate it: the value, the repairs, the issues.
 
-    def too_deep(self, value: Any, limit: int = MAX_DEPTH) -> bool:
-        """Whether `value` nests containers deeper than `limit` (checked without recursion).
-
-        Only recursive schemas need it: the validator follows the data as deep as the
-        schema lets it, and data a million levels deep would exhaust its native stack.
+        First, unless `plain` vouches for it (text from `decode_arguments` that
+        `jsondata.text_may_hide_problems` cleared), `value` must be plain JSON data
+        (`jsondata.json_data_issues`). A valid value the cast pass cannot change comes
+        back as the same object. Never raises for any input.
         """
-        stack = [(value, 1)]
-        while stack:
-            item, depth = stack.pop()
-            if depth > limit:
-                return True
-            if isinstance(item, dict):
-                stack.extend((child, depth + 1) for child in item.values())
-            elif isinstance(item, list):
-                stack.extend((child, depth + 1) for child in item)
-        return False
+        if not plain and (found := json_data_issues(value)):
+            return Checked(value, (), _capped(found))
+        validator = self._validator
+        try:
+            if self.settled:
+                if validator.is_valid(value):  # valid as sent: no cast pass, no copy
+                    return _new_tuple(Checked, (value, (), ()))
+                errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
+                if not any(_castable(error) for error in errors):
+                    # no cast could change the verdict (a missing key, a bad format...)
+                    return Checked(value, (), _capped(list(_render_errors(errors, set()))))
+            state = _CastState()
+            new = value if self._caster is None else self._caster(value, (), state)
+            repairs = tuple(state.repairs)
+            if not state.unknown_paths and validator.is_valid(new):
+                return Checked(new, repairs, ())
+            return Checked(new, repairs, self._issues(new, state))
+        except (RecursionError, ValueError) as exc:
+            # Defence in depth: plain JSON within MAX_DEPTH never gets here, but a limit
+            # of the validator's own must still be an error for the model, not a crash.
+            issue = ArgumentIssue("$", f"the arguments cannot be validated: {_shorten(str(exc))}")
+            return Checked(value, (), (issue,))
 
-    def is_valid(self, value: Any) -> bool:
-        return bool(self._validator.is_valid(value))
+    def _issues(self, value: Any, state: _CastState) -> tuple[ArgumentIssue, ...]:
+        """Unknown keys found by the cast pass, then the validator's errors, capped."""
+        issues = list(state.issues)
+        if len(state.unknown_paths) > _UNKNOWN_KEY_OBJECTS:
+            more = len(state.unknown_paths) - _UNKNOWN_KEY_OBJECTS
+            issues.append(ArgumentIssue("$", f"unknown keys in {more:,} more objects"))
+        errors = itertools.islice(self._validator.iter_errors(value), MAX_ISSUES + 1)
+        issues.extend(_render_errors(errors, set(state.unknown_paths)))
+        return _capped(issues)
 
-    def issues_no_cast_can_fix(self, value: Any) -> list[ArgumentIssue] | None:
-        """For an invalid value of a settled schema: its issues when no cast could change
-        the verdict (a missing key, a string outside a string enum, a bad format...), so
-        the error path skips the cast pass; None when a cast might help."""
-        errors = list(itertools.islice(self._validator.iter_errors(value), MAX_ISSUES + 1))
-        if any(_castable(error) for error in errors):
-            return None
-        return list(_render_errors(iter(errors), set()))
 
-    def issues(self, value: Any, reported: Sequence[ArgumentIssue] = ()) -> list[ArgumentIssue]:
-        """Every validation error, each with its JSON path; empty when valid.
+MAX_RENDERED = 2_000  # characters of issue text sent back for one call, at most
 
-        Unknown keys already `reported` by `coerce` (with the allowed keys named) are
-        not reported a second time.
-        """
-        seen = {issue.path for issue in reported}
-        errors = _render_errors(self._validator.iter_errors(value), seen)
-        return list(itertools.islice(errors, MAX_ISSUES + 1))  # one more says "and more"
+
+def _capped(issues: Sequence[ArgumentIssue]) -> tuple[ArgumentIssue, ...]:
+    """At most `MAX_ISSUES` issues and about `MAX_RENDERED` characters; the rest counted."""
+    kept: list[ArgumentIssue] = []
+    size = 0
+    for issue in issues:
+        size += len(issue.path) + len(issue.message) + 8
+        if len(kept) >= MAX_ISSUES or (kept and size > MAX_RENDERED):
+            break
+        kept.append(issue)
+    if len(kept) < len(issues):
+        more = len(issues) - len(kept)
+        kept.append(ArgumentIssue("$", f"... and {more} more problems"))
+    return tuple(kept)
 
 
 # Errors a cast may fix: a wrong type ("60" for an integer), a union no branch took,
@@ -778,7 +853,7 @@ def _castable(error: Any) -> bool:
     return False
 
 
-def _render_errors(errors: Iterator[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
+def _render_errors(errors: Iterable[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
     for error in errors:
         path = format_path(error.instance_path)
         kind = type(error.kind).__name__

@@ -11,7 +11,7 @@ from toolbridge.schema import CompiledSchema
 
 def cast(schema: dict[str, Any], value: Any) -> Any:
     compiled = CompiledSchema({"type": "object", "properties": {"v": schema}})
-    return compiled.coerce({"v": value}).value["v"]
+    return compiled.check({"v": value}).value["v"]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_json_text_is_decoded_at_any_depth_then_cast() -> None:
     }
     compiled = CompiledSchema(schema)
     raw = {"outer": '{"inner": "{\\"n\\": \\"5\\", \\"tags\\": \\"[1]\\"}"}'}
-    result = compiled.coerce(raw)
+    result = compiled.check(raw)
     assert result.value == {"outer": {"inner": {"n": 5, "tags": [1]}}}
     assert [(r.path, r.action) for r in result.repairs] == [
         ("$.outer", "decode_json"),
@@ -140,9 +140,9 @@ def test_optional_from_pydantic_and_refs_are_followed() -> None:
         },
     }
     compiled = CompiledSchema(schema)
-    result = compiled.coerce({"p": '{"x": "1", "y": 2}', "ps": [{"x": "3", "y": "4"}]})
+    result = compiled.check({"p": '{"x": "1", "y": 2}', "ps": [{"x": "3", "y": "4"}]})
     assert result.value == {"p": {"x": 1, "y": 2}, "ps": [{"x": 3, "y": 4}]}
-    assert compiled.issues(result.value) == []
+    assert compiled.check(result.value).issues == ()
 
 
 def test_all_of_pattern_and_additional_properties_and_prefix_items() -> None:
@@ -156,7 +156,7 @@ def test_all_of_pattern_and_additional_properties_and_prefix_items() -> None:
         },
     }
     compiled = CompiledSchema(schema)
-    result = compiled.coerce(
+    result = compiled.check(
         {
             "both": {"a": "1"},
             "pat": {"n_x": "2.5", "other": "2.5"},
@@ -188,7 +188,7 @@ def test_recursive_schema_casts_at_depth() -> None:
     }
     compiled = CompiledSchema(schema)
     value = {"head": {"v": "1", "next": {"v": "2", "next": {"v": "3", "next": None}}}}
-    assert compiled.coerce(value).value == {
+    assert compiled.check(value).value == {
         "head": {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": None}}}
     }
 
@@ -198,7 +198,7 @@ def test_unchanged_input_is_returned_as_the_same_object() -> None:
         {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array"}}}
     )
     value = {"a": 1, "b": [1, 2]}
-    result = compiled.coerce(value)
+    result = compiled.check(value)
     assert result.value is value
     assert result.repairs == ()
 
@@ -206,5 +206,5 @@ def test_unchanged_input_is_returned_as_the_same_object() -> None:
 def test_casting_never_mutates_the_input() -> None:
     compiled = CompiledSchema({"type": "object", "properties": {"a": {"type": "integer"}}})
     value = {"a": "1"}
-    compiled.coerce(value)
+    compiled.check(value)
     assert value == {"a": "1"}
