@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check venv clean fuzz
+.PHONY: run test check venv clean fuzz prerequisites
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +25,18 @@ check: venv
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy --strict src
 
+# OS packages and the MCP test servers the tests use for real (apt-get when root).
+prerequisites:
+	@bash .ci/prerequisites
+
 # pytest exits 5 when it collected no test: that must fail, not pass silently.
-test: venv
+test: venv prerequisites
 	@$(BIN)/python -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
 
 # The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
 # tens of minutes; `make test` runs the same tests with a short budget.
-fuzz: venv
+fuzz: venv prerequisites
 	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics
 
 clean:
