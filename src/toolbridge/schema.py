@@ -13,6 +13,7 @@ validates against that branch.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -128,7 +129,7 @@ def check_parameters_schema(schema: object, *, owner: str) -> None:
             f"got type {schema.get('type')!r}"
         )
     try:
-        jsonschema_rs.meta.validate(thaw(schema))
+        jsonschema_rs.meta.validate(thaw(schema), registry=_no_fetching())
     except jsonschema_rs.ValidationError as exc:
         path = format_path(exc.instance_path)
         raise ToolDefinitionError(
@@ -136,6 +137,20 @@ def check_parameters_schema(schema: object, *, owner: str) -> None:
         ) from None
     except jsonschema_rs.ReferencingError as exc:
         raise ToolDefinitionError(f"{owner}: parameters has an unknown $schema: {exc}") from None
+
+
+def _refuse_fetch(uri: str) -> Any:
+    raise ValueError(
+        f"{uri} is not fetched: toolbridge never downloads schemas (put the definition "
+        "under $defs and refer to it with #/$defs/...)"
+    )
+
+
+@functools.cache
+def _no_fetching() -> Any:
+    """A registry that knows the standard meta-schemas and downloads nothing: a schema's
+    $schema or $ref must never make registration reach the network (SSRF, hangs)."""
+    return jsonschema_rs.Registry([], retriever=_refuse_fetch)
 
 
 # --- messages -------------------------------------------------------------------------
@@ -763,7 +778,8 @@ class CompiledSchema:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         plain = thaw(schema)  # jsonschema-rs takes exact dicts and lists, not subclasses
-        options: dict[str, Any] = {"validate_formats": True}
+        # offline: a remote $ref is an error at registration, never a download
+        options: dict[str, Any] = {"validate_formats": True, "offline": True}
         validators = _SubschemaValidators(options)
         compiler = _Compiler(plain, validators)
         self._caster = compiler.node(plain, "", strict_keys=True)
