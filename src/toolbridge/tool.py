@@ -54,6 +54,10 @@ class ToolContext:
     call_id: str | None = None
     tool_name: str | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.workspace, Path):  # a str, from a caller or a config file
+            object.__setattr__(self, "workspace", Path(self.workspace))
+
 
 # (registry context, call id, tool name) of the call running in this task. A tuple,
 # not a ToolContext, so that setting it costs nothing on calls that never ask for it.

@@ -238,3 +238,12 @@ def test_a_tool_that_refuses_its_configuration_is_an_error_not_a_skip(
         for name in list(sys.modules):
             if name.startswith("tbtest_strict"):
                 del sys.modules[name]
+
+
+def test_a_workspace_given_as_text_is_a_path(tmp_path: Path) -> None:
+    from toolbridge import ToolContext
+
+    ctx = ToolContext(workspace=str(tmp_path))  # type: ignore[arg-type]
+    assert ctx.workspace == tmp_path
+    registry = ToolLoader().registry(ctx)  # every built-in tool builds (exec used to crash)
+    assert "exec" in registry and "read_file" in registry
