@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
+    COLUMNS,
     SCHEMA_VERSION,
     CallKey,
     CallState,
@@ -26,6 +27,8 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    entry_from_row,
+    running_entry,
 )
 
 if TYPE_CHECKING:
@@ -56,10 +59,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_COLUMNS = (
-    "session, call_id, args_hash, tool, arguments, state, attempt, outcome, error_kind, "
-    "approval, created_at, started_at, finished_at"
-)
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
@@ -224,15 +223,25 @@ class PostgresJournal(CallJournal):
             if row is not None and row.state is CallState.FINISHED:
                 answers.append(Claim(ClaimAction.REPLAY, row))
             elif op.key not in locked:
-                answers.append(Claim(ClaimAction.BUSY, row or _fresh(op, now)))
+                answers.append(
+                    Claim(
+                        ClaimAction.BUSY,
+                        row or running_entry(op.key, op.tool, op.arguments, op.approval, now),
+                    )
+                )
             elif row is not None:
                 answers.append(Claim(ClaimAction.INTERRUPTED, row))
             else:
                 fresh.append(op)
-                answers.append(Claim(ClaimAction.RUN, _fresh(op, now)))
+                answers.append(
+                    Claim(
+                        ClaimAction.RUN,
+                        running_entry(op.key, op.tool, op.arguments, op.approval, now),
+                    )
+                )
         if fresh:
             await self._conn.execute(
-                f"INSERT INTO toolbridge_calls ({_COLUMNS}) "
+                f"INSERT INTO toolbridge_calls ({COLUMNS}) "
                 "SELECT s, c, h, t, a::jsonb, 'running', 1, NULL, NULL, p::jsonb, %(now)s, "
                 "%(now)s, NULL FROM unnest(%(s)s::text[], %(c)s::text[], %(h)s::text[], "
                 "%(t)s::text[], %(a)s::text[], %(p)s::text[]) AS u(s, c, h, t, a, p)",
@@ -250,11 +259,11 @@ class PostgresJournal(CallJournal):
 
     async def _rows(self, keys: list[CallKey]) -> dict[CallKey, JournalEntry]:
         cursor = await self._conn.execute(
-            f"SELECT {_COLUMNS} FROM toolbridge_calls WHERE (session, call_id, args_hash) IN "
+            f"SELECT {COLUMNS} FROM toolbridge_calls WHERE (session, call_id, args_hash) IN "
             "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
             _columns(keys),
         )
-        entries = [_entry(row) for row in await cursor.fetchall()]
+        entries = [entry_from_row(row, _as_is) for row in await cursor.fetchall()]
         return {entry.key: entry for entry in entries}
 
     async def _try_locks(self, keys: list[CallKey]) -> set[CallKey]:
@@ -335,10 +344,12 @@ class PostgresJournal(CallJournal):
                 raise _not_owned(key)
             cursor = await conn.execute(
                 "UPDATE toolbridge_calls SET attempt = attempt + 1, started_at = %s "
-                f"WHERE session = %s AND call_id = %s AND args_hash = %s RETURNING {_COLUMNS}",
+                f"WHERE session = %s AND call_id = %s AND args_hash = %s RETURNING {COLUMNS}",
                 (time.time(), key.session, key.call_id, key.args_hash),
             )
-            return _entry(await cursor.fetchone())
+            row = await cursor.fetchone()
+            assert row is not None  # the call is owned, so its row exists
+            return entry_from_row(row, _as_is)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -363,12 +374,12 @@ class PostgresJournal(CallJournal):
     ) -> list[JournalEntry]:
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
-                f"SELECT {_COLUMNS} FROM toolbridge_calls "
+                f"SELECT {COLUMNS} FROM toolbridge_calls "
                 "WHERE %(s)s::text IS NULL OR session = %(s)s "
                 "ORDER BY created_at, session, call_id LIMIT %(n)s",
                 {"s": session, "n": limit},
             )
-            return [_entry(row) for row in await cursor.fetchall()]
+            return [entry_from_row(row, _as_is) for row in await cursor.fetchall()]
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -517,24 +528,10 @@ def _finished(entry: JournalEntry | None) -> bool:
     return entry is not None and entry.state is CallState.FINISHED
 
 
-def _entry(row: Any) -> JournalEntry:
-    return JournalEntry(
-        key=CallKey(row[0], row[1], row[2]),
-        tool=row[3],
-        arguments=row[4],
-        state=CallState(row[5]),
-        attempt=int(row[6]),
-        outcome=row[7],
-        error_kind=row[8],
-        approval=row[9],
-        created_at=float(row[10]),
-        started_at=float(row[11]) if row[11] is not None else None,
-        finished_at=float(row[12]) if row[12] is not None else None,
-    )
+def _as_is(value: Any) -> Any:
+    """JSONB arrives decoded."""
+    return value
 
 
-def _fresh(op: _Claim, now: float) -> JournalEntry:
-    return JournalEntry(
-        op.key, op.tool, op.arguments, CallState.RUNNING, 1, None, None, op.approval, now, now,
-        None,
-    )  # fmt: skip
+def _running(op: _Claim, now: float) -> JournalEntry:
+    return running_entry(op.key, op.tool, op.arguments, op.approval, now)

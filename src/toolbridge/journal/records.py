@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolbridge.errors import ToolbridgeError
 
 __all__ = [
+    "COLUMNS",
     "SCHEMA_VERSION",
     "CallKey",
     "CallState",
@@ -24,6 +26,8 @@ __all__ = [
     "ClaimAction",
     "JournalEntry",
     "JournalError",
+    "entry_from_row",
+    "running_entry",
 ]
 
 SCHEMA_VERSION = 2
@@ -79,6 +83,44 @@ class JournalEntry:
     created_at: float
     started_at: float | None
     finished_at: float | None
+
+
+COLUMNS = (
+    "session, call_id, args_hash, tool, arguments, state, attempt, outcome, error_kind, "
+    "approval, created_at, started_at, finished_at"
+)
+"""The stored columns of a call, in the order `entry_from_row` reads them."""
+
+
+def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
+    """A `JournalEntry` from a row of `COLUMNS`; `decode` turns a stored JSON value into data
+    (SQLite stores text, PostgreSQL's JSONB arrives decoded)."""
+    return JournalEntry(
+        key=CallKey(row[0], row[1], row[2]),
+        tool=row[3],
+        arguments=decode(row[4]),
+        state=CallState(row[5]),
+        attempt=int(row[6]),
+        outcome=decode(row[7]) if row[7] is not None else None,
+        error_kind=row[8],
+        approval=decode(row[9]) if row[9] is not None else None,
+        created_at=float(row[10]),
+        started_at=float(row[11]) if row[11] is not None else None,
+        finished_at=float(row[12]) if row[12] is not None else None,
+    )
+
+
+def running_entry(
+    key: CallKey,
+    tool: str,
+    arguments: Any,
+    approval: Mapping[str, Any] | None = None,
+    now: float | None = None,
+) -> JournalEntry:
+    """The entry of a call claimed now: running, first attempt, no outcome yet."""
+    now = time.time() if now is None else now
+    return JournalEntry(key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now,
+                        now, None)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

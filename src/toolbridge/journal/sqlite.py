@@ -26,6 +26,7 @@ from typing import Any
 
 from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
+    COLUMNS,
     SCHEMA_VERSION,
     CallKey,
     CallState,
@@ -33,6 +34,8 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    entry_from_row,
+    running_entry,
 )
 
 __all__ = ["MIGRATIONS", "SQLiteJournal"]
@@ -63,10 +66,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_COLUMNS = (
-    "session, call_id, args_hash, tool, arguments, state, attempt, outcome, error_kind, "
-    "approval, created_at, started_at, finished_at"
-)
 
 Op = Callable[[sqlite3.Connection], Any]
 Undo = Callable[[sqlite3.Connection, Any], None]
@@ -323,17 +322,21 @@ class SQLiteJournal(CallJournal):
         def op(conn: sqlite3.Connection) -> Claim:
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
-                return Claim(ClaimAction.REPLAY, _entry(row))
+                return Claim(ClaimAction.REPLAY, entry_from_row(row, json.loads))
             if not self._owner.try_take(key):
-                stored = _entry(row) if row is not None else _fresh(key, tool, arguments)
+                stored = (
+                    entry_from_row(row, json.loads)
+                    if row is not None
+                    else running_entry(key, tool, arguments)
+                )
                 return Claim(ClaimAction.BUSY, stored)
             if row is not None:
-                return Claim(ClaimAction.INTERRUPTED, _entry(row))
+                return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, json.loads))
             now = time.time()
             self._inserts.append(
                 (key.session, key.call_id, key.args_hash, tool, args_text, approval_text, now, now)
             )
-            return Claim(ClaimAction.RUN, _fresh(key, tool, arguments, approval, now))
+            return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
             # The caller was cancelled before it heard the answer, so it never ran the call:
@@ -358,7 +361,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (time.time(), key.session, key.call_id, key.args_hash),
             )
-            return _entry(_select(conn, key))
+            return entry_from_row(_select(conn, key), json.loads)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -395,11 +398,11 @@ class SQLiteJournal(CallJournal):
     async def entry(self, key: CallKey) -> JournalEntry | None:
         def op(conn: sqlite3.Connection) -> JournalEntry | None:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM toolbridge_calls "
+                f"SELECT {COLUMNS} FROM toolbridge_calls "
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (key.session, key.call_id, key.args_hash),
             ).fetchone()
-            return _entry(row) if row is not None else None
+            return entry_from_row(row, json.loads) if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -412,11 +415,11 @@ class SQLiteJournal(CallJournal):
 
         def op(conn: sqlite3.Connection) -> list[JournalEntry]:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM toolbridge_calls {where} "
+                f"SELECT {COLUMNS} FROM toolbridge_calls {where} "
                 "ORDER BY created_at, rowid LIMIT ?",
                 (*params, -1 if limit is None else limit),
             ).fetchall()
-            return [_entry(row) for row in rows]
+            return [entry_from_row(row, json.loads) for row in rows]
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -492,7 +495,7 @@ class SQLiteJournal(CallJournal):
 
 
 _INSERT = (
-    f"INSERT INTO toolbridge_calls ({_COLUMNS}) "
+    f"INSERT INTO toolbridge_calls ({COLUMNS}) "
     "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)"
 )
 _ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
@@ -506,7 +509,7 @@ def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
         values = ", ".join(["(?, ?, ?)"] * len(chunk))
         params = [part for key in chunk for part in (key.session, key.call_id, key.args_hash)]
         for row in conn.execute(
-            f"SELECT {_COLUMNS} FROM toolbridge_calls "
+            f"SELECT {COLUMNS} FROM toolbridge_calls "
             f"WHERE (session, call_id, args_hash) IN (VALUES {values})",
             params,
         ):
@@ -533,36 +536,7 @@ def _schema_version(conn: sqlite3.Connection) -> int:
 
 def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
     return conn.execute(
-        f"SELECT {_COLUMNS} FROM toolbridge_calls "
+        f"SELECT {COLUMNS} FROM toolbridge_calls "
         "WHERE session = ? AND call_id = ? AND args_hash = ?",
         (key.session, key.call_id, key.args_hash),
     ).fetchone()
-
-
-def _entry(row: Any) -> JournalEntry:
-    return JournalEntry(
-        key=CallKey(row[0], row[1], row[2]),
-        tool=row[3],
-        arguments=json.loads(row[4]),
-        state=CallState(row[5]),
-        attempt=int(row[6]),
-        outcome=json.loads(row[7]) if row[7] is not None else None,
-        error_kind=row[8],
-        approval=json.loads(row[9]) if row[9] is not None else None,
-        created_at=float(row[10]),
-        started_at=float(row[11]) if row[11] is not None else None,
-        finished_at=float(row[12]) if row[12] is not None else None,
-    )
-
-
-def _fresh(
-    key: CallKey,
-    tool: str,
-    arguments: Any,
-    approval: Mapping[str, Any] | None = None,
-    now: float | None = None,
-) -> JournalEntry:
-    return JournalEntry(
-        key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now or time.time(),
-        now, None,
-    )  # fmt: skip
