@@ -80,3 +80,35 @@ def test_unreachable_server_is_one_line(workspace: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip().startswith("error: cannot reach the model server")
     assert "Traceback" not in done.stderr
+
+
+def test_a_session_goes_on_across_runs_and_never_runs_a_call_twice(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    write = [("c1", "write_file", '{"path": "log.txt", "content": "once"}')]
+    server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Wrote it."))
+    first = agent(server.url, workspace, "Write log.txt", "--yes", "--session", "work")
+    assert first.returncode == 0, first.stderr
+    assert (workspace / "log.txt").read_text() == "once"
+
+    # A second run of the session sees the conversation so far; a model that repeats the
+    # same call id and arguments gets the stored result, and the file is not written again.
+    (workspace / "log.txt").write_text("changed by the user")
+    server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Done again."))
+    second = agent(server.url, workspace, "Write it again", "--yes", "--session", "work")
+    assert second.returncode == 0, second.stderr
+    sent = server.bodies()[2]["messages"]
+    assert [m.get("content") for m in sent if m["role"] == "user"] == [
+        "Write log.txt",
+        "Write it again",
+    ]
+    assert (workspace / "log.txt").read_text() == "changed by the user"  # not run twice
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "toolbridge", "journal", "show", "work", "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "write_file" in listed.stdout and "finished" in listed.stdout

@@ -10,7 +10,9 @@ one line, not a traceback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,6 +41,7 @@ from toolbridge.approval import writes_need_approval
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
     ConfigOption,
+    ExitCode,
     ScopeOption,
     VerboseOption,
     WorkspaceOption,
@@ -48,8 +51,10 @@ from toolbridge.cli.app import (
     reporting,
 )
 from toolbridge.cli.loading import LoadOptions, load_tools
-from toolbridge.executor import ExecutionPolicy
+from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
+from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 
 __all__ = ["agent_command", "event_json"]
@@ -171,18 +176,28 @@ async def _turn(
 
 
 async def _session(
-    runner: AgentRunner, prompt: str | None, printer: _Printer, yes: bool, as_json: bool
+    runner: AgentRunner,
+    prompt: str | None,
+    printer: _Printer,
+    yes: bool,
+    as_json: bool,
+    *,
+    saved: _SavedSession | None = None,
 ) -> RunResult | None:
-    if prompt is not None:
-        return await _turn(runner, prompt, printer, yes, as_json)
-    state: RunState | None = None
+    """One prompt, or an interactive session; with `saved`, the conversation goes on from
+    the journal and is stored back after every prompt."""
+    state = await saved.load() if saved is not None else None
+    lines = iter([prompt]) if prompt is not None else None
     result = None
     while True:
-        try:
-            line = await asyncio.to_thread(input, "> ")
-        except EOFError:
-            return result
-        if line.strip() in ("exit", "quit"):
+        if lines is not None:
+            line = next(lines, None)
+        else:
+            try:
+                line = await asyncio.to_thread(input, "> ")
+            except EOFError:
+                line = None
+        if line is None or line.strip() in ("exit", "quit"):
             return result
         if not line.strip():
             continue
@@ -193,6 +208,23 @@ async def _session(
             current = state
         result = await _turn(runner, current, printer, yes, as_json)
         state = result.state
+        if saved is not None:
+            await saved.store(state)
+
+
+@dataclass(slots=True)
+class _SavedSession:
+    """A conversation kept in the workspace's journal under a session name."""
+
+    journal: CallJournal
+    name: str
+
+    async def load(self) -> RunState | None:
+        data = await self.journal.load_run(self.name)
+        return RunState.from_json(data) if data is not None else None
+
+    async def store(self, state: RunState) -> None:
+        await self.journal.save_run(self.name, state.to_json())
 
 
 @app.command("agent")
@@ -229,6 +261,14 @@ def agent_command(
     ] = False,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
     skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Keep the conversation and every call in the workspace's journal under this "
+            "name: run again with it to go on; a call that already ran is never run twice.",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent loop: the model calls the workspace's tools until it answers."""
     root = (workspace or Path.cwd()).resolve()
@@ -242,17 +282,37 @@ def agent_command(
             LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec)
         ).registry
     skill_set = SkillSet.discover(root) if skills else None
+    policy = ExecutionPolicy(approval=writes_need_approval)
+    journal: CallJournal | None = None
+    if session is not None:  # calls journaled under the session: none runs twice
+        context = dataclasses.replace(registry.context, session=session)
+        registry = ToolRegistry(list(registry), context=context)
+        with reporting(verbose):
+            journal = SQLiteJournal.in_workspace(root)
     runner = AgentRunner(
         adapter,
         registry,
         instructions=INSTRUCTIONS,
-        policy=ExecutionPolicy(approval=writes_need_approval),
+        policy=policy,
+        executor_factory=lambda r: ToolExecutor(r, policy, journal=journal),
         skills=skill_set if skill_set is not None and len(skill_set) else None,
         max_turns=max_turns,
     )
     printer = _Printer(as_json)
+    saved = _SavedSession(journal, session) if journal is not None and session else None
+
+    async def run() -> RunResult | None:
+        try:
+            return await _session(runner, prompt, printer, yes, as_json, saved=saved)
+        finally:
+            if journal is not None:
+                await journal.close()
+
     try:
-        result = asyncio.run(_session(runner, prompt, printer, yes, as_json))
+        result = asyncio.run(run())
+    except JournalError as exc:
+        err.print(f"Error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(ExitCode.CONFIG) from None
     except ModelError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
