@@ -101,8 +101,24 @@ def where() -> str:
     return str(ctx.workspace)
 
 
+@tool(read_only=True)
+def long_text(chars: int) -> str:
+    """A long result: capped and saved on the caller's side."""
+    return "x" * chars
+
+
+@tool(requires_approval=True)
+def deploy(target: str) -> str:
+    """Needs the user's approval; writes what it deployed."""
+    _log("deployed.txt", target)
+    return f"deployed {target}"
+
+
 def build(ctx: ToolContext) -> list[Tool]:
-    return [nap, write_step, boom, block, pid, die_once, die_first_time, SandboxedTool(), where]
+    return [
+        nap, write_step, boom, block, pid, die_once, die_first_time, SandboxedTool(), where,
+        long_text, deploy,
+    ]  # fmt: skip
 
 
 def spans(workspace: Path) -> dict[str, tuple[float, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,6 +121,58 @@ async def test_cancelling_the_run_stops_the_calls(
             break
         await asyncio.sleep(0.05)
     assert (workspace / "cancelled.txt").read_text().split() == ["c"]
+
+
+async def test_approval_then_the_approved_call_runs_once(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    executor = executor_for(workspace, backend)
+    batch = calls(("deploy", {"target": "web"}))
+    [pending] = await executor.run(batch)
+    assert pending.status == "pending_approval"
+    assert not (workspace / "deployed.txt").exists()  # nothing ran on the backend
+    executor.approve(pending)
+    [done] = await executor.run(batch)
+    assert done.ok and done.result.text == "deployed web"
+    assert (workspace / "deployed.txt").read_text().split() == ["web"]
+
+
+async def test_a_long_result_is_capped_and_paged_on_the_callers_side(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    registry = SOURCE.registry(ToolContext(workspace=workspace))
+    policy = ExecutionPolicy(max_result_chars=1_000, preview_chars=100, loop_guard=False)
+    executor = ToolExecutor(registry, policy, backend=backend)
+    [outcome] = await executor.run(calls(("long_text", {"chars": 50_000})))
+    assert outcome.ok and len(outcome.result.text) < 2_000
+    assert "read_tool_result" in outcome.result.text
+    [page] = await executor.run([ToolCallRequest("p", "read_tool_result", {"call_id": "c0"})])
+    assert page.ok and page.result.text.count("x") >= 10_000  # the pager runs here
+
+
+async def test_the_first_failure_stops_the_run(workspace: Path, backend: ExecutionBackend) -> None:
+    registry = SOURCE.registry(ToolContext(workspace=workspace))
+    policy = ExecutionPolicy(persist_results=False, fail_on_tool_error=True)
+    executor = ToolExecutor(registry, policy, backend=backend)
+    outcomes = await executor.run(
+        calls(("boom", {"message": "first"}), ("write_step", {"label": "never"}))
+    )
+    assert outcomes.fatal is outcomes[0] and outcomes[0].kind == "execution_error"
+    assert outcomes[1].status == "skipped"
+    assert not (workspace / "spans.txt").exists()
+
+
+async def test_one_at_a_time_when_the_policy_says_so(
+    workspace: Path, backend: ExecutionBackend
+) -> None:
+    from ray_tools import spans
+
+    registry = SOURCE.registry(ToolContext(workspace=workspace))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False, max_concurrency=1)
+    executor = ToolExecutor(registry, policy, backend=backend)
+    await executor.run(calls(*(("nap", {"seconds": 0.1, "label": f"n{i}"}) for i in range(3))))
+    found = sorted(spans(workspace).values())
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(found))
 
 
 # --- what only a cluster brings ----------------------------------------------------------

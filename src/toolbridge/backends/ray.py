@@ -15,6 +15,7 @@ read-only or idempotent.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import json
 import logging
@@ -217,10 +218,13 @@ class RayBackend:
     def bind(self, registry: ToolRegistry) -> CallRunner:
         ctx = registry.context
         context = _Context(str(ctx.workspace), ctx.session, dict(ctx.config))
+        here = functools.partial(registry.run_prepared, approved=True)
 
         async def run(
             prepared: PreparedCall, *, call_id: str | None = None, time_limit: float | None
         ) -> Invocation:
+            if getattr(prepared.tool, "caller_side", False):  # e.g. the pager: state is here
+                return await here(prepared, call_id=call_id, time_limit=time_limit)
             return await self.run(prepared, context, call_id or "", time_limit)
 
         return run

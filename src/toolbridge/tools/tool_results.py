@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from toolbridge.errors import ToolDefinitionError, ToolExecutionError
 from toolbridge.registry import ToolRegistry
@@ -63,6 +63,8 @@ class ReadToolResult(Tool):
         "saved. Give the call id from the notice, and page with offset/limit (characters)."
     )
     read_only = True
+    # The saved results live where the executor runs: a backend must run this tool there.
+    caller_side: ClassVar[bool] = True
 
     def __init__(self, stores: Iterable[ResultStore] = ()) -> None:
         self.stores: list[ResultStore] = list(stores)
