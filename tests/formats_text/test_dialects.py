@@ -148,3 +148,12 @@ def test_harmony_text_before_a_message_header_stays_text() -> None:
         "Hello <|start|>assistant<|channel|>final<|message|>Hi<|return|>", "harmony"
     )
     assert parsed.text == "Hello Hi"
+
+
+def test_an_end_token_inside_a_json_string_belongs_to_the_call() -> None:
+    # Found by the property test: the python-tag body used to end at the first
+    # <|eom_id|>, even inside a JSON string, and the call was reported as cut off.
+    text = '<|python_tag|>{"name": "f", "parameters": {"<|eom_id|>": "x"}}<|eom_id|>'
+    parsed = parse_text_calls(text, "llama3_json")
+    assert parsed.problems == ()
+    assert [(call.name, call.arguments) for call in parsed.calls] == [("f", {"<|eom_id|>": "x"})]

@@ -94,20 +94,23 @@ def _json_calls(reader: Reader, start: int, end: int, *, tagged: bool) -> None:
 
 def _python_tag(reader: Reader, tag_at: int) -> None:
     source = reader.source
-    end, _ = first_of(source, END_TOKENS, tag_at)
-    end = len(source) if end == -1 else end
     reader.markup(tag_at + len(PYTHON_TAG))
     body_start = skip_space(source, reader.pos)
-    body = source[body_start:end].rstrip()
     where = f"{PYTHON_TAG} at position {tag_at}"
+    if source.startswith("{", body_start):
+        # JSON is read string-aware: an end token inside a string belongs to the call.
+        _json_calls(reader, body_start, len(source), tagged=True)
+        end, _ = first_of(source, END_TOKENS, reader.pos)
+        end = len(source) if end == -1 else end
+        body_end = len(source[:end].rstrip())
+        if reader.pos < body_end:
+            reader.unreadable(body_end, f"{where}: text after the JSON calls")
+        return
+    end, _ = first_of(source, END_TOKENS, tag_at)
+    end = len(source) if end == -1 else end
+    body = source[body_start:end].rstrip()
     if not body:
         reader.unreadable(end, f"{where}: nothing follows the tag")
-        return
-    if body.startswith("{"):
-        _json_calls(reader, body_start, body_start + len(body), tagged=True)
-        if reader.pos < body_start + len(body):
-            why = "text after the JSON calls"
-            reader.unreadable(body_start + len(body), f"{where}: {why}")
         return
     reader.markup(body_start)
     builtin = _builtin_call(body)
