@@ -12,12 +12,11 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
-    error_for_status,
     missing_sdk,
+    stainless_error,
+    stream_turn,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -113,22 +112,15 @@ class AnthropicModel:
         kwargs.update(settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        anthropic = self._anthropic
-        driver = StreamDriver(
-            anthropic_format.AnthropicStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
+            anthropic_format.AnthropicStream,
             deltas=_deltas,
+            call=lambda: self.client.messages.create(**self.request_kwargs(request)),
+            error=self._error,
         )
-        try:
-            stream = await self.client.messages.create(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except anthropic.APIConnectionError as exc:
-            raise ModelConnectionError(f"cannot reach the Anthropic API: {exc}", cause=exc) from exc
-        except anthropic.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.message, exc) from exc
-        except anthropic.APIError as exc:
-            raise error_for_status(None, exc.message, exc) from exc
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        return stainless_error(exc, self._anthropic, "the Anthropic API")

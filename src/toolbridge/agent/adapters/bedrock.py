@@ -15,10 +15,9 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
     missing_sdk,
+    stream_turn,
 )
 from toolbridge.agent.errors import (
     ModelAuthenticationError,
@@ -131,31 +130,31 @@ class BedrockModel:
         kwargs.update(settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        errors = self._botocore
-        driver = StreamDriver(
-            bedrock_format.BedrockStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
+            bedrock_format.BedrockStream,
             deltas=_deltas,
+            call=lambda: self._converse_stream(request),
+            error=self._error,
         )
-        try:
-            response = await asyncio.to_thread(
-                self.client.converse_stream, **self.request_kwargs(request)
-            )
-            async for event in drive(driver, _events(response["stream"])):
-                yield event
-        except errors.ClientError as exc:
-            raise self._client_error(exc) from exc
-        except errors.EventStreamError as exc:  # an error event inside the stream
-            raise self._client_error(exc) from exc
-        except errors.NoCredentialsError as exc:
-            raise ModelAuthenticationError(
-                f"no AWS credentials for Bedrock: {exc}", cause=exc
-            ) from exc
-        except (errors.EndpointConnectionError, errors.ConnectionClosedError) as exc:
-            raise ModelConnectionError(f"cannot reach Bedrock: {exc}", cause=exc) from exc
+
+    async def _converse_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        response = await asyncio.to_thread(
+            self.client.converse_stream, **self.request_kwargs(request)
+        )
+        return _events(response["stream"])
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        errors = self._botocore
+        if isinstance(exc, errors.ClientError):  # EventStreamError too: an error event
+            return self._client_error(exc)
+        if isinstance(exc, errors.NoCredentialsError):
+            return ModelAuthenticationError(f"no AWS credentials for Bedrock: {exc}", cause=exc)
+        if isinstance(exc, errors.EndpointConnectionError | errors.ConnectionClosedError):
+            return ModelConnectionError(f"cannot reach Bedrock: {exc}", cause=exc)
+        return None
 
     def _client_error(self, exc: Any) -> ModelError:
         error = exc.response.get("Error", {})

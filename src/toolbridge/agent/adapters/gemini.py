@@ -13,12 +13,11 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
     missing_sdk,
+    stream_turn,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -110,21 +109,21 @@ class GeminiModel:
         config.update(settings.extra)
         return {"model": self.model, "contents": contents, "config": config}
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        driver = StreamDriver(
-            gemini_format.GeminiStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
+            gemini_format.GeminiStream,
             deltas=_deltas,
-        )
-        try:
-            stream = await self.client.aio.models.generate_content_stream(
+            call=lambda: self.client.aio.models.generate_content_stream(
                 **self.request_kwargs(request)
-            )
-            async for event in drive(driver, stream):
-                yield event
-        except self._errors.APIError as exc:
-            raise error_for_status(exc.code, str(exc.message or exc), exc) from exc
-        except self._transport_error as exc:
-            raise ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc) from exc
+            ),
+            error=self._error,
+        )
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        if isinstance(exc, self._errors.APIError):
+            return error_for_status(exc.code, str(exc.message or exc), exc)
+        if isinstance(exc, self._transport_error):
+            return ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc)
+        return None

@@ -12,12 +12,11 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
     missing_sdk,
+    stream_turn,
 )
-from toolbridge.agent.errors import ModelConnectionError
+from toolbridge.agent.errors import ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -94,21 +93,20 @@ class OllamaModel:
         kwargs.update(settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        ollama = self._ollama
-        driver = StreamDriver(
-            ollama_format.OllamaStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
+            ollama_format.OllamaStream,
             deltas=_deltas,
+            call=lambda: self.client.chat(**self.request_kwargs(request)),
+            error=self._error,
         )
-        try:
-            stream = await self.client.chat(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except ollama.ResponseError as exc:
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        if isinstance(exc, self._ollama.ResponseError):
             status = exc.status_code if exc.status_code and exc.status_code > 0 else None
-            raise error_for_status(status, exc.error, exc) from exc
-        except (ConnectionError, self._transport_error) as exc:
-            raise ModelConnectionError(f"cannot reach Ollama: {exc}", cause=exc) from exc
+            return error_for_status(status, exc.error, exc)
+        if isinstance(exc, ConnectionError | self._transport_error):
+            return ModelConnectionError(f"cannot reach Ollama: {exc}", cause=exc)
+        return None

@@ -15,12 +15,12 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
     missing_sdk,
+    stainless_error,
+    stream_turn,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -127,22 +127,15 @@ class OpenAIResponsesModel:
         kwargs.update(settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        openai = self._openai
-        driver = StreamDriver(
-            openai_responses.OpenAIResponsesStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
+            openai_responses.OpenAIResponsesStream,
             deltas=_deltas,
+            call=lambda: self.client.responses.create(**self.request_kwargs(request)),
+            error=self._error,
         )
-        try:
-            stream = await self.client.responses.create(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except openai.APIConnectionError as exc:
-            raise ModelConnectionError(f"cannot reach the model server: {exc}", cause=exc) from exc
-        except openai.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.message, exc) from exc
-        except openai.APIError as exc:
-            raise error_for_status(None, exc.message, exc) from exc
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        return stainless_error(exc, self._openai, "the model server")
