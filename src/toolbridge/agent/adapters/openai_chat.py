@@ -8,17 +8,16 @@ deltas and the usage, and maps the SDK's errors.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    missing_sdk,
     stainless_error,
     stream_turn,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelError
+from toolbridge.agent.adapters._openai import openai_client, openai_sdk
+from toolbridge.agent.errors import ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -78,21 +77,9 @@ class OpenAIChatModel:
         max_tokens_param: str = "max_completion_tokens",
         stream_usage: bool = True,
     ) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise missing_sdk("openai", "openai") from None
-        self._openai = openai
+        self._openai = openai_sdk()
         if client is None:
-            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
-                api_key = "not-needed"  # local OpenAI-compatible servers take any key
-            try:
-                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-            except openai.OpenAIError as exc:
-                raise ModelAuthenticationError(
-                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
-                    "client= or base_url=)"
-                ) from None
+            client = openai_client(self._openai, api_key=api_key, base_url=base_url)
         self.client = client
         self.model = model
         self.strict = strict

@@ -9,18 +9,17 @@ asks for encrypted reasoning content, which the next turn then replays.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
     error_for_status,
-    missing_sdk,
     stainless_error,
     stream_turn,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelError
+from toolbridge.agent.adapters._openai import openai_client, openai_sdk
+from toolbridge.agent.errors import ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, render_message
@@ -80,21 +79,9 @@ class OpenAIResponsesModel:
         strict: bool | None = False,
         stateless: bool = False,
     ) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise missing_sdk("openai", "openai") from None
-        self._openai = openai
+        self._openai = openai_sdk()
         if client is None:
-            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
-                api_key = "not-needed"
-            try:
-                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-            except openai.OpenAIError as exc:
-                raise ModelAuthenticationError(
-                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
-                    "client= or base_url=)"
-                ) from None
+            client = openai_client(self._openai, api_key=api_key, base_url=base_url)
         self.client = client
         self.model = model
         self.strict = strict
