@@ -40,6 +40,7 @@ __all__ = [
     "missing_sdk",
     "stainless_error",
     "stream_turn",
+    "tokens",
 ]
 
 Deltas = tuple[str, str, Usage | None]
@@ -55,6 +56,15 @@ _CONTEXT_HINTS = (
     "exceeds the maximum number of tokens",
     "input is too long",
 )
+
+
+def tokens(report: Any, *path: str) -> int:
+    """The token count at `path` in a usage report (keys into nested objects), 0 where
+    the provider left it out."""
+    value = report
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return int(value or 0)
 
 
 def missing_sdk(package: str, extra: str) -> ImportError:

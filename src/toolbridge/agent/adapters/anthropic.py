@@ -15,6 +15,7 @@ from toolbridge.agent.adapters._common import (
     missing_sdk,
     stainless_error,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
@@ -32,9 +33,9 @@ def _usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     return Usage(
-        int(usage.get("input_tokens") or 0),
-        int(usage.get("output_tokens") or 0),
-        int(usage.get("cache_read_input_tokens") or 0),
+        tokens(usage, "input_tokens"),
+        tokens(usage, "output_tokens"),
+        tokens(usage, "cache_read_input_tokens"),
         1,
     )
 

@@ -18,6 +18,7 @@ from toolbridge.agent.adapters._common import (
     error_for_status,
     missing_sdk,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.errors import (
     ModelAuthenticationError,
@@ -54,9 +55,9 @@ def _deltas(data: dict[str, Any]) -> Deltas:
             "",
             "",
             Usage(
-                int(usage.get("inputTokens") or 0),
-                int(usage.get("outputTokens") or 0),
-                int(usage.get("cacheReadInputTokens") or 0),
+                tokens(usage, "inputTokens"),
+                tokens(usage, "outputTokens"),
+                tokens(usage, "cacheReadInputTokens"),
                 1,
             ),
         )

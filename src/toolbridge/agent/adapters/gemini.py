@@ -16,6 +16,7 @@ from toolbridge.agent.adapters._common import (
     error_for_status,
     missing_sdk,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
@@ -38,9 +39,9 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     meta = data.get("usageMetadata")
     if isinstance(meta, dict):
         usage = Usage(
-            int(meta.get("promptTokenCount") or 0),
-            int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0),
-            int(meta.get("cachedContentTokenCount") or 0),
+            tokens(meta, "promptTokenCount"),
+            tokens(meta, "candidatesTokenCount") + tokens(meta, "thoughtsTokenCount"),
+            tokens(meta, "cachedContentTokenCount"),
             1,
         )
     return "".join(text), "".join(thought), usage

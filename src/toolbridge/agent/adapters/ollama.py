@@ -15,6 +15,7 @@ from toolbridge.agent.adapters._common import (
     error_for_status,
     missing_sdk,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.errors import ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
@@ -31,7 +32,7 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     thinking = message.get("thinking") if isinstance(message, dict) else None
     usage = None
     if data.get("done"):
-        usage = Usage(int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0))
+        usage = Usage(tokens(data, "prompt_eval_count"), tokens(data, "eval_count"))
     return (
         text if isinstance(text, str) else "",
         thinking if isinstance(thinking, str) else "",

@@ -15,6 +15,7 @@ from toolbridge.agent.adapters._common import (
     Deltas,
     stainless_error,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.adapters._openai import openai_client, openai_sdk
 from toolbridge.agent.errors import ModelError
@@ -43,12 +44,10 @@ def _usage(data: Mapping[str, Any]) -> Usage | None:
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return None
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
     return Usage(
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
-        int(cached or 0),
+        tokens(usage, "prompt_tokens"),
+        tokens(usage, "completion_tokens"),
+        tokens(usage, "prompt_tokens_details", "cached_tokens"),
         1,
     )
 

@@ -17,6 +17,7 @@ from toolbridge.agent.adapters._common import (
     error_for_status,
     stainless_error,
     stream_turn,
+    tokens,
 )
 from toolbridge.agent.adapters._openai import openai_client, openai_sdk
 from toolbridge.agent.errors import ModelError
@@ -42,15 +43,13 @@ def _deltas(data: dict[str, Any]) -> Deltas:
         response = data.get("response") or {}
         usage = response.get("usage") if isinstance(response, dict) else None
         if isinstance(usage, dict):
-            details = usage.get("input_tokens_details") or {}
-            cached = details.get("cached_tokens") if isinstance(details, dict) else 0
             return (
                 "",
                 "",
                 Usage(
-                    int(usage.get("input_tokens") or 0),
-                    int(usage.get("output_tokens") or 0),
-                    int(cached or 0),
+                    tokens(usage, "input_tokens"),
+                    tokens(usage, "output_tokens"),
+                    tokens(usage, "input_tokens_details", "cached_tokens"),
                     1,
                 ),
             )
