@@ -7,6 +7,7 @@ the deltas and usage sit in its events); the loop around them lives here once.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -28,7 +29,7 @@ from toolbridge.agent.events import (
     ToolCallReady,
 )
 from toolbridge.agent.messages import AssistantMessage, Usage
-from toolbridge.agent.model import ModelAdapter, ModelRequest
+from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings, render_message
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.types import FormatError
 from toolbridge.formats.wire import dumped
@@ -37,7 +38,9 @@ __all__ = [
     "Deltas",
     "StreamDriver",
     "error_for_status",
+    "history",
     "missing_sdk",
+    "sampling",
     "stainless_error",
     "stream_turn",
     "tokens",
@@ -56,6 +59,24 @@ _CONTEXT_HINTS = (
     "exceeds the maximum number of tokens",
     "input is too long",
 )
+
+
+def history(request: ModelRequest, format: str) -> list[dict[str, Any]]:
+    """The conversation in `format`'s wire shape, a list of the caller's own; the run's
+    cache renders only the messages added since the previous turn."""
+    render = partial(render_message, format=format)
+    return list(request.cache.messages(format, request.messages, render))
+
+
+def sampling(settings: ModelSettings, *, max_tokens: str) -> dict[str, Any]:
+    """The output limit and temperature `settings` sets, the limit under the wire's name
+    (`max_tokens`); an unset one is left out so the provider's default applies."""
+    chosen: dict[str, Any] = {}
+    if settings.max_tokens is not None:
+        chosen[max_tokens] = settings.max_tokens
+    if settings.temperature is not None:
+        chosen["temperature"] = settings.temperature
+    return chosen
 
 
 def tokens(report: Any, *path: str) -> int:

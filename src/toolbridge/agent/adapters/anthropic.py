@@ -12,6 +12,7 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
+    history,
     missing_sdk,
     stainless_error,
     stream_turn,
@@ -20,7 +21,7 @@ from toolbridge.agent.adapters._common import (
 from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import anthropic as anthropic_format
 
 __all__ = ["AnthropicModel"]
@@ -90,12 +91,9 @@ class AnthropicModel:
         self.model = model
         self.max_tokens = max_tokens
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` (rendered incrementally)."""
-        messages = list(request.cache.messages(self.format, request.messages, self._render))
+        messages = history(request, self.format)
         settings = request.settings
         kwargs: dict[str, Any] = {
             "model": self.model,

@@ -16,7 +16,9 @@ from typing import Any
 from toolbridge.agent.adapters._common import (
     Deltas,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
     stream_turn,
     tokens,
 )
@@ -28,7 +30,7 @@ from toolbridge.agent.errors import (
 )
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import bedrock as bedrock_format
 
 __all__ = ["BedrockModel"]
@@ -108,27 +110,19 @@ class BedrockModel:
         self.client = client or boto3.client("bedrock-runtime", region_name=region)
         self.model = model
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``converse_stream`` (rendered incrementally)."""
-        rendered = request.cache.messages(self.format, request.messages, self._render)
-        kwargs: dict[str, Any] = {"modelId": self.model, "messages": merge_roles(rendered)}
+        messages = merge_roles(history(request, self.format))
+        kwargs: dict[str, Any] = {"modelId": self.model, "messages": messages}
         if request.instructions:
             kwargs["system"] = [{"text": request.instructions}]
         tools = request.cache.definitions(self.format, request.tools, bedrock_format.definitions)
         if tools:
             kwargs["toolConfig"] = {"tools": tools}
-        settings = request.settings
-        inference: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            inference["maxTokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            inference["temperature"] = settings.temperature
+        inference = sampling(request.settings, max_tokens="maxTokens")
         if inference:
             kwargs["inferenceConfig"] = inference
-        kwargs.update(settings.extra)
+        kwargs.update(request.settings.extra)
         return kwargs
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

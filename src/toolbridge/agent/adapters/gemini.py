@@ -14,14 +14,16 @@ from typing import Any
 from toolbridge.agent.adapters._common import (
     Deltas,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
     stream_turn,
     tokens,
 )
 from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import gemini as gemini_format
 
 __all__ = ["GeminiModel"]
@@ -86,12 +88,9 @@ class GeminiModel:
         self.model = model
         self.json_schema = json_schema
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``aio.models.generate_content_stream``."""
-        contents = list(request.cache.messages(self.format, request.messages, self._render))
+        contents = history(request, self.format)
         config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
         if request.instructions:
             config["system_instruction"] = request.instructions
@@ -102,12 +101,8 @@ class GeminiModel:
         )
         if tools:
             config["tools"] = tools
-        settings = request.settings
-        if settings.max_tokens is not None:
-            config["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            config["temperature"] = settings.temperature
-        config.update(settings.extra)
+        config.update(sampling(request.settings, max_tokens="max_output_tokens"))
+        config.update(request.settings.extra)
         return {"model": self.model, "contents": contents, "config": config}
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

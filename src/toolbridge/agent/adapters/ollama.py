@@ -13,14 +13,16 @@ from typing import Any
 from toolbridge.agent.adapters._common import (
     Deltas,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
     stream_turn,
     tokens,
 )
 from toolbridge.agent.errors import ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import ollama as ollama_format
 
 __all__ = ["OllamaModel"]
@@ -67,31 +69,21 @@ class OllamaModel:
         self.model = model
         self.think = think
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``AsyncClient.chat`` (rendered incrementally)."""
-        messages = request.cache.messages(self.format, request.messages, self._render)
+        messages = history(request, self.format)
         if request.instructions:
-            messages = [{"role": "system", "content": request.instructions}, *messages]
-        else:
-            messages = list(messages)
+            messages.insert(0, {"role": "system", "content": request.instructions})
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         tools = request.cache.definitions(self.format, request.tools, ollama_format.definitions)
         if tools:
             kwargs["tools"] = tools
         if self.think is not None:
             kwargs["think"] = self.think
-        settings = request.settings
-        options: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            options["num_predict"] = settings.max_tokens
-        if settings.temperature is not None:
-            options["temperature"] = settings.temperature
+        options = sampling(request.settings, max_tokens="num_predict")
         if options:
             kwargs["options"] = options
-        kwargs.update(settings.extra)
+        kwargs.update(request.settings.extra)
         return kwargs
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

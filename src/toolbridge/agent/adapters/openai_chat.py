@@ -13,6 +13,8 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
+    history,
+    sampling,
     stainless_error,
     stream_turn,
     tokens,
@@ -21,7 +23,7 @@ from toolbridge.agent.adapters._openai import openai_client, openai_sdk
 from toolbridge.agent.errors import ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import openai_chat
 
 __all__ = ["OpenAIChatModel"]
@@ -86,16 +88,11 @@ class OpenAIChatModel:
         self.max_tokens_param = max_tokens_param
         self.stream_usage = stream_usage
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create`` (rendered incrementally)."""
-        messages = request.cache.messages(self.format, request.messages, self._render)
+        messages = history(request, self.format)
         if request.instructions:
-            messages = [{"role": self.system_role, "content": request.instructions}, *messages]
-        else:
-            messages = list(messages)
+            messages.insert(0, {"role": self.system_role, "content": request.instructions})
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
@@ -106,12 +103,8 @@ class OpenAIChatModel:
         )
         if tools:
             kwargs["tools"] = tools
-        settings = request.settings
-        if settings.max_tokens is not None:
-            kwargs[self.max_tokens_param] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        kwargs.update(settings.extra)
+        kwargs.update(sampling(request.settings, max_tokens=self.max_tokens_param))
+        kwargs.update(request.settings.extra)
         return kwargs
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

@@ -15,6 +15,8 @@ from typing import Any
 from toolbridge.agent.adapters._common import (
     Deltas,
     error_for_status,
+    history,
+    sampling,
     stainless_error,
     stream_turn,
     tokens,
@@ -23,7 +25,7 @@ from toolbridge.agent.adapters._openai import openai_client, openai_sdk
 from toolbridge.agent.errors import ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import openai_responses
 
 __all__ = ["OpenAIResponsesModel"]
@@ -86,12 +88,9 @@ class OpenAIResponsesModel:
         self.strict = strict
         self.stateless = stateless
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``responses.create`` (rendered incrementally)."""
-        items = list(request.cache.messages(self.format, request.messages, self._render))
+        items = history(request, self.format)
         kwargs: dict[str, Any] = {"model": self.model, "input": items, "stream": True}
         if request.instructions:
             kwargs["instructions"] = request.instructions
@@ -105,12 +104,8 @@ class OpenAIResponsesModel:
         if self.stateless:
             kwargs["store"] = False
             kwargs["include"] = ["reasoning.encrypted_content"]
-        settings = request.settings
-        if settings.max_tokens is not None:
-            kwargs["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        kwargs.update(settings.extra)
+        kwargs.update(sampling(request.settings, max_tokens="max_output_tokens"))
+        kwargs.update(request.settings.extra)
         return kwargs
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
