@@ -31,6 +31,7 @@ from toolbridge.agent.events import (
 from toolbridge.agent.messages import AssistantMessage, Usage
 from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings, render_message
 from toolbridge.formats.assembler import StreamAdapter
+from toolbridge.formats.streaming import stream_adapter
 from toolbridge.formats.types import FormatError
 from toolbridge.formats.wire import dumped
 
@@ -201,20 +202,20 @@ class StreamDriver:
 async def stream_turn(
     model: ModelAdapter,
     request: ModelRequest,
-    stream: type[StreamAdapter],
     *,
     deltas: Callable[[dict[str, Any]], Deltas],
     call: Callable[[], Awaitable[AsyncIterable[Any]]],
     error: Callable[[Exception], ModelError | None],
 ) -> AsyncIterator[ModelEvent]:
     """One streamed turn of `model`: await `call()` for the SDK's stream, feed each event
-    through a `StreamDriver` over the format's `stream` adapter, and yield what comes out.
+    through a `StreamDriver` over the stream adapter of `model.format`, and yield what
+    comes out.
 
     An exception from the SDK call or its stream is raised as `error(exc)`; one `error`
     does not map (None) passes unchanged, like the driver's own `ModelResponseError`.
     """
     driver = StreamDriver(
-        stream(id_salt=f"turn{request.turn}"),
+        stream_adapter(model.format, id_salt=f"turn{request.turn}"),
         format=model.format,
         model=model.model,
         turn=request.turn,

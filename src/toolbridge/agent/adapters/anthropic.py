@@ -115,7 +115,6 @@ class AnthropicModel:
         return stream_turn(
             self,
             request,
-            anthropic_format.AnthropicStream,
             deltas=_deltas,
             call=lambda: self.client.messages.create(**self.request_kwargs(request)),
             error=self._error,

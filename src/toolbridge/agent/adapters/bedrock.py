@@ -129,7 +129,6 @@ class BedrockModel:
         return stream_turn(
             self,
             request,
-            bedrock_format.BedrockStream,
             deltas=_deltas,
             call=lambda: self._converse_stream(request),
             error=self._error,

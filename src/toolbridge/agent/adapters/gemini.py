@@ -109,7 +109,6 @@ class GeminiModel:
         return stream_turn(
             self,
             request,
-            gemini_format.GeminiStream,
             deltas=_deltas,
             call=lambda: self.client.aio.models.generate_content_stream(
                 **self.request_kwargs(request)

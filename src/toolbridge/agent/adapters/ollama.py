@@ -90,7 +90,6 @@ class OllamaModel:
         return stream_turn(
             self,
             request,
-            ollama_format.OllamaStream,
             deltas=_deltas,
             call=lambda: self.client.chat(**self.request_kwargs(request)),
             error=self._error,

@@ -111,7 +111,6 @@ class OpenAIChatModel:
         return stream_turn(
             self,
             request,
-            openai_chat.OpenAIChatStream,
             deltas=_deltas,
             call=lambda: self.client.chat.completions.create(**self.request_kwargs(request)),
             error=self._error,

@@ -112,7 +112,6 @@ class OpenAIResponsesModel:
         return stream_turn(
             self,
             request,
-            openai_responses.OpenAIResponsesStream,
             deltas=_deltas,
             call=lambda: self.client.responses.create(**self.request_kwargs(request)),
             error=self._error,
