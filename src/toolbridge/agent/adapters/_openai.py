@@ -1,31 +1,29 @@
-"""The ``openai`` SDK as both OpenAI adapters (Chat Completions, Responses) load it."""
+"""The ``openai`` SDK as both OpenAI adapters (Chat Completions, Responses) use it:
+making the client and reading its errors."""
 
 from __future__ import annotations
 
 import os
-from types import ModuleType
 from typing import Any
 
-from toolbridge.agent.adapters._common import missing_sdk
-from toolbridge.agent.errors import ModelAuthenticationError
+from toolbridge.agent.adapters._common import missing_sdk, stainless_error
+from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 
-__all__ = ["openai_client", "openai_sdk"]
+__all__ = ["openai_client", "openai_error"]
 
 
-def openai_sdk() -> ModuleType:
-    """The ``openai`` module, or an ImportError naming the extra to install."""
+def openai_client(client: Any, *, api_key: str | None, base_url: str | None) -> Any:
+    """`client`, or an ``openai.AsyncOpenAI`` from the environment (``OPENAI_API_KEY``)
+    and `base_url`; an ImportError naming the extra when ``openai`` is not installed.
+
+    A `base_url` without any key is a local OpenAI-compatible server, which takes any key.
+    """
     try:
         import openai
     except ImportError:
         raise missing_sdk("openai", "openai") from None
-    return openai
-
-
-def openai_client(openai: ModuleType, *, api_key: str | None, base_url: str | None) -> Any:
-    """An ``openai.AsyncOpenAI`` from the environment (``OPENAI_API_KEY``) and `base_url`.
-
-    A `base_url` without any key is a local OpenAI-compatible server, which takes any key.
-    """
+    if client is not None:
+        return client
     if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
         api_key = "not-needed"
     try:
@@ -35,3 +33,10 @@ def openai_client(openai: ModuleType, *, api_key: str | None, base_url: str | No
             f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
             "client= or base_url=)"
         ) from None
+
+
+def openai_error(exc: Exception) -> ModelError | None:
+    """The typed error for an exception of the ``openai`` SDK, or None."""
+    import openai  # already loaded: no adapter exists without it
+
+    return stainless_error(exc, openai, "the model server")

@@ -15,12 +15,10 @@ from toolbridge.agent.adapters._common import (
     Deltas,
     history,
     sampling,
-    stainless_error,
     stream_turn,
     tokens,
 )
-from toolbridge.agent.adapters._openai import openai_client, openai_sdk
-from toolbridge.agent.errors import ModelError
+from toolbridge.agent.adapters._openai import openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest
@@ -78,10 +76,7 @@ class OpenAIChatModel:
         max_tokens_param: str = "max_completion_tokens",
         stream_usage: bool = True,
     ) -> None:
-        self._openai = openai_sdk()
-        if client is None:
-            client = openai_client(self._openai, api_key=api_key, base_url=base_url)
-        self.client = client
+        self.client = openai_client(client, api_key=api_key, base_url=base_url)
         self.model = model
         self.strict = strict
         self.system_role = system_role
@@ -113,8 +108,5 @@ class OpenAIChatModel:
             request,
             deltas=_deltas,
             call=lambda: self.client.chat.completions.create(**self.request_kwargs(request)),
-            error=self._error,
+            error=openai_error,
         )
-
-    def _error(self, exc: Exception) -> ModelError | None:
-        return stainless_error(exc, self._openai, "the model server")

@@ -17,12 +17,10 @@ from toolbridge.agent.adapters._common import (
     error_for_status,
     history,
     sampling,
-    stainless_error,
     stream_turn,
     tokens,
 )
-from toolbridge.agent.adapters._openai import openai_client, openai_sdk
-from toolbridge.agent.errors import ModelError
+from toolbridge.agent.adapters._openai import openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest
@@ -80,10 +78,7 @@ class OpenAIResponsesModel:
         strict: bool | None = False,
         stateless: bool = False,
     ) -> None:
-        self._openai = openai_sdk()
-        if client is None:
-            client = openai_client(self._openai, api_key=api_key, base_url=base_url)
-        self.client = client
+        self.client = openai_client(client, api_key=api_key, base_url=base_url)
         self.model = model
         self.strict = strict
         self.stateless = stateless
@@ -114,8 +109,5 @@ class OpenAIResponsesModel:
             request,
             deltas=_deltas,
             call=lambda: self.client.responses.create(**self.request_kwargs(request)),
-            error=self._error,
+            error=openai_error,
         )
-
-    def _error(self, exc: Exception) -> ModelError | None:
-        return stainless_error(exc, self._openai, "the model server")
