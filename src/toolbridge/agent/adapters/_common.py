@@ -1,7 +1,8 @@
-"""What every SDK adapter shares: the error mapping and the streamed turn.
+"""What every SDK adapter shares, provider-free: the streamed turn (`stream_turn`), the
+error mapping (`error_for_status`, `stainless_error`) and the request and usage helpers.
 
-A provider module keeps what is its own (the SDK call, which exceptions mean what, where
-the deltas and usage sit in its events); the loop around them lives here once.
+A provider module keeps what is its own: the SDK call, which of its exceptions mean what,
+where the deltas and usage sit in its events, and where each request value goes.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def tokens(report: Any, *path: str) -> int:
 
 
 def missing_sdk(package: str, extra: str) -> ImportError:
+    """The error for an adapter whose SDK is not installed, naming the extra to install."""
     return ImportError(
         f"this model adapter needs the {package!r} package: pip install 'toolbridge[{extra}]'"
     )
@@ -135,8 +137,9 @@ class StreamDriver:
     """Turns one turn's wire events into model events through a format's stream adapter.
 
     `feed(event)` takes an SDK event, dumps it once to wire JSON, lets `deltas` pick
-    the display text, reasoning and usage out of it, and yields `ToolCallReady` for every call
-    the format's adapter finished. `response()` builds the `AssistantMessage`.
+    the display text, reasoning and usage out of it, and returns the events it shows, a
+    `ToolCallReady` for every call the format's adapter finished among them. `finish()`
+    returns the last calls and the `ModelResponse` with the whole `AssistantMessage`.
     """
 
     def __init__(

@@ -74,7 +74,6 @@ class GeminiModel:
         except ImportError:
             raise missing_sdk("google-genai", "gemini") from None
         self._errors = errors
-        self._types = types
         self._transport_error = httpx.TransportError
         if client is None:
             options = types.HttpOptions(base_url=base_url) if base_url else None
