@@ -135,6 +135,7 @@ class BedrockModel:
         )
 
     async def _converse_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        """Start ``converse_stream`` in a worker thread (boto3 blocks); its events follow."""
         response = await asyncio.to_thread(
             self.client.converse_stream, **self.request_kwargs(request)
         )
