@@ -12,15 +12,16 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
-    error_for_status,
+    history,
     missing_sdk,
+    stainless_error,
+    stream_turn,
+    tokens,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import anthropic as anthropic_format
 
 __all__ = ["AnthropicModel"]
@@ -33,9 +34,9 @@ def _usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     return Usage(
-        int(usage.get("input_tokens") or 0),
-        int(usage.get("output_tokens") or 0),
-        int(usage.get("cache_read_input_tokens") or 0),
+        tokens(usage, "input_tokens"),
+        tokens(usage, "output_tokens"),
+        tokens(usage, "cache_read_input_tokens"),
         1,
     )
 
@@ -90,12 +91,9 @@ class AnthropicModel:
         self.model = model
         self.max_tokens = max_tokens
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` (rendered incrementally)."""
-        messages = list(request.cache.messages(self.format, request.messages, self._render))
+        messages = history(request, self.format)
         settings = request.settings
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -113,22 +111,14 @@ class AnthropicModel:
         kwargs.update(settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        anthropic = self._anthropic
-        driver = StreamDriver(
-            anthropic_format.AnthropicStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
+            call=lambda: self.client.messages.create(**self.request_kwargs(request)),
+            error=self._error,
         )
-        try:
-            stream = await self.client.messages.create(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except anthropic.APIConnectionError as exc:
-            raise ModelConnectionError(f"cannot reach the Anthropic API: {exc}", cause=exc) from exc
-        except anthropic.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.message, exc) from exc
-        except anthropic.APIError as exc:
-            raise error_for_status(None, exc.message, exc) from exc
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        return stainless_error(exc, self._anthropic, "the Anthropic API")

@@ -15,10 +15,12 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
+    stream_turn,
+    tokens,
 )
 from toolbridge.agent.errors import (
     ModelAuthenticationError,
@@ -28,7 +30,7 @@ from toolbridge.agent.errors import (
 )
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import bedrock as bedrock_format
 
 __all__ = ["BedrockModel"]
@@ -55,9 +57,9 @@ def _deltas(data: dict[str, Any]) -> Deltas:
             "",
             "",
             Usage(
-                int(usage.get("inputTokens") or 0),
-                int(usage.get("outputTokens") or 0),
-                int(usage.get("cacheReadInputTokens") or 0),
+                tokens(usage, "inputTokens"),
+                tokens(usage, "outputTokens"),
+                tokens(usage, "cacheReadInputTokens"),
                 1,
             ),
         )
@@ -108,54 +110,46 @@ class BedrockModel:
         self.client = client or boto3.client("bedrock-runtime", region_name=region)
         self.model = model
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``converse_stream`` (rendered incrementally)."""
-        rendered = request.cache.messages(self.format, request.messages, self._render)
-        kwargs: dict[str, Any] = {"modelId": self.model, "messages": merge_roles(rendered)}
+        messages = merge_roles(history(request, self.format))
+        kwargs: dict[str, Any] = {"modelId": self.model, "messages": messages}
         if request.instructions:
             kwargs["system"] = [{"text": request.instructions}]
         tools = request.cache.definitions(self.format, request.tools, bedrock_format.definitions)
         if tools:
             kwargs["toolConfig"] = {"tools": tools}
-        settings = request.settings
-        inference: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            inference["maxTokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            inference["temperature"] = settings.temperature
+        inference = sampling(request.settings, max_tokens="maxTokens")
         if inference:
             kwargs["inferenceConfig"] = inference
-        kwargs.update(settings.extra)
+        kwargs.update(request.settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        errors = self._botocore
-        driver = StreamDriver(
-            bedrock_format.BedrockStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
+            call=lambda: self._converse_stream(request),
+            error=self._error,
         )
-        try:
-            response = await asyncio.to_thread(
-                self.client.converse_stream, **self.request_kwargs(request)
-            )
-            async for event in drive(driver, _events(response["stream"])):
-                yield event
-        except errors.ClientError as exc:
-            raise self._client_error(exc) from exc
-        except errors.EventStreamError as exc:  # an error event inside the stream
-            raise self._client_error(exc) from exc
-        except errors.NoCredentialsError as exc:
-            raise ModelAuthenticationError(
-                f"no AWS credentials for Bedrock: {exc}", cause=exc
-            ) from exc
-        except (errors.EndpointConnectionError, errors.ConnectionClosedError) as exc:
-            raise ModelConnectionError(f"cannot reach Bedrock: {exc}", cause=exc) from exc
+
+    async def _converse_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        """Start ``converse_stream`` in a worker thread (boto3 blocks); its events follow."""
+        response = await asyncio.to_thread(
+            self.client.converse_stream, **self.request_kwargs(request)
+        )
+        return _events(response["stream"])
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        errors = self._botocore
+        if isinstance(exc, errors.ClientError):  # EventStreamError too: an error event
+            return self._client_error(exc)
+        if isinstance(exc, errors.NoCredentialsError):
+            return ModelAuthenticationError(f"no AWS credentials for Bedrock: {exc}", cause=exc)
+        if isinstance(exc, errors.EndpointConnectionError | errors.ConnectionClosedError):
+            return ModelConnectionError(f"cannot reach Bedrock: {exc}", cause=exc)
+        return None
 
     def _client_error(self, exc: Any) -> ModelError:
         error = exc.response.get("Error", {})

@@ -13,15 +13,17 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
+    stream_turn,
+    tokens,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import gemini as gemini_format
 
 __all__ = ["GeminiModel"]
@@ -39,9 +41,9 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     meta = data.get("usageMetadata")
     if isinstance(meta, dict):
         usage = Usage(
-            int(meta.get("promptTokenCount") or 0),
-            int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0),
-            int(meta.get("cachedContentTokenCount") or 0),
+            tokens(meta, "promptTokenCount"),
+            tokens(meta, "candidatesTokenCount") + tokens(meta, "thoughtsTokenCount"),
+            tokens(meta, "cachedContentTokenCount"),
             1,
         )
     return "".join(text), "".join(thought), usage
@@ -72,7 +74,6 @@ class GeminiModel:
         except ImportError:
             raise missing_sdk("google-genai", "gemini") from None
         self._errors = errors
-        self._types = types
         self._transport_error = httpx.TransportError
         if client is None:
             options = types.HttpOptions(base_url=base_url) if base_url else None
@@ -86,12 +87,9 @@ class GeminiModel:
         self.model = model
         self.json_schema = json_schema
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``aio.models.generate_content_stream``."""
-        contents = list(request.cache.messages(self.format, request.messages, self._render))
+        contents = history(request, self.format)
         config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
         if request.instructions:
             config["system_instruction"] = request.instructions
@@ -102,29 +100,24 @@ class GeminiModel:
         )
         if tools:
             config["tools"] = tools
-        settings = request.settings
-        if settings.max_tokens is not None:
-            config["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            config["temperature"] = settings.temperature
-        config.update(settings.extra)
+        config.update(sampling(request.settings, max_tokens="max_output_tokens"))
+        config.update(request.settings.extra)
         return {"model": self.model, "contents": contents, "config": config}
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        driver = StreamDriver(
-            gemini_format.GeminiStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
-        )
-        try:
-            stream = await self.client.aio.models.generate_content_stream(
+            call=lambda: self.client.aio.models.generate_content_stream(
                 **self.request_kwargs(request)
-            )
-            async for event in drive(driver, stream):
-                yield event
-        except self._errors.APIError as exc:
-            raise error_for_status(exc.code, str(exc.message or exc), exc) from exc
-        except self._transport_error as exc:
-            raise ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc) from exc
+            ),
+            error=self._error,
+        )
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        if isinstance(exc, self._errors.APIError):
+            return error_for_status(exc.code, str(exc.message or exc), exc)
+        if isinstance(exc, self._transport_error):
+            return ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc)
+        return None

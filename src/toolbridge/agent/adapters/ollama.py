@@ -12,15 +12,17 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
+    history,
     missing_sdk,
+    sampling,
+    stream_turn,
+    tokens,
 )
-from toolbridge.agent.errors import ModelConnectionError
+from toolbridge.agent.errors import ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import ollama as ollama_format
 
 __all__ = ["OllamaModel"]
@@ -32,7 +34,7 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     thinking = message.get("thinking") if isinstance(message, dict) else None
     usage = None
     if data.get("done"):
-        usage = Usage(int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0))
+        usage = Usage(tokens(data, "prompt_eval_count"), tokens(data, "eval_count"))
     return (
         text if isinstance(text, str) else "",
         thinking if isinstance(thinking, str) else "",
@@ -67,48 +69,36 @@ class OllamaModel:
         self.model = model
         self.think = think
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``AsyncClient.chat`` (rendered incrementally)."""
-        messages = request.cache.messages(self.format, request.messages, self._render)
+        messages = history(request, self.format)
         if request.instructions:
-            messages = [{"role": "system", "content": request.instructions}, *messages]
-        else:
-            messages = list(messages)
+            messages.insert(0, {"role": "system", "content": request.instructions})
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         tools = request.cache.definitions(self.format, request.tools, ollama_format.definitions)
         if tools:
             kwargs["tools"] = tools
         if self.think is not None:
             kwargs["think"] = self.think
-        settings = request.settings
-        options: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            options["num_predict"] = settings.max_tokens
-        if settings.temperature is not None:
-            options["temperature"] = settings.temperature
+        options = sampling(request.settings, max_tokens="num_predict")
         if options:
             kwargs["options"] = options
-        kwargs.update(settings.extra)
+        kwargs.update(request.settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        ollama = self._ollama
-        driver = StreamDriver(
-            ollama_format.OllamaStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
+            call=lambda: self.client.chat(**self.request_kwargs(request)),
+            error=self._error,
         )
-        try:
-            stream = await self.client.chat(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except ollama.ResponseError as exc:
+
+    def _error(self, exc: Exception) -> ModelError | None:
+        if isinstance(exc, self._ollama.ResponseError):
             status = exc.status_code if exc.status_code and exc.status_code > 0 else None
-            raise error_for_status(status, exc.error, exc) from exc
-        except (ConnectionError, self._transport_error) as exc:
-            raise ModelConnectionError(f"cannot reach Ollama: {exc}", cause=exc) from exc
+            return error_for_status(status, exc.error, exc)
+        if isinstance(exc, ConnectionError | self._transport_error):
+            return ModelConnectionError(f"cannot reach Ollama: {exc}", cause=exc)
+        return None

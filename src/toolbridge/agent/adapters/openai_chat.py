@@ -8,21 +8,20 @@ deltas and the usage, and maps the SDK's errors.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
-    error_for_status,
-    missing_sdk,
+    history,
+    sampling,
+    stream_turn,
+    tokens,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.adapters._openai import openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import openai_chat
 
 __all__ = ["OpenAIChatModel"]
@@ -45,12 +44,10 @@ def _usage(data: Mapping[str, Any]) -> Usage | None:
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return None
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
     return Usage(
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
-        int(cached or 0),
+        tokens(usage, "prompt_tokens"),
+        tokens(usage, "completion_tokens"),
+        tokens(usage, "prompt_tokens_details", "cached_tokens"),
         1,
     )
 
@@ -79,38 +76,18 @@ class OpenAIChatModel:
         max_tokens_param: str = "max_completion_tokens",
         stream_usage: bool = True,
     ) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise missing_sdk("openai", "openai") from None
-        self._openai = openai
-        if client is None:
-            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
-                api_key = "not-needed"  # local OpenAI-compatible servers take any key
-            try:
-                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-            except openai.OpenAIError as exc:
-                raise ModelAuthenticationError(
-                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
-                    "client= or base_url=)"
-                ) from None
-        self.client = client
+        self.client = openai_client(client, api_key=api_key, base_url=base_url)
         self.model = model
         self.strict = strict
         self.system_role = system_role
         self.max_tokens_param = max_tokens_param
         self.stream_usage = stream_usage
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create`` (rendered incrementally)."""
-        messages = request.cache.messages(self.format, request.messages, self._render)
+        messages = history(request, self.format)
         if request.instructions:
-            messages = [{"role": self.system_role, "content": request.instructions}, *messages]
-        else:
-            messages = list(messages)
+            messages.insert(0, {"role": self.system_role, "content": request.instructions})
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
@@ -121,30 +98,15 @@ class OpenAIChatModel:
         )
         if tools:
             kwargs["tools"] = tools
-        settings = request.settings
-        if settings.max_tokens is not None:
-            kwargs[self.max_tokens_param] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        kwargs.update(settings.extra)
+        kwargs.update(sampling(request.settings, max_tokens=self.max_tokens_param))
+        kwargs.update(request.settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        openai = self._openai
-        driver = StreamDriver(
-            openai_chat.OpenAIChatStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
+            call=lambda: self.client.chat.completions.create(**self.request_kwargs(request)),
+            error=openai_error,
         )
-        try:
-            stream = await self.client.chat.completions.create(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except openai.APIConnectionError as exc:
-            raise ModelConnectionError(f"cannot reach the model server: {exc}", cause=exc) from exc
-        except openai.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.message, exc) from exc
-        except openai.APIError as exc:
-            raise error_for_status(None, exc.message, exc) from exc

@@ -9,21 +9,21 @@ asks for encrypted reasoning content, which the next turn then replays.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
-    StreamDriver,
-    drive,
     error_for_status,
-    missing_sdk,
+    history,
+    sampling,
+    stream_turn,
+    tokens,
 )
-from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError
+from toolbridge.agent.adapters._openai import openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest
 from toolbridge.formats import openai_responses
 
 __all__ = ["OpenAIResponsesModel"]
@@ -43,15 +43,13 @@ def _deltas(data: dict[str, Any]) -> Deltas:
         response = data.get("response") or {}
         usage = response.get("usage") if isinstance(response, dict) else None
         if isinstance(usage, dict):
-            details = usage.get("input_tokens_details") or {}
-            cached = details.get("cached_tokens") if isinstance(details, dict) else 0
             return (
                 "",
                 "",
                 Usage(
-                    int(usage.get("input_tokens") or 0),
-                    int(usage.get("output_tokens") or 0),
-                    int(cached or 0),
+                    tokens(usage, "input_tokens"),
+                    tokens(usage, "output_tokens"),
+                    tokens(usage, "input_tokens_details", "cached_tokens"),
                     1,
                 ),
             )
@@ -80,32 +78,14 @@ class OpenAIResponsesModel:
         strict: bool | None = False,
         stateless: bool = False,
     ) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise missing_sdk("openai", "openai") from None
-        self._openai = openai
-        if client is None:
-            if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
-                api_key = "not-needed"
-            try:
-                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-            except openai.OpenAIError as exc:
-                raise ModelAuthenticationError(
-                    f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
-                    "client= or base_url=)"
-                ) from None
-        self.client = client
+        self.client = openai_client(client, api_key=api_key, base_url=base_url)
         self.model = model
         self.strict = strict
         self.stateless = stateless
 
-    def _render(self, message: Any) -> list[dict[str, Any]]:
-        return render_message(message, self.format)
-
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``responses.create`` (rendered incrementally)."""
-        items = list(request.cache.messages(self.format, request.messages, self._render))
+        items = history(request, self.format)
         kwargs: dict[str, Any] = {"model": self.model, "input": items, "stream": True}
         if request.instructions:
             kwargs["instructions"] = request.instructions
@@ -119,30 +99,15 @@ class OpenAIResponsesModel:
         if self.stateless:
             kwargs["store"] = False
             kwargs["include"] = ["reasoning.encrypted_content"]
-        settings = request.settings
-        if settings.max_tokens is not None:
-            kwargs["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        kwargs.update(settings.extra)
+        kwargs.update(sampling(request.settings, max_tokens="max_output_tokens"))
+        kwargs.update(request.settings.extra)
         return kwargs
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        openai = self._openai
-        driver = StreamDriver(
-            openai_responses.OpenAIResponsesStream(id_salt=f"turn{request.turn}"),
-            format=self.format,
-            model=self.model,
-            turn=request.turn,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_turn(
+            self,
+            request,
             deltas=_deltas,
+            call=lambda: self.client.responses.create(**self.request_kwargs(request)),
+            error=openai_error,
         )
-        try:
-            stream = await self.client.responses.create(**self.request_kwargs(request))
-            async for event in drive(driver, stream):
-                yield event
-        except openai.APIConnectionError as exc:
-            raise ModelConnectionError(f"cannot reach the model server: {exc}", cause=exc) from exc
-        except openai.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.message, exc) from exc
-        except openai.APIError as exc:
-            raise error_for_status(None, exc.message, exc) from exc
