@@ -108,3 +108,13 @@ async def test_rate_limit(server: ScriptedServer, workspace: Path) -> None:
     with pytest.raises(RateLimitError, match="exhausted"):
         await sample_tools.runner(model(server.url), workspace).run("hi")
     assert len(server.requests) == 1
+
+
+async def test_an_unreachable_server_is_a_connection_error(workspace: Path) -> None:
+    # google-genai's transport is the httpx2 fork, whose errors are not httpx's classes:
+    # they escaped the adapter raw before.
+    from toolbridge.agent import ModelConnectionError
+
+    gone = model("http://127.0.0.1:9")
+    with pytest.raises(ModelConnectionError, match="cannot reach Gemini"):
+        await sample_tools.runner(gone, workspace).run("hi")

@@ -74,7 +74,7 @@ class GeminiModel:
         except ImportError:
             raise missing_sdk("google-genai", "gemini") from None
         self._errors = errors
-        self._transport_error = httpx.TransportError
+        self._transport_errors = _transport_errors(httpx.TransportError)
         if client is None:
             options = types.HttpOptions(base_url=base_url) if base_url else None
             try:
@@ -118,6 +118,19 @@ class GeminiModel:
     def _error(self, exc: Exception) -> ModelError | None:
         if isinstance(exc, self._errors.APIError):
             return error_for_status(exc.code, str(exc.message or exc), exc)
-        if isinstance(exc, self._transport_error):
+        if isinstance(exc, self._transport_errors):
             return ModelConnectionError(f"cannot reach Gemini: {exc}", cause=exc)
         return None
+
+
+def _transport_errors(*known: type[Exception]) -> tuple[type[Exception], ...]:
+    """The connection errors google-genai may raise: httpx's, and those of the httpx2 fork
+    newer google-genai releases use (which are not httpx's classes)."""
+    found = list(known)
+    try:
+        import httpx2  # type: ignore[import-not-found,unused-ignore]
+
+        found.append(httpx2.TransportError)
+    except ImportError:
+        pass
+    return tuple(found)
