@@ -254,3 +254,21 @@ async def test_fifty_sessions_share_one_pool(tmp_path: Path, ray_backend: RayBac
         assert [o.ok for o in outcomes] == [True, True]
         assert outcomes[0].result.text == str(folder)
         assert (folder / "touched").read_text() == f"session-{index}"
+
+
+async def test_with_a_journal_a_call_runs_once_on_the_cluster(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    from toolbridge.journal import SQLiteJournal
+
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        batch = calls(("write_step", {"label": "once"}))
+        for _ in range(2):  # a retry after a restart, say: same session, id and arguments
+            registry = SOURCE.registry(ToolContext(workspace=workspace, session="s"))
+            executor = ToolExecutor(registry, backend=ray_backend, journal=journal)
+            [outcome] = await executor.run(batch)
+            assert outcome.ok and outcome.result.text == "once written"
+    starts = [
+        line for line in (workspace / "spans.txt").read_text().splitlines() if "start" in line
+    ]
+    assert len(starts) == 1  # recorded by the caller, run once by a worker
