@@ -19,6 +19,7 @@ from toolbridge.agent import (
     message_to_json,
 )
 from toolbridge.agent.state import PendingCall
+from toolbridge.approval import arguments_digest
 from toolbridge.formats import TurnPart
 
 CALL = ToolCallRequest(
@@ -67,7 +68,8 @@ def test_opaque_parts_render_only_for_their_own_format() -> None:
 
 
 def test_run_state_round_trips() -> None:
-    pending = PendingCall(CALL, "get_weather", {"city": "Paris"}, "ab" * 32)
+    digest = arguments_digest("get_weather", {"city": "Paris"})
+    pending = PendingCall(CALL, "get_weather", {"city": "Paris"}, digest)
     state = RunState(
         [UserMessage("hi"), ASSISTANT],
         [pending],
