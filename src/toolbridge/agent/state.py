@@ -76,10 +76,15 @@ class ApprovalDecision:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ApprovalDecision:
+        approved = data["approved"]
+        if not isinstance(approved, bool):  # bool("false") is True: never guess a yes
+            raise ValueError(
+                f"a stored decision's 'approved' must be true or false, got {approved!r}"
+            )
         return cls(
             str(data["call_id"]),
             str(data["digest"]),
-            bool(data["approved"]),
+            approved,
             str(data.get("reason", "")),
         )
 
