@@ -51,6 +51,7 @@ from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.executor import ExecutionPolicy
 from toolbridge.jsontext import to_json_text
 from toolbridge.skills import SkillSet
+from toolbridge.terminal import escape_invisible
 
 __all__ = ["agent_command", "event_json"]
 
@@ -143,7 +144,7 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
         if yes:
             decisions.append(call.approve())
             continue
-        shown = json.dumps(dict(call.arguments), ensure_ascii=False)
+        shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if typer.confirm(f"Allow {call.tool_name}({shown})?", default=False, err=True):
             decisions.append(call.approve())
         else:
