@@ -398,7 +398,18 @@ class ToolExecutor:
 
     def _admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
         """Prepare a call: the prepared call to schedule, or the outcome that settles it now."""
-        prepared = self.registry.prepare_call(call.name, call.arguments)
+        try:
+            prepared = self.registry.prepare_call(call.name, call.arguments)
+        except Exception as exc:  # a bug met on hostile arguments still settles this call only
+            logger.exception("preparing call %r failed", call.id)
+            error = ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"the arguments could not be checked ({type(exc).__name__}); they are not "
+                "plain JSON data.",
+                "Send the arguments as one JSON object of text, numbers, true/false, null, "
+                "arrays and objects.",
+            )
+            return failed_outcome(call, error, ())
         if prepared.error is not None:
             return failed_outcome(call, prepared.error, prepared.repairs)
         return prepared

@@ -7,6 +7,7 @@ also what `web_fetch` uses, so every tool draws the text/binary line in one plac
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,9 @@ class WorkspaceTool(Tool):
     model can fix, not as a workspace violation, which it must not retry.
     """
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
+    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+        # A directory given as a path gets its guard here: every path goes through one.
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
 
     @classmethod
     def create(cls, ctx: ToolContext) -> Tool:

@@ -314,7 +314,7 @@ class ToolRegistry:
         """Run an already prepared, error-free call: `run_prepared`'s result only."""
         return (await self.run_prepared(prepared, call_id=call_id)).result
 
-    async def run_prepared(
+    async def run_prepared(  # noqa: PLR0915 - the one contract every path runs through
         self,
         prepared: PreparedCall,
         *,
@@ -358,6 +358,8 @@ class ToolRegistry:
             else:
                 async with asyncio.timeout(time_limit) as deadline:
                     value = await tool.execute(**args)
+                if deadline.expired():  # it caught the cancellation and finished late anyway
+                    raise TimeoutError
             result = to_tool_result(value)
         except _PROPAGATE:
             raise

@@ -11,8 +11,9 @@ and newline; a carriage return becomes a newline, so no line can hide another.
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["strip_control_sequences"]
+__all__ = ["escape_invisible", "strip_control_sequences"]
 
 _STRING_END = r"(?:\x07|\x1b\\|\x9c|$)"  # BEL, ST (ESC \ or 8-bit), or the cut-off end
 
@@ -34,3 +35,22 @@ def strip_control_sequences(text: str) -> str:
     if text.isprintable():  # the common case: nothing to remove, not even a newline
         return text
     return _CONTROL.sub(_replace, text)
+
+
+def _shown(ch: str) -> str:
+    if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"):
+        return ch
+    return f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
+
+
+def escape_invisible(text: str) -> str:
+    """`text` with every character a terminal would act on or not show (controls, DEL,
+    bidi overrides, zero-width and other format characters) written as a ``\\uXXXX``
+    escape; tab and newline kept.
+
+    For what a user decides on, such as the arguments of a call to approve: JSON escapes
+    only C0 controls, and a right-to-left override can show one argument as another.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(map(_shown, text))

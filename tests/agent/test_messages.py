@@ -19,6 +19,7 @@ from toolbridge.agent import (
     message_to_json,
 )
 from toolbridge.agent.state import PendingCall
+from toolbridge.approval import arguments_digest
 from toolbridge.formats import TurnPart
 
 CALL = ToolCallRequest(
@@ -67,7 +68,8 @@ def test_opaque_parts_render_only_for_their_own_format() -> None:
 
 
 def test_run_state_round_trips() -> None:
-    pending = PendingCall(CALL, "get_weather", {"city": "Paris"}, "ab" * 32)
+    digest = arguments_digest("get_weather", {"city": "Paris"})
+    pending = PendingCall(CALL, "get_weather", {"city": "Paris"}, digest)
     state = RunState(
         [UserMessage("hi"), ASSISTANT],
         [pending],
@@ -107,3 +109,20 @@ def test_bad_states_say_what_is_wrong() -> None:
     data["pending"] = [{"call_id": "ghost", "tool_name": "x", "arguments": {}, "digest": "d"}]
     with pytest.raises(ValueError, match="'ghost' is not a call"):
         RunState.from_json(data)
+
+
+@pytest.mark.parametrize("approved", ["false", "no", 0.5, None, [], "true"])
+def test_a_stored_decision_must_say_approved_as_a_boolean(approved: object) -> None:
+    # bool("false") is True: a decision stored as text must not approve the call.
+    from toolbridge.agent import ApprovalDecision
+
+    data = {"call_id": "c1", "digest": "ab" * 32, "approved": approved}
+    with pytest.raises(ValueError, match="'approved' must be true or false"):
+        ApprovalDecision.from_json(data)
+
+
+def test_a_stored_decision_round_trips() -> None:
+    from toolbridge.agent import ApprovalDecision
+
+    decision = ApprovalDecision("c1", "ab" * 32, False, "keep it")
+    assert ApprovalDecision.from_json(json.loads(json.dumps(decision.to_json()))) == decision

@@ -205,6 +205,25 @@ def test_edited_arguments_in_a_saved_state_are_not_run(workspace: Path) -> None:
     assert not (workspace / "a.txt").exists()
 
 
+def test_a_saved_state_whose_shown_arguments_lie_is_refused(workspace: Path) -> None:
+    # The stored state is edited so the call and the digest say "evil" while the
+    # arguments shown to the user still say "safe": approving what the user sees must
+    # not run the other call; the state is refused when it is read.
+    from toolbridge.approval import arguments_digest
+
+    write = ToolCallRequest("w1", "write_note", '{"name": "a.txt", "text": "safe"}')
+    model = ScriptedModel([calls_turn(write), answer("ok")])
+    runner = sample_tools.runner(model, workspace)
+    paused = runner.run_sync("write")
+    data = paused.state.to_json()
+    evil = {"name": "a.txt", "text": "evil"}
+    data["conversation"][-1]["calls"][0]["arguments"] = json.dumps(evil)
+    data["pending"][0]["digest"] = arguments_digest("write_note", evil)
+    with pytest.raises(ValueError, match="digest of the arguments"):
+        RunState.from_json(data)
+    assert not (workspace / "a.txt").exists()
+
+
 def test_decisions_without_pending_calls_are_refused(workspace: Path) -> None:
     runner = sample_tools.runner(ScriptedModel([answer("hi")]), workspace)
     result = runner.run_sync("hi")

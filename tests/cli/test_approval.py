@@ -64,6 +64,19 @@ def test_the_prompt_shows_tool_and_arguments_and_y_runs_it(cli: Cli) -> None:
     assert (cli.workspace / "made.txt").exists()
 
 
+def test_the_prompt_shows_control_and_bidi_characters_escaped(cli: Cli) -> None:
+    # JSON escapes C0 controls only: an 8-bit CSI (U+009B), DEL or a right-to-left
+    # override (U+202E) in the model's arguments reached the terminal as they are, so
+    # the arguments the user approves could be redrawn or shown reordered.
+    _install(cli)
+    name = "a\u009b2Jb\u007fc\u202etxt.exe\u200bd"
+    done = cli("call", "touch", json.dumps({"name": name}), tty_input="n\n")
+    assert done.returncode == 1
+    for raw in ("\u009b", "\u007f", "\u202e", "\u200b"):
+        assert raw not in done.stderr
+    assert '"name": "a\\u009b2Jb\\u007fc\\u202etxt.exe\\u200bd"' in done.stderr
+
+
 def test_the_prompt_answered_n_denies_it(cli: Cli) -> None:
     _install(cli)
     done = cli("call", "touch", '{"name": "made.txt"}', tty_input="n\n")

@@ -103,6 +103,15 @@ def test_exec_input_errors_are_one_line_with_exit_code_2(cli: Cli, tmp_path: Pat
     assert_one_line_error(cli("exec", "-", stdin=b"\xff"), 2, "stdin: not UTF-8")
 
 
+def test_exec_hostile_json_is_an_input_error_not_an_internal_one(cli: Cli) -> None:
+    # Deep nesting raised RecursionError and a 5,000-digit integer a ValueError: both
+    # were reported as an internal error (exit 4) instead of bad input (exit 2).
+    (cli.workspace / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (cli.workspace / "digits.json").write_text('{"choices": [], "n": ' + "9" * 5000 + "}")
+    assert_one_line_error(cli("exec", "deep.json"), 2, "deep.json: not valid JSON", "deeply")
+    assert_one_line_error(cli("exec", "digits.json"), 2, "digits.json: not valid JSON", "4300")
+
+
 def test_a_model_chosen_tool_name_cannot_drive_the_terminal(cli: Cli) -> None:
     response = {
         "id": "msg_1",

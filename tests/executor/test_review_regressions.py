@@ -173,3 +173,34 @@ def test_pruning_never_follows_a_linked_session_folder(workspace: Path, tmp_path
     (store.root / "evil").symlink_to(outside, target_is_directory=True)
     store.save("second", "text")
     assert precious.read_text() == "keep me"
+
+
+async def test_a_call_whose_arguments_break_preparation_is_still_an_outcome(
+    registry: ToolRegistry,
+) -> None:
+    # A key whose repr raises broke the argument check itself; run() raised instead of
+    # settling the call (and dropped the outcomes of the calls around it).
+    class Hostile:
+        def __repr__(self) -> str:
+            raise RuntimeError("repr refused")
+
+    @tool
+    async def echo(x: int) -> int:
+        return x
+
+    registry.register(echo)
+    calls = [
+        ToolCallRequest("a", "echo", {"x": 1}),
+        ToolCallRequest("b", "echo", {Hostile(): 1}),
+        ToolCallRequest("c", "echo", {"x": 3}),
+    ]
+    outcomes = await ToolExecutor(registry).run(calls)
+    assert [outcome.call.id for outcome in outcomes] == ["a", "b", "c"]
+    assert [outcome.status for outcome in outcomes] == [
+        OutcomeStatus.OK,
+        OutcomeStatus.ERROR,
+        OutcomeStatus.OK,
+    ]
+    error = outcomes[1].error
+    assert error is not None and error.kind is ErrorKind.INVALID_ARGUMENTS
+    assert "could not be checked" in error.message

@@ -232,3 +232,26 @@ async def test_leaving_a_stream_early_cancels_the_calls_in_flight(registry: Tool
 
     assert first.summary() == {"name": "stuck", "status": "running", "detail": ""}
     assert seen == ["cancelled"]
+
+
+async def test_a_tool_that_swallows_its_cancellation_still_times_out(
+    registry: ToolRegistry,
+) -> None:
+    # The time limit cancels the tool; this one catches the cancellation and returns a
+    # value anyway. The call went past its limit: it must not be reported as a success.
+    class Stubborn(Tool):
+        name = "stubborn"
+        read_only = True
+        timeout = 0.05
+
+        async def execute(self, **kwargs: Any) -> str:
+            try:  # noqa: SIM105 - the misbehaviour under test, spelled out
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                pass
+            return "finished anyway"
+
+    registry.register(Stubborn())
+    [outcome] = await ToolExecutor(registry).run([ToolCallRequest("t", "stubborn", {})])
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert "finished anyway" not in outcome.result.text

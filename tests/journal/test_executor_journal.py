@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolbridge.journal import SQLiteJournal
@@ -91,3 +95,36 @@ async def test_same_call_id_with_other_arguments_is_another_call(workspace: Path
     assert first[0].result.text == again[0].result.text == "1"
     assert again[0].result.metadata["toolbridge.journal"]["replayed"] is True
     assert other[0].result.text == "2"
+
+
+@pytest.mark.parametrize(
+    "stored", ['{"content": 5}', '{"content": "x", "error_kind": "bogus"}', "not json"]
+)
+async def test_a_damaged_stored_outcome_is_a_journal_error_not_a_run(
+    workspace: Path, stored: str
+) -> None:
+    ran: list[int] = []
+
+    @tool
+    async def bump(n: int) -> int:
+        """Side effect: counts runs."""
+        ran.append(n)
+        return n
+
+    db = workspace / "j.sqlite3"
+    registry = ToolRegistry([bump], context=ToolContext(workspace=workspace))
+    call = ToolCallRequest("c", "bump", {"n": 1})
+    async with SQLiteJournal(db) as journal:
+        await ToolExecutor(registry, journal=journal).run([call])
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE toolbridge_calls SET outcome = ?", (stored,))
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        [outcome] = await asyncio.wait_for(executor.run([call]), 60)
+    assert ran == [1]  # not run again, and not reported as the tool's own failure
+    assert (
+        outcome.error is not None and "the call was not run: its journal" in outcome.error.message
+    )
+    assert "call 'c'" in outcome.error.message

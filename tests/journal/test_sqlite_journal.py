@@ -128,3 +128,31 @@ async def test_a_full_disk_is_a_clear_error_and_the_journal_stays_usable(small_d
     assert entries
     assert all(e.outcome == {"text": big} for e in entries if e.state is CallState.FINISHED)
     await journal.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("outcome", "not json"), ("state", "bogus"), ("arguments", "{")],
+)
+async def test_an_unreadable_row_is_a_clear_error_and_the_journal_goes_on(
+    db: Path, column: str, value: str
+) -> None:
+    # A row damaged on disk must not kill the journal's writer thread: that left every
+    # caller (the executor's run included) waiting for an answer forever.
+    async with SQLiteJournal(db) as journal:
+        await journal.claim(KEY, "t", {"x": 1})
+        await journal.finish(KEY, {"text": "ok"})
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE toolbridge_calls SET {column} = ?", (value,))
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        for _ in range(2):  # the same row again: still an error, never busy
+            with pytest.raises(
+                JournalError,
+                match=r"holds a record of call 'call-1' \(session 's1'\) it cannot read",
+            ):
+                await asyncio.wait_for(journal.claim(KEY, "t", {"x": 1}), 60)
+        other = CallKey("s1", "call-2", "hash-b")
+        claim = await asyncio.wait_for(journal.claim(other, "t", {}), 60)
+        assert claim.action is ClaimAction.RUN

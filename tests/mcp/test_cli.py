@@ -89,3 +89,24 @@ async def test_a_bad_config_is_a_clear_error(parts: Any, tmp_path: Path) -> None
     _, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert "MCP server 'x': unknown key(s) 'comand'" in err.decode()
+
+
+async def test_serve_refuses_a_token_no_client_can_send(parts: Any, workspace: Path) -> None:
+    # An empty token (an unset variable) or one with spaces around it (HTTP trims header
+    # values) started a server that refused every client; it is an error at the start.
+    for token in ("", " t0k3n\n"):
+        command = parts.toolbridge(workspace, "--http", "127.0.0.1:0", "--token", token)
+        process = await asyncio.create_subprocess_exec(
+            command["command"],
+            *command["args"],
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            _, err = await asyncio.wait_for(process.communicate(), 60)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.returncode == 2
+        assert "--token" in err.decode() and "no spaces around it" in err.decode()

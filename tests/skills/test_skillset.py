@@ -202,3 +202,17 @@ def test_the_tools_are_read_only_and_concurrency_safe(tmp_path: Path) -> None:
     tools = SkillSet([tmp_path], entry_points=False).tools()
     assert [tool.name for tool in tools] == ["load_skill", "read_skill_file"]
     assert all(tool.read_only and tool.concurrency_safe for tool in tools)
+
+
+async def test_read_skill_file_refuses_a_huge_file_without_reading_it(
+    tmp_path: Path, write_skill: WriteSkill
+) -> None:
+    # A sparse 2 GB file: reading it whole to page 20,000 characters would exhaust memory.
+    folder = write_skill(tmp_path, "big")
+    (folder / "dump.txt").touch()
+    os.truncate(folder / "dump.txt", 2 * 1024**3)
+    text, kind = await call(
+        SkillSet([tmp_path], entry_points=False), "read_skill_file", name="big", path="dump.txt"
+    )
+    assert kind == "execution_error"
+    assert "dump.txt is 2.0 GB" in text and "read_skill_file reads files up to" in text

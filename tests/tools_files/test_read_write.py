@@ -249,3 +249,30 @@ async def test_tools_over_a_workspace_configured_through_a_symlink(
     assert found.text == "a.txt"
     escape = await tools.execute("read_file", {"path": f"{configured}/../outside/secret.txt"})
     assert escape.error_kind is ErrorKind.WORKSPACE_VIOLATION
+
+
+@pytest.mark.parametrize("given", [Path, str])
+async def test_a_file_tool_built_on_a_plain_path_is_guarded_like_on_a_workspace(
+    workspace: Path, outside: Path, given: type
+) -> None:
+    # `ReadFileTool(Path(...))` was accepted, then every call failed with an
+    # AttributeError ('PosixPath' object has no attribute 'relative').
+    from toolbridge import ToolCallRequest, ToolExecutor
+    from toolbridge.tools.files import WriteFileTool
+    from toolbridge.tools.search import GrepTool
+
+    (workspace / "a.txt").write_text("hello\n")
+    root = given(workspace)
+    registry = ToolRegistry([ReadFileTool(root), WriteFileTool(root), GrepTool(root)])
+    read, escape, write, grep = await ToolExecutor(registry).run(
+        [
+            ToolCallRequest("1", "read_file", {"path": "a.txt"}),
+            ToolCallRequest("2", "read_file", {"path": str(outside / "secret.txt")}),
+            ToolCallRequest("3", "write_file", {"path": "b.txt", "content": "x"}),
+            ToolCallRequest("4", "grep", {"pattern": "hello"}),
+        ]
+    )
+    assert read.result.text == "     1\thello"
+    assert escape.error is not None and escape.error.kind is ErrorKind.WORKSPACE_VIOLATION
+    assert write.error is None and (workspace / "b.txt").read_text() == "x"
+    assert grep.error is None and "a.txt" in grep.result.text

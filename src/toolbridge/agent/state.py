@@ -21,7 +21,7 @@ from toolbridge.agent.messages import (
     message_from_json,
     message_to_json,
 )
-from toolbridge.approval import ApprovalRequest, canonical_arguments
+from toolbridge.approval import ApprovalRequest, arguments_digest, canonical_arguments
 from toolbridge.calls import ToolCallRequest
 from toolbridge.outcomes import OutcomeStatus, ToolOutcome
 from toolbridge.tool import ToolResult
@@ -76,10 +76,15 @@ class ApprovalDecision:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ApprovalDecision:
+        approved = data["approved"]
+        if not isinstance(approved, bool):  # bool("false") is True: never guess a yes
+            raise ValueError(
+                f"a stored decision's 'approved' must be true or false, got {approved!r}"
+            )
         return cls(
             str(data["call_id"]),
             str(data["digest"]),
-            bool(data["approved"]),
+            approved,
             str(data.get("reason", "")),
         )
 
@@ -185,9 +190,17 @@ class RunState:
                     f"pending call {item['call_id']!r} is not a call of the conversation's "
                     "last assistant message; the state was edited or truncated"
                 )
-            pending.append(
-                PendingCall(call, str(item["tool_name"]), item["arguments"], str(item["digest"]))
-            )
+            tool_name, arguments, digest = item["tool_name"], item["arguments"], item["digest"]
+            # The user decides on the arguments shown; the executor runs what the digest
+            # names. They must agree, or an edited state shows one call and runs another.
+            if not isinstance(arguments, Mapping) or digest != arguments_digest(
+                str(tool_name), arguments
+            ):
+                raise ValueError(
+                    f"pending call {item['call_id']!r}: its digest is not the digest of the "
+                    "arguments it shows; the state was edited, so it is not resumed"
+                )
+            pending.append(PendingCall(call, str(tool_name), arguments, str(digest)))
         return cls(
             conversation,
             pending,

@@ -56,6 +56,7 @@ from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
+from toolbridge.terminal import escape_invisible
 
 __all__ = ["agent_command", "event_json"]
 
@@ -148,7 +149,7 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
         if yes:
             decisions.append(call.approve())
             continue
-        shown = json.dumps(dict(call.arguments), ensure_ascii=False)
+        shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if typer.confirm(f"Allow {call.tool_name}({shown})?", default=False, err=True):
             decisions.append(call.approve())
         else:

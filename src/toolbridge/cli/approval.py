@@ -18,6 +18,7 @@ from toolbridge.calls import ToolCallRequest
 from toolbridge.cli.app import err
 from toolbridge.executor import OutcomeStatus, ToolExecutor, ToolOutcome
 from toolbridge.jsontext import json_default
+from toolbridge.terminal import escape_invisible
 
 __all__ = ["NON_INTERACTIVE_DENIAL", "Decide", "decider", "run_calls"]
 
@@ -62,7 +63,9 @@ def decider(yes: bool) -> Decide:
 def _ask(outcome: ToolOutcome) -> tuple[bool, str]:
     request = outcome.approval
     arguments = request.arguments if request is not None else {}
-    shown = json.dumps(arguments, indent=2, ensure_ascii=False, default=json_default)
+    shown = escape_invisible(
+        json.dumps(arguments, indent=2, ensure_ascii=False, default=json_default)
+    )
     err.print(f"tool {outcome.call.name!r} asks for approval to run with:", markup=False)
     err.print(shown, markup=False, highlight=False)
     approved = typer.confirm("Run it?", default=False, err=True)

@@ -49,3 +49,7 @@ def read_json(source: str) -> tuple[Any, str]:
         raise CliError(
             f"{name}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise CliError(f"{name}: not valid JSON: it is nested too deeply") from None
+    except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+        raise CliError(f"{name}: not valid JSON: {exc}") from None

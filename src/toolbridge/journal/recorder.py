@@ -73,7 +73,7 @@ class CallRecorder:
                 return Recording(key, claim.entry.attempt)
             if claim.action is ClaimAction.REPLAY:
                 assert claim.entry.outcome is not None
-                result = result_from_json(claim.entry.outcome)
+                result = _stored_result(claim.entry.outcome, call_id)
                 result.metadata[JOURNAL_METADATA_KEY] = {
                     "replayed": True,
                     "attempt": claim.entry.attempt,
@@ -105,6 +105,17 @@ class CallRecorder:
     async def abandon(self, recording: Recording) -> None:
         """The call was stopped mid-way: leave it interrupted for whoever claims it next."""
         await self.journal.abandon(recording.key)
+
+
+def _stored_result(outcome: Any, call_id: str) -> ToolResult:
+    """The stored outcome as a result; a damaged one is a `JournalError`, never a rerun."""
+    try:
+        return result_from_json(outcome)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise JournalError(
+            f"the stored outcome of call {call_id!r} cannot be read ({exc!r}); the journal "
+            "was damaged or edited"
+        ) from None
 
 
 def _interrupted(tool_name: str) -> ToolError:

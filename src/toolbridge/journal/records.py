@@ -94,7 +94,19 @@ COLUMNS = (
 
 def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     """A `JournalEntry` from a row of `COLUMNS`; `decode` turns a stored JSON value into data
-    (SQLite stores text, PostgreSQL's JSONB arrives decoded)."""
+    (SQLite stores text, PostgreSQL's JSONB arrives decoded). A row damaged on disk is a
+    `JournalError` naming the call, never a crash of the journal's writer."""
+    try:
+        return _entry(row, decode)
+    except (ValueError, TypeError) as exc:
+        raise JournalError(
+            f"the journal holds a record of call {row[1]!r} (session {row[0]!r}) it cannot "
+            f"read ({exc}); the file was damaged or edited. Remove that row, or move the "
+            "journal aside to start a new one."
+        ) from None
+
+
+def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     return JournalEntry(
         key=CallKey(row[0], row[1], row[2]),
         tool=row[3],

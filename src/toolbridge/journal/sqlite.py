@@ -250,7 +250,14 @@ class SQLiteJournal(CallJournal):
                     stop = True
                     break
                 jobs.append(job)
-            self._run_batch(jobs)
+            try:
+                self._run_batch(jobs)
+            except Exception as exc:  # a dead thread would leave every caller waiting
+                logger.exception("journal batch failed on %s", self.path)
+                error = JournalError(f"the journal {self.path} failed: {exc!r}")
+                for job in jobs:
+                    if job.future is not None:
+                        job.loop.call_soon_threadsafe(self._settle, job, False, error)
             if stop:
                 break
         self._conn.close()
@@ -267,9 +274,18 @@ class SQLiteJournal(CallJournal):
             self._conn.execute("BEGIN IMMEDIATE")
             self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
+                taken = len(owner.taken)
                 try:
                     results.append((True, job.op(self._conn)))
-                except JournalError as exc:
+                except sqlite3.Error:
+                    raise
+                except Exception as exc:  # one job's failure is its own, never the thread's
+                    for key in owner.taken[taken:]:
+                        owner.release(key)
+                    del owner.taken[taken:]
+                    if not isinstance(exc, JournalError):
+                        logger.exception("journal operation failed on %s", self.path)
+                        exc = JournalError(f"the journal {self.path} failed: {exc!r}")
                     results.append((False, exc))
             if self._inserts:
                 self._conn.executemany(_INSERT, self._inserts)

@@ -30,7 +30,7 @@ from mcp.server.stdio import stdio_server
 
 from toolbridge.approval import ApprovalRequest
 from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind
+from toolbridge.errors import ErrorKind, ToolConfigError
 from toolbridge.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.function_tool import FunctionTool
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
@@ -411,6 +411,12 @@ class _BearerAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
 
     def __init__(self, app: Any, token: str) -> None:
+        if not token or token != token.strip():  # HTTP trims header values: never matched
+            raise ToolConfigError(
+                f"the bearer token {'is empty' if not token else 'has spaces around it'}: no "
+                "client could send it; give the token (--token) a non-empty value with no "
+                "spaces around it"
+            )
         self.app = app
         self._expected = f"Bearer {token}".encode()
 

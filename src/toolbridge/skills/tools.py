@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.errors import ToolExecutionError
+from toolbridge.fs import human_size
 from toolbridge.results import PAGE_METADATA_KEY
 from toolbridge.security.workspace import Workspace
 from toolbridge.skills.skill import SKILL_FILE, Skill
@@ -25,6 +26,7 @@ __all__ = ["LoadSkill", "ReadSkillFile"]
 MAX_LISTED_FILES = 50
 PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 100_000
+MAX_RESOURCE_BYTES = 10 * 1024 * 1024  # pages are cut from the decoded text, read whole
 
 _NAME = {"type": "string", "minLength": 1, "description": "The skill's name, as listed."}
 
@@ -158,7 +160,14 @@ def _read_resource(folder: Path, path: str) -> tuple[str, str]:
     real = guard.resolve(path)
     shown = guard.relative(real)
     with guard.open_read(real) as handle:
-        data = handle.read()
+        data = handle.read(MAX_RESOURCE_BYTES + 1)
+        if len(data) > MAX_RESOURCE_BYTES:
+            size = max(os.fstat(handle.fileno()).st_size, len(data))
+            raise ToolExecutionError(
+                f"{shown} is {human_size(size)}; read_skill_file reads files up to "
+                f"{human_size(MAX_RESOURCE_BYTES)}.",
+                hint="Use the skill's instructions on how to use this file instead of reading it.",
+            )
     try:
         return data.decode("utf-8"), shown
     except UnicodeDecodeError:

@@ -86,7 +86,9 @@ class _SearchTool(WorkspaceTool):
     config_key = "search"
     deadline = 10.0  # seconds for the whole call: listing, reading and matching
 
-    def __init__(self, workspace: Workspace, config: SearchConfig | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace | str | os.PathLike[str], config: SearchConfig | None = None
+    ) -> None:
         super().__init__(workspace)
         self.config = config or SearchConfig()
         self.rg = self.config.ripgrep()
