@@ -110,6 +110,51 @@ async def test_abandon_leaves_the_call_interrupted(journal_target: str) -> None:
         assert (await journal.claim(KEY, "t", {})).action is ClaimAction.INTERRUPTED
 
 
+async def test_an_approved_retry_reopens_an_interrupted_call_once(journal_target: str) -> None:
+    interrupted = {"text": "interrupted", "is_error": True, "error_kind": "interrupted"}
+    first, second = await open_journal(journal_target), await open_journal(journal_target)
+    assert await first.retry(KEY) is None  # no such call
+    await first.claim(KEY, "write", {"path": "a"})
+    assert await second.retry(KEY) is None  # running, not interrupted
+    await first.finish(KEY, interrupted, error_kind="interrupted")
+    approval = {"approved": True, "retry": True, "digest": KEY.args_hash}
+    reopened = await first.retry(KEY, approval=approval)
+    assert reopened is not None
+    assert (reopened.state, reopened.attempt, reopened.outcome) == (CallState.RUNNING, 2, None)
+    assert reopened.approval == approval
+    assert (await second.claim(KEY, "write", {})).action is ClaimAction.BUSY  # owned by first
+    assert await second.retry(KEY) is None  # once: nobody else reopens it
+    await first.finish(KEY, {"text": "wrote a"})
+    assert await second.retry(KEY) is None  # it has a real outcome now
+    replay = await second.claim(KEY, "write", {})
+    assert replay.action is ClaimAction.REPLAY
+    assert (replay.entry.outcome, replay.entry.attempt) == ({"text": "wrote a"}, 2)
+    other = CallKey("s1", "call-2", "h")
+    await first.claim(other, "t", {})
+    await first.finish(other, {"text": "failed"}, error_kind="execution_error")
+    assert await first.retry(other) is None  # only interrupted calls are reopened
+    await first.close()
+    await second.close()
+
+
+async def test_a_retry_whose_caller_was_cancelled_leaves_the_call_interrupted(
+    journal_target: str,
+) -> None:
+    async with await open_journal(journal_target) as journal:
+        await journal.claim(KEY, "t", {})
+        await journal.finish(KEY, {"text": "?"}, error_kind="interrupted")
+        release, blocker = hold_the_writer(journal)
+        retry = asyncio.ensure_future(journal.retry(KEY))
+        await asyncio.sleep(0.05)
+        retry.cancel()
+        release()
+        await blocker
+        with pytest.raises(asyncio.CancelledError):
+            await retry
+        await journal.entries()  # the release was queued before this, on the same writer
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.INTERRUPTED
+
+
 async def test_finish_or_restart_without_a_claim_is_an_error(journal_target: str) -> None:
     async with await open_journal(journal_target) as journal:
         with pytest.raises(JournalError, match="not owned by this journal: claim it first"):

@@ -70,6 +70,15 @@ class CallJournal(abc.ABC):
         """Run an owned, interrupted call again: its attempt count goes up by one."""
 
     @abc.abstractmethod
+    async def retry(
+        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+    ) -> JournalEntry | None:
+        """Reopen a call finished as ``interrupted`` because the user approved a retry: it is
+        running again, owned by this process, with its attempt count up by one and
+        `approval` stored. None when it is not an interrupted call (any more) or another
+        process owns it: claim it again to learn what became of it."""
+
+    @abc.abstractmethod
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:

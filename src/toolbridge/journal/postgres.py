@@ -28,6 +28,7 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     entry_from_row,
+    interrupted,
     running_entry,
 )
 
@@ -353,6 +354,37 @@ class PostgresJournal(CallJournal):
 
         result: JournalEntry = await self._submit(op)
         return result
+
+    async def retry(
+        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+    ) -> JournalEntry | None:
+        async def op(conn: AsyncConnection[Any]) -> Claim | None:
+            # Lock first, read second, as a claim does: the row read under the lock is the truth.
+            if key not in await self._try_locks([key]):
+                return None
+            if not interrupted((await self._rows([key])).get(key)):
+                await self._unlock([key])
+                return None
+            cursor = await conn.execute(
+                "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
+                "outcome = NULL, error_kind = NULL, approval = %s::jsonb, started_at = %s, "
+                "finished_at = NULL WHERE session = %s AND call_id = %s AND args_hash = %s "
+                f"RETURNING {COLUMNS}",
+                (
+                    to_json(approval) if approval else None,
+                    time.time(),
+                    key.session,
+                    key.call_id,
+                    key.args_hash,
+                ),
+            )
+            row = await cursor.fetchone()
+            assert row is not None  # read under the lock just now
+            # An owned, interrupted claim: if nobody hears it, `_settle` lets it go (running).
+            return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, _as_is))
+
+        claim: Claim | None = await self._submit(op)
+        return claim.entry if claim is not None else None
 
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ToolbridgeError
+from toolbridge.errors import ErrorKind, ToolbridgeError
 
 __all__ = [
     "COLUMNS",
@@ -27,6 +27,7 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "entry_from_row",
+    "interrupted",
     "running_entry",
 ]
 
@@ -119,6 +120,15 @@ def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
         created_at=float(row[10]),
         started_at=float(row[11]) if row[11] is not None else None,
         finished_at=float(row[12]) if row[12] is not None else None,
+    )
+
+
+def interrupted(entry: JournalEntry | None) -> bool:
+    """Whether `entry` is a call finished as interrupted: the only kind a retry reopens."""
+    return (
+        entry is not None
+        and entry.state is CallState.FINISHED
+        and entry.error_kind == ErrorKind.INTERRUPTED
     )
 
 

@@ -35,6 +35,7 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     entry_from_row,
+    interrupted,
     running_entry,
 )
 
@@ -382,6 +383,32 @@ class SQLiteJournal(CallJournal):
         result: JournalEntry = await self._submit(op)
         return result
 
+    async def retry(
+        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+    ) -> JournalEntry | None:
+        approval_text = to_json(approval) if approval else None
+
+        def op(conn: sqlite3.Connection) -> JournalEntry | None:
+            row = _select(conn, key)
+            if row is None or not interrupted(entry_from_row(row, json.loads)):
+                return None
+            if not self._owner.try_take(key):
+                return None
+            conn.execute(
+                "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
+                "outcome = NULL, error_kind = NULL, approval = ?, started_at = ?, "
+                "finished_at = NULL WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (approval_text, time.time(), key.session, key.call_id, key.args_hash),
+            )
+            return entry_from_row(_select(conn, key), json.loads)
+
+        def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
+            if entry is not None:  # nobody heard it: left running, so found interrupted
+                self._owner.to_release.append(key)
+
+        result: JournalEntry | None = await self._submit(op, undo=undo)
+        return result
+
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
@@ -556,3 +583,4 @@ def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
         "WHERE session = ? AND call_id = ? AND args_hash = ?",
         (key.session, key.call_id, key.args_hash),
     ).fetchone()
+
