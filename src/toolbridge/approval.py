@@ -72,6 +72,8 @@ class ApprovalRequest:
     tool_name: str
     arguments: Mapping[str, Any]
     digest: str
+    retry: bool = False
+    """True for a call a crash interrupted: approving it runs it again (it may have partly run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,10 @@ class Approvals:
     def deny(self, request: ApprovalRequest, reason: str = "") -> None:
         """Refuse the next call of this tool with these exact arguments."""
         self._decisions[(request.tool_name, request.digest)] = _Denial(reason)
+
+    def granted(self, tool_name: str, digest: str) -> bool:
+        """Whether the next call of this tool with these arguments is approved (not used up)."""
+        return self._decisions.get((tool_name, digest)) is True
 
     def take(self, tool_name: str, digest: str) -> bool | str | None:
         """Use up the decision for a call: True (approved), a denial reason, or None."""

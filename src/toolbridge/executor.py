@@ -285,6 +285,7 @@ class ToolExecutor:
         self._invoke = (backend or LocalBackend()).bind(registry)
         self.policy = policy = policy or ExecutionPolicy()
         self.approvals = Approvals()
+        self.retries = Approvals()  # of calls a crash interrupted (`ApprovalRequest.retry`)
         self.loop_guard = (
             LoopGuard(warn_after=policy.warn_after, block_after=policy.block_after)
             if policy.loop_guard
@@ -343,12 +344,21 @@ class ToolExecutor:
         return self.batch(calls).stream()
 
     def approve(self, request: ApprovalRequest | ToolOutcome) -> None:
-        """Approve a pending call; it runs when sent again with the same arguments."""
-        self.approvals.approve(_request_of(request))
+        """Approve a pending call; it runs when sent again with the same arguments.
+
+        For an `interrupted` call (its request has ``retry=True``) this approves one retry:
+        sent again with the same arguments, it runs once more despite the journal.
+        """
+        request = _request_of(request)
+        (self.retries if request.retry else self.approvals).approve(request)
 
     def deny(self, request: ApprovalRequest | ToolOutcome, reason: str = "") -> None:
-        """Deny a pending call; sent again, it fails with `approval_denied` and `reason`."""
-        self.approvals.deny(_request_of(request), reason)
+        """Deny a pending call; sent again, it fails with `approval_denied` and `reason`.
+
+        For an `interrupted` call: it is not retried; its interrupted error comes back.
+        """
+        request = _request_of(request)
+        (self.retries if request.retry else self.approvals).deny(request, reason)
 
     # --- the batch ------------------------------------------------------------------------
 
@@ -436,6 +446,8 @@ class ToolExecutor:
         if not needs_approval:
             return None
         digest = arguments_digest(tool.name, args)
+        if self._recorder is not None and self.retries.granted(tool.name, digest):
+            return None  # an approved retry approves the run; `_begin` uses it up
         decision = self.approvals.take(tool.name, digest)
         if decision is None:
             request = ApprovalRequest(call.id, tool.name, args, digest)
@@ -560,15 +572,30 @@ class ToolExecutor:
     ) -> ToolOutcome | tuple[ToolResult | None, Recording | None]:
         """Ask the journal about a call: its outcome (refused), or (stored answer, None) for a
         call that ran before, or (None, recording) for one this executor now runs."""
-        assert self._recorder is not None and prepared.tool is not None
+        tool, args = prepared.tool, prepared.arguments or {}
+        assert self._recorder is not None and tool is not None
+        # A retry decision is used up by the first call with its arguments to get here.
+        retry = (
+            bool(self.retries)
+            and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True
+        )
         begun = await self._recorder.begin(
-            call.id, prepared.tool, prepared.arguments or {}, approval=self._approval_of(prepared)
+            call.id, tool, args, approval=self._approval_of(prepared), retry_approved=retry
         )
         if isinstance(begun, ToolError):
-            return failed_outcome(call, begun, prepared.repairs)
-        if isinstance(begun, ToolResult):
-            return begun, None  # it ran before: the model gets what it got then
-        return None, begun
+            outcome = failed_outcome(call, begun, prepared.repairs)
+        elif isinstance(begun, ToolResult):
+            if begun.error_kind is not ErrorKind.INTERRUPTED:
+                return begun, None  # it ran before: the model gets what it got then
+            error = ToolError(ErrorKind.INTERRUPTED, begun.text)
+            outcome = failed_outcome(call, error, prepared.repairs)
+            outcome.result = begun  # as stored, marked replayed
+        else:
+            return None, begun
+        if outcome.kind is ErrorKind.INTERRUPTED:  # the user may approve a retry
+            digest = arguments_digest(tool.name, args)
+            outcome.approval = ApprovalRequest(call.id, tool.name, args, digest, retry=True)
+        return outcome
 
     def _approval_of(self, prepared: PreparedCall) -> dict[str, Any] | None:
         """What let the call run, for the journal: the approval it needed, if any."""

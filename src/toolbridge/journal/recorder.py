@@ -17,7 +17,7 @@ from typing import Any
 from toolbridge.approval import arguments_digest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.journal.base import CallJournal
-from toolbridge.journal.records import CallKey, ClaimAction, JournalError
+from toolbridge.journal.records import CallKey, ClaimAction, JournalError, interrupted
 from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
@@ -62,13 +62,27 @@ class CallRecorder:
         arguments: Mapping[str, Any],
         *,
         approval: Mapping[str, Any] | None = None,
+        retry_approved: bool = False,
     ) -> Recording | ToolResult | ToolError:
         """A `Recording` to run the call under; a `ToolResult` to answer it with (a replay);
-        or a `ToolError` when it must not run (interrupted, or the journal failed)."""
+        or a `ToolError` when it must not run (interrupted, or the journal failed).
+
+        A call finished as interrupted runs again only when `retry_approved` (the user
+        approved a retry of these exact arguments), and then only once, in one process.
+        """
         key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
         stored = self.redact(tool.name, arguments) if self.redact else dict(arguments)
         try:
             claim = await self.journal.claim_when_free(key, tool.name, stored, approval=approval)
+            if claim.action is ClaimAction.REPLAY and interrupted(claim.entry) and retry_approved:
+                grant = {"approved": True, "retry": True, "digest": key.args_hash}
+                entry = await self.journal.retry(key, approval=grant)
+                if entry is not None:
+                    logger.info("re-running interrupted call %r of %r: the user approved it",
+                                call_id, tool.name)  # fmt: skip
+                    return Recording(key, entry.attempt)
+                # Another process retried it first: its answer is this call's answer.
+                claim = await self.journal.claim_when_free(key, tool.name, stored)
             if claim.action is ClaimAction.RUN:
                 return Recording(key, claim.entry.attempt)
             if claim.action is ClaimAction.REPLAY:
@@ -123,7 +137,8 @@ def _interrupted(tool_name: str) -> ToolError:
         ErrorKind.INTERRUPTED,
         f"the call to {tool_name!r} was interrupted before it finished (the process "
         "running it stopped), and it may have partly run.",
-        "Check its effects before calling it again; it will not be re-run automatically.",
+        "Check its effects before calling it again; it will not be re-run automatically "
+        "(the user may approve a retry).",
     )
 
 

@@ -583,4 +583,3 @@ def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
         "WHERE session = ? AND call_id = ? AND args_hash = ?",
         (key.session, key.call_id, key.args_hash),
     ).fetchone()
-
