@@ -8,25 +8,51 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolbridge.journal import SQLiteJournal
+from toolbridge import (
+    ErrorKind,
+    OutcomeStatus,
+    ToolCallRequest,
+    ToolContext,
+    ToolExecutor,
+    ToolRegistry,
+    tool,
+)
+from toolbridge.approval import arguments_digest
+from toolbridge.journal import CallKey, SQLiteJournal
 
 WORKER = Path(__file__).with_name("batch_worker.py")
 
 
 def run_batch(workspace: Path, hang_at: str) -> list[list[object]]:
+    return run_rounds(workspace, hang_at)[0]
+
+
+def run_rounds(workspace: Path, hang_at: str, *decide: str) -> list[list[list[object]]]:
+    """Run the batch in a new process; with `decide`, decide on interrupted calls and run
+    it again in the same process. The outcome rows of each round."""
     done = subprocess.run(
-        [sys.executable, str(WORKER), str(workspace), hang_at],
+        [sys.executable, str(WORKER), str(workspace), hang_at, *decide],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    rounds: list[list[list[object]]] = [[]]
+    for line in done.stdout.splitlines():
+        if line == "decided":
+            rounds.append([])
+        elif line.startswith("["):
+            rounds[-1].append(json.loads(line))
+    return rounds
+
+
+def by_id(rows: list[list[object]]) -> dict[object, list[object]]:
+    return {row[0]: row for row in rows}
 
 
 def kill_when_hanging(workspace: Path, hang_at: str) -> None:
@@ -66,6 +92,34 @@ def test_killed_mid_batch_nothing_runs_twice_nothing_is_lost(workspace: Path) ->
     assert again["c2"][1] == "interrupted"
     assert all(row[3] == {"replayed": True, "attempt": 1} for row in again.values())
     assert lines(workspace / "effects.txt") == ["e0", "e1", "e2", "e3"]
+
+
+def test_an_interrupted_call_runs_again_once_when_the_user_approves(workspace: Path) -> None:
+    kill_when_hanging(workspace, "e2")
+    assert lines(workspace / "effects.txt") == ["e0", "e1", "e2"]
+
+    # Denied: the interrupted error comes back, and the call does not run.
+    before, after = (by_id(rows) for rows in run_rounds(workspace, "none", "deny"))
+    assert before["c2"][1] == "interrupted" and before["c2"][4] is True  # a retry to decide
+    assert after["c2"][1] == "interrupted" and after["c2"][4] is True
+    assert lines(workspace / "effects.txt") == ["e0", "e1", "e2", "e3"]
+
+    # Undecided, in a new process: still the interrupted error, still not run.
+    assert by_id(run_batch(workspace, "none"))["c2"][1] == "interrupted"
+    assert lines(workspace / "effects.txt") == ["e0", "e1", "e2", "e3"]
+
+    # Approved: it runs once more, as its second attempt; the other calls replay.
+    before, after = (by_id(rows) for rows in run_rounds(workspace, "none", "approve"))
+    assert before["c2"][1] == "interrupted"
+    assert after["c2"][1:] == [None, "did e2", None, False]
+    assert after["c0"][2:4] == ["did e0", {"replayed": True, "attempt": 1}]
+    assert lines(workspace / "effects.txt") == ["e0", "e1", "e2", "e3", "e2"]
+
+    # From now on its real outcome replays, even when approved again: usable once.
+    before, after = (by_id(rows) for rows in run_rounds(workspace, "none", "approve"))
+    for rows in (before, after):
+        assert rows["c2"][1:] == [None, "did e2", {"replayed": True, "attempt": 2}, False]
+    assert lines(workspace / "effects.txt") == ["e0", "e1", "e2", "e3", "e2"]
 
 
 def test_an_interrupted_read_only_call_runs_again(workspace: Path) -> None:
@@ -128,3 +182,74 @@ async def test_a_damaged_stored_outcome_is_a_journal_error_not_a_run(
         outcome.error is not None and "the call was not run: its journal" in outcome.error.message
     )
     assert "call 'c'" in outcome.error.message
+
+
+async def test_a_retry_approval_is_bound_to_its_arguments_and_used_once(workspace: Path) -> None:
+    ran: list[str] = []
+    started = asyncio.Event()
+
+    @tool(requires_approval=True)
+    async def send(to: str) -> str:
+        """Side effect: sends a message (the first send hangs until cancelled)."""
+        ran.append(to)
+        if len(ran) == 1:
+            started.set()
+            await asyncio.sleep(3600)
+        return f"sent to {to}"
+
+    registry = ToolRegistry([send], context=ToolContext(workspace=workspace, session="s"))
+    call = ToolCallRequest("c", "send", {"to": "a"})
+    async with SQLiteJournal(workspace / "j.sqlite3") as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        executor.approve((await executor.run([call])).pending[0])
+        stopped = asyncio.ensure_future(executor.run([call]))
+        await started.wait()
+        stopped.cancel()  # stopped mid-way: it may have partly run
+        with pytest.raises(asyncio.CancelledError):
+            await stopped
+
+        executor = ToolExecutor(registry, journal=journal)  # as after a restart
+        executor.approve((await executor.run([call])).pending[0])
+        [interrupted] = await executor.run([call])
+        assert interrupted.kind is ErrorKind.INTERRUPTED and interrupted.approval is not None
+        assert interrupted.approval.retry and interrupted.approval.arguments == {"to": "a"}
+        executor.approve(interrupted)
+        [other] = await executor.run([ToolCallRequest("c", "send", {"to": "b"})])
+        assert other.status is OutcomeStatus.PENDING_APPROVAL  # other arguments: not approved
+        [retried] = await executor.run([call])  # the retry approves the run: no second prompt
+        assert retried.ok and retried.result.text == "sent to a" and retried.approval is None
+        assert ran == ["a", "a"]
+
+        executor.approve(interrupted)  # approved again: it finished, so it replays
+        [replayed] = await executor.run([call])
+        assert replayed.result.metadata["toolbridge.journal"] == {"replayed": True, "attempt": 2}
+        assert ran == ["a", "a"] and len(executor.retries) == 0
+        entry = await journal.entry(CallKey("s", "c", interrupted.approval.digest))
+    assert entry is not None and entry.approval is not None and entry.approval["retry"] is True
+
+
+async def test_a_retry_is_not_approved_by_an_ordinary_approval(workspace: Path) -> None:
+    ran: list[int] = []
+
+    @tool
+    async def bump(n: int) -> int:
+        """Side effect: counts runs."""
+        ran.append(n)
+        return n
+
+    registry = ToolRegistry([bump], context=ToolContext(workspace=workspace, session="s"))
+    call = ToolCallRequest("c", "bump", {"n": 1})
+    async with SQLiteJournal(workspace / "j.sqlite3") as journal:
+        digest = arguments_digest("bump", {"n": 1})
+        await journal.claim(CallKey("s", "c", digest), "bump", {"n": 1})
+        await journal.abandon(CallKey("s", "c", digest))  # as if its process had died
+        executor = ToolExecutor(registry, journal=journal)
+        [interrupted] = await executor.run([call])
+        assert interrupted.approval is not None
+        executor.approve(replace(interrupted.approval, retry=False))  # not the retry
+        [still] = await executor.run([call])
+        executor.deny(interrupted, "it ran")
+        [denied] = await executor.run([call])
+    assert ran == []
+    assert still.kind is denied.kind is ErrorKind.INTERRUPTED
+    assert denied.result.metadata["toolbridge.journal"] == {"replayed": True, "attempt": 1}
