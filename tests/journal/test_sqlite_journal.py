@@ -83,6 +83,19 @@ def test_a_newer_journal_is_refused(db: Path) -> None:
         SQLiteJournal(db)
 
 
+async def test_opening_a_new_file_another_process_is_writing_waits(db: Path) -> None:
+    # SQLite refuses at once to turn a file to WAL while another connection writes it (two
+    # processes creating one journal): opening must ask again, not report it "locked 10 s".
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    opening = asyncio.ensure_future(asyncio.to_thread(SQLiteJournal, db))
+    await asyncio.sleep(0.2)  # let it try while the other writer holds the file
+    writer.execute("COMMIT")
+    writer.close()
+    async with await asyncio.wait_for(opening, 30) as journal:
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.RUN
+
+
 def test_a_corrupt_file_is_a_clear_error(db: Path) -> None:
     db.write_bytes(b"this is not a database" * 100)
     with pytest.raises(JournalError, match=r"is corrupt or not a journal .* Move it aside"):

@@ -44,6 +44,7 @@ __all__ = ["MIGRATIONS", "SQLiteJournal"]
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+OPEN_RETRY_DELAY = 0.01  # between tries to open a journal another process is creating
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: calls
@@ -164,18 +165,30 @@ class SQLiteJournal(CallJournal):
             )  # fmt: skip
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            sync = "FULL" if self.durability == "power" else "NORMAL"
-            conn.execute(f"PRAGMA synchronous={sync}")
-            self._migrate(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._error(exc, "open") from None
-        except JournalError:
-            conn.close()
-            raise
-        return conn
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                sync = "FULL" if self.durability == "power" else "NORMAL"
+                conn.execute(f"PRAGMA synchronous={sync}")
+                self._migrate(conn)
+                return conn
+            except sqlite3.OperationalError as exc:
+                # Turning a new file to WAL while another process writes it is refused at
+                # once (SQLite does not wait where waiting could deadlock): ask again.
+                if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and (
+                    time.monotonic() < deadline
+                ):
+                    time.sleep(OPEN_RETRY_DELAY)
+                    continue
+                conn.close()
+                raise self._error(exc, "open") from None
+            except sqlite3.Error as exc:
+                conn.close()
+                raise self._error(exc, "open") from None
+            except JournalError:
+                conn.close()
+                raise
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
