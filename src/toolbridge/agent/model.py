@@ -92,7 +92,11 @@ class RenderCache:
 
 @dataclass(slots=True)
 class ModelRequest:
-    """One model turn: the instructions, the conversation so far, the tools, settings."""
+    """One model turn: the instructions, the conversation so far, the tools, settings.
+
+    `turn` and `id_salt` go into the call ids an adapter generates when its provider
+    sends none.
+    """
 
     instructions: str | None
     messages: Sequence[Message]
@@ -100,6 +104,8 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=ModelSettings)
     cache: RenderCache = field(default_factory=RenderCache)
     turn: int = 1
+    id_salt: str = ""
+    """Mixed into generated call ids (with the turn) so they are unique to the run."""
 
 
 @runtime_checkable

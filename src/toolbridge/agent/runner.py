@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from toolbridge.agent.errors import ModelError, ModelResponseError
@@ -50,7 +51,7 @@ from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.outcomes import EventType, OutcomeStatus, ToolOutcome
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
@@ -264,18 +265,21 @@ class AgentRunner:
         try:
             if state.pending:
                 stop = None
-                async for event in self._resume_pending(run, decisions_by_call(decisions)):
-                    if isinstance(event, StopReason):
-                        stop = event
-                    else:
-                        yield event
+                resuming = self._resume_pending(run, decisions_by_call(decisions))
+                async with aclosing(resuming):  # closing the run cancels its running calls
+                    async for event in resuming:
+                        if isinstance(event, StopReason):
+                            stop = event
+                        else:
+                            yield event
                 if stop is not None:
                     yield RunFinished(self._result(run, stop))
                     return
             elif decisions:
                 raise ValueError("decisions were given, but the run has no pending calls")
-            async for event in self._loop(run):
-                yield event
+            async with aclosing(self._loop(run)) as events:
+                async for event in events:
+                    yield event
         except ModelError as exc:
             exc.conversation = list(run.conversation)
             exc.state = run.state
@@ -301,6 +305,7 @@ class AgentRunner:
                 input.turns,
                 input.tool_calls,
                 input.usage,
+                input.id_salt,
             )
         if isinstance(input, str):
             return RunState([UserMessage(input)])
@@ -320,7 +325,7 @@ class AgentRunner:
             return None
         return self.deadline - (time.monotonic() - run.started)
 
-    async def _loop(self, run: _Run) -> AsyncIterator[AgentEvent]:
+    async def _loop(self, run: _Run) -> AsyncGenerator[AgentEvent, None]:
         state = run.state
         while True:
             if state.turns >= self.max_turns:
@@ -366,11 +371,12 @@ class AgentRunner:
             state.usage = state.usage + usage
             stop = self._after_turn(run, message, ran)
             if stop is None and message.calls:
-                async for step in self._tools(run, turn, message.calls, early):
-                    if isinstance(step, StopReason):
-                        stop = step
-                    else:
-                        yield step
+                async with aclosing(self._tools(run, turn, message.calls, early)) as steps:
+                    async for step in steps:
+                        if isinstance(step, StopReason):
+                            stop = step
+                        else:
+                            yield step
             yield TurnFinished(turn, message, usage)
             if stop is not None:
                 yield RunFinished(self._result(run, stop))
@@ -395,6 +401,7 @@ class AgentRunner:
             self.settings,
             run.cache,
             turn,
+            run.state.id_salt,
         )
         events = aiter(self.model.stream(request))
         tracer = self._tracer
@@ -524,7 +531,7 @@ class AgentRunner:
         turn: int,
         calls: Sequence[ToolCallRequest],
         early: _EarlyCalls | None = None,
-    ) -> AsyncIterator[AgentEvent | StopReason]:
+    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Run one turn's calls; append their results, or pause on pending approvals.
 
         Calls started early (`eager_tools`) are awaited first, so the rest of the turn
@@ -533,13 +540,17 @@ class AgentRunner:
         state = run.state
         state.tool_calls += len(calls)
         started = await early.outcomes() if early is not None else {}
+        for call in calls:
+            if call.id in started:
+                yield ToolFinished(started[call.id], turn)
         rest = [call for call in calls if call.id not in started]
-        for call in rest:
-            yield ToolStarted(call, turn)
-        later = iter(await self._execute(run, rest) if rest else [])
+        ran: list[ToolOutcome] = []
+        if rest:
+            async with aclosing(self._live(run, turn, rest, ran)) as events:
+                async for event in events:
+                    yield event
+        later = iter(ran)
         outcomes = [started[c.id] if c.id in started else next(later) for c in calls]
-        for outcome in outcomes:
-            yield ToolFinished(outcome, turn)
         stop = self._settle(run, calls, outcomes)
         if stop is not None:
             yield stop
@@ -549,6 +560,43 @@ class AgentRunner:
         if self._tracer is None:
             return list(await run.executor.run(calls))
         return list(await self._tracer.within(run.span, lambda: run.executor.run(calls)))
+
+    async def _live(
+        self, run: _Run, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run `calls` through the executor's event stream: yield `ToolStarted` as each call
+        starts and `ToolFinished` as it finishes, then fill `into` with the outcomes in
+        call order. A call settled without running (invalid, pending approval) gets its
+        `ToolStarted` just before its `ToolFinished`. Closing this generator cancels the
+        calls still running.
+        """
+        batch = run.executor.batch(calls)
+        events = aiter(batch.stream())
+        started: set[int] = set()  # id() of the call objects already announced
+        tracer = self._tracer
+        try:
+            while True:
+                if tracer is not None:
+                    # The batch's task starts on the first read: it inherits the run's span.
+                    event = await tracer.within(run.span, lambda: anext(events, None))
+                    tracer = None
+                else:
+                    event = await anext(events, None)
+                if event is None:
+                    break
+                if event.type is EventType.CALL_STARTED:
+                    started.add(id(event.call))
+                    yield ToolStarted(event.call, turn)
+                elif event.type is EventType.CALL_FINISHED and event.outcome is not None:
+                    if id(event.call) not in started:
+                        started.add(id(event.call))
+                        yield ToolStarted(event.call, turn)
+                    yield ToolFinished(event.outcome, turn)
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()  # stops the batch: a call still running is cancelled
+        into[:] = batch.finished
 
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
@@ -578,7 +626,7 @@ class AgentRunner:
 
     async def _resume_pending(
         self, run: _Run, decisions: dict[str, ApprovalDecision]
-    ) -> AsyncIterator[AgentEvent | StopReason]:
+    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Apply the decisions to the paused turn's pending calls and run the decided ones."""
         state = run.state
         pending_ids = {pending.call.id for pending in state.pending}
@@ -609,12 +657,10 @@ class AgentRunner:
         if not decided:
             yield StopReason.APPROVAL_REQUIRED
             return
-        turn = state.turns
-        for call in decided:
-            yield ToolStarted(call, turn)
-        outcomes = await self._execute(run, decided)
-        for outcome in outcomes:
-            yield ToolFinished(outcome, turn)
+        outcomes: list[ToolOutcome] = []
+        async with aclosing(self._live(run, state.turns, decided, outcomes)) as events:
+            async for event in events:
+                yield event
         stop = self._settle(run, decided, outcomes)
         if stop is not None:
             yield stop
@@ -631,6 +677,7 @@ class AgentRunner:
             state.turns,
             state.tool_calls,
             state.usage,
+            state.id_salt,
         )
         run.stop = stop
         logger.debug("run stopped: %s after %d turns", stop, state.turns)

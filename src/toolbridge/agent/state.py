@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,6 +148,10 @@ class RunState:
     turns: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    id_salt: str = field(default_factory=lambda: secrets.token_hex(8))
+    """Mixed into the call ids toolbridge generates for providers that send none (Gemini,
+    Ollama), so two conversations never share an id (a journal answers a known id with its
+    stored result); kept in the state so a resumed run generates the same ids."""
 
     def to_json(self) -> dict[str, Any]:
         """The state as plain JSON data (``json.dumps`` it to store it)."""
@@ -161,6 +166,7 @@ class RunState:
             "turns": self.turns,
             "tool_calls": self.tool_calls,
             "usage": self.usage.to_json(),
+            "id_salt": self.id_salt,
         }
 
     @classmethod
@@ -208,6 +214,8 @@ class RunState:
             int(data.get("turns", 0)),
             int(data.get("tool_calls", 0)),
             Usage.from_json(data.get("usage", {})),
+            # A state saved before salts existed keeps the ids it generated then.
+            str(data.get("id_salt", "")),
         )
 
 

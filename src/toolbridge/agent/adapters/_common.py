@@ -218,7 +218,7 @@ async def stream_turn(
     does not map (None) passes unchanged, like the driver's own `ModelResponseError`.
     """
     driver = StreamDriver(
-        stream_adapter(model.format, id_salt=f"turn{request.turn}"),
+        stream_adapter(model.format, id_salt=f"{request.id_salt}turn{request.turn}"),
         format=model.format,
         model=model.model,
         turn=request.turn,
