@@ -21,6 +21,7 @@ from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SCHEMA_VERSION,
+    SESSIONS_QUERY,
     CallKey,
     CallState,
     Claim,
@@ -439,13 +440,7 @@ class PostgresJournal(CallJournal):
 
     async def sessions(self) -> list[tuple[str, float]]:
         async def op(conn: AsyncConnection[Any]) -> list[tuple[str, float]]:
-            cursor = await conn.execute(
-                "SELECT session, MAX(t) FROM ("
-                " SELECT session, COALESCE(finished_at, started_at, created_at) AS t"
-                " FROM toolbridge_calls"
-                " UNION ALL SELECT session, updated_at FROM toolbridge_runs"
-                ") AS a GROUP BY session ORDER BY MAX(t) DESC, session"
-            )
+            cursor = await conn.execute(SESSIONS_QUERY)
             return [(str(name), float(when)) for name, when in await cursor.fetchall()]
 
         result: list[tuple[str, float]] = await self._submit(op)

@@ -20,6 +20,7 @@ from toolbridge.errors import ErrorKind, ToolbridgeError
 __all__ = [
     "COLUMNS",
     "SCHEMA_VERSION",
+    "SESSIONS_QUERY",
     "CallKey",
     "CallState",
     "Claim",
@@ -91,6 +92,15 @@ COLUMNS = (
     "approval, created_at, started_at, finished_at"
 )
 """The stored columns of a call, in the order `entry_from_row` reads them."""
+
+SESSIONS_QUERY = (
+    "SELECT session, MAX(t) FROM ("
+    " SELECT session, COALESCE(finished_at, started_at, created_at) AS t"
+    " FROM toolbridge_calls"
+    " UNION ALL SELECT session, updated_at FROM toolbridge_runs"
+    ") AS activity GROUP BY session ORDER BY MAX(t) DESC, session"
+)
+"""Every session with a call or a run, newest change first: the same SQL on both backends."""
 
 
 def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:

@@ -28,6 +28,7 @@ from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SCHEMA_VERSION,
+    SESSIONS_QUERY,
     CallKey,
     CallState,
     Claim,
@@ -504,13 +505,7 @@ class SQLiteJournal(CallJournal):
 
     async def sessions(self) -> list[tuple[str, float]]:
         def op(conn: sqlite3.Connection) -> list[tuple[str, float]]:
-            rows = conn.execute(
-                "SELECT session, MAX(t) FROM ("
-                " SELECT session, COALESCE(finished_at, started_at, created_at) AS t"
-                " FROM toolbridge_calls"
-                " UNION ALL SELECT session, updated_at FROM toolbridge_runs"
-                ") GROUP BY session ORDER BY MAX(t) DESC, session"
-            ).fetchall()
+            rows = conn.execute(SESSIONS_QUERY).fetchall()
             return [(str(name), float(when)) for name, when in rows]
 
         result: list[tuple[str, float]] = await self._submit(op)
