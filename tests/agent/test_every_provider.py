@@ -84,7 +84,10 @@ async def test_structured_output_with_one_failed_attempt(
         final_call(provider, "f2", {"city": "Oslo", "high_c": 9}),
     )
     runner = AgentRunner(
-        adapter(provider, server.url), sample_tools.registry(workspace), output_type=Forecast
+        adapter(provider, server.url),
+        sample_tools.registry(workspace),
+        output_type=Forecast,
+        output_mode="tool",
     )
     result = await runner.run("Forecast for Oslo?")
     assert result.stop_reason is StopReason.FINAL

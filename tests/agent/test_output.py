@@ -88,6 +88,7 @@ async def test_structured_output_over_openai_chat(server: ScriptedServer, worksp
         OpenAIChatModel("gpt-test", client=client),
         sample_tools.registry(workspace),
         output_type=Forecast,
+        output_mode="tool",
     )
     result = await runner.run("Forecast for Lima?")
     assert result.output_value == Forecast(city="Lima", high_c=21)

@@ -5,6 +5,10 @@ An adapter owns its SDK client and nothing else; per-run data (the rendered hist
 the rendered tool definitions) lives in the request's `RenderCache`, which the runner
 makes once per run. So one adapter serves many runs at once, and a turn renders only
 the messages added since the previous turn.
+
+An adapter whose provider constrains answers to a JSON Schema declares it with
+``supports_native_output(output) -> bool`` and renders `ModelRequest.output` into its
+provider's request option; the runner asks through `native_output_supported`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from toolbridge.agent.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from toolbridge.agent.native_output import NativeOutput
 from toolbridge.formats import provider_format
 from toolbridge.registry import ToolRegistry
 
@@ -28,7 +33,9 @@ __all__ = [
     "ModelAdapter",
     "ModelRequest",
     "ModelSettings",
+    "NativeOutput",
     "RenderCache",
+    "native_output_supported",
     "render_message",
 ]
 
@@ -106,6 +113,9 @@ class ModelRequest:
     turn: int = 1
     id_salt: str = ""
     """Mixed into generated call ids (with the turn) so they are unique to the run."""
+    output: NativeOutput | None = None
+    """The schema the answer must follow, through the provider's native structured output
+    (set only for an adapter whose ``supports_native_output`` accepted it)."""
 
 
 @runtime_checkable
@@ -115,12 +125,23 @@ class ModelAdapter(Protocol):
     `stream` yields `TextDelta`, `ReasoningDelta` and `ToolCallReady` as they come
     and ends with exactly one `ModelResponse`; it raises a `ModelError` subclass when
     the provider fails. `format` is the `toolbridge.formats` name of its wire.
+
+    Optional: ``supports_native_output(output: NativeOutput) -> bool``, True when the
+    adapter renders `ModelRequest.output` as its provider's structured-output option
+    (an adapter without it gets a ``final_result`` tool instead).
     """
 
     format: str
     model: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+def native_output_supported(model: object, output: NativeOutput) -> bool:
+    """Whether `model` can constrain its answer to `output` natively (its optional
+    ``supports_native_output`` method says so)."""
+    check = getattr(model, "supports_native_output", None)
+    return callable(check) and bool(check(output))
 
 
 def _plain_user(format: str, text: str) -> Wire:

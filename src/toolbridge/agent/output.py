@@ -1,22 +1,28 @@
 """Structured output: the run's answer validated into a pydantic model (or any type
 pydantic validates: a TypedDict, a dataclass, ``list[int]``).
 
-The model delivers the answer by calling a ``final_result`` tool whose parameters are
-the output type's JSON Schema, so it works on every provider. The call goes through the
-registry and executor like any other: the schema is checked and cast by the registry,
-then pydantic validates (`convert_arguments`), and a failure goes back to the model as
-an invalid-arguments error with the path of each problem. A plain-text answer is
-accepted when it is JSON that validates; otherwise the model is told to call the tool.
+The answer comes one of two ways, validated by the same pydantic adapter:
+- natively: the provider constrains the assistant's text to the type's JSON Schema
+  (`native`, rendered by each adapter); the text is parsed as JSON and validated
+  (`from_text`), and a failure is told to the model in words with the path of each
+  problem;
+- through a ``final_result`` tool whose parameters are the schema, on every provider.
+  The call goes through the registry and executor like any other: the schema is checked
+  and cast by the registry, then pydantic validates (`convert_arguments`), and a failure
+  goes back as an invalid-arguments error. A plain-text answer is accepted when it is
+  JSON that validates; otherwise the model is told to call the tool.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from toolbridge.agent.native_output import NativeOutput
 from toolbridge.calls import ToolCallRequest, decode_arguments
 from toolbridge.schema import freeze
 from toolbridge.tool import Tool
@@ -55,18 +61,36 @@ class OutputSpec:
             arguments = decode_arguments(arguments)
         return self.validate_arguments(arguments)
 
-    def from_text(self, text: str) -> tuple[Any, str | None]:
-        """A plain-text answer as the typed value, or None and what was wrong."""
+    @cached_property
+    def native(self) -> NativeOutput:
+        """The schema for the providers' native structured output (made once)."""
+        return NativeOutput.from_schema(
+            self.parameters, description="The final answer, as JSON matching this schema."
+        )
+
+    def from_text(self, text: str, *, native: bool = False) -> tuple[Any, str | None]:
+        """A plain-text answer as the typed value, or None and what was wrong.
+
+        `native` says the answer was asked for as JSON text (native structured output),
+        so the problem tells the model to answer again in JSON, not to call the tool.
+        """
+        again = (
+            "answer again with only a JSON value that matches the schema (no prose, no code fences)"
+            if native
+            else f"call the {self.tool_name} tool with the answer"
+        )
         try:
             data = json.loads(text)
-        except ValueError:
-            return None, f"the answer is not JSON; call the {self.tool_name} tool with it"
+        except ValueError as exc:
+            return None, f"the answer is not valid JSON ({exc}); {again}"
         try:
             if self.wrapped and not (isinstance(data, dict) and _WRAP_KEY in data):
                 return self.adapter.validate_python(data), None
             return self.validate_arguments(data), None
-        except (ValidationError, KeyError, TypeError) as exc:
-            return None, f"the answer does not match the required schema: {exc}"
+        except ValidationError as exc:
+            return None, f"the answer does not match the schema: {_problems(exc)}; {again}"
+        except (KeyError, TypeError) as exc:
+            return None, f"the answer does not match the schema ({exc!r}); {again}"
 
     def dump(self, value: Any) -> Any:
         """The value as JSON data."""
@@ -74,6 +98,15 @@ class OutputSpec:
 
     def tool(self) -> FinalResultTool:
         return FinalResultTool(self)
+
+
+def _problems(exc: ValidationError) -> str:
+    """Each validation error as ``path: message`` (the path from the answer's root)."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(root)"
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
 
 
 class FinalResultTool(Tool):

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 
 from toolbridge.agent.errors import ModelError, ModelResponseError
 from toolbridge.agent.events import (
@@ -36,7 +36,14 @@ from toolbridge.agent.messages import (
     ToolReturn,
     UserMessage,
 )
-from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings, RenderCache
+from toolbridge.agent.model import (
+    ModelAdapter,
+    ModelRequest,
+    ModelSettings,
+    NativeOutput,
+    RenderCache,
+    native_output_supported,
+)
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.state import (
@@ -61,6 +68,7 @@ __all__ = ["AgentRunner"]
 logger = logging.getLogger(__name__)
 
 RunInput = str | Sequence[Message] | RunState
+OutputMode = Literal["auto", "native", "tool"]
 Decisions = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
 
 
@@ -161,7 +169,10 @@ class AgentRunner:
     (from the provider's usage) and `deadline` seconds of wall-clock time per run (it
     bounds waiting for the model; tools have their own timeouts in the policy).
     `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
-    `RunResult.output_value`, given through a ``final_result`` tool; the model gets
+    `RunResult.output_value`; `output_mode` says how the model gives it: ``"native"``
+    through the provider's structured output (the answer's text is JSON of the type),
+    ``"tool"`` through a ``final_result`` tool, ``"auto"`` (the default) natively where
+    the adapter supports it for this schema and by the tool otherwise; the model gets
     `output_retries` more tries after a failed one. With OpenTelemetry configured (or
     `tracer_provider` given), a run is an ``invoke_agent`` span with ``chat {model}``
     and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
@@ -185,6 +196,7 @@ class AgentRunner:
         deadline: float | None = None,
         output_type: Any = None,
         output_retries: int = 2,
+        output_mode: OutputMode = "auto",
         tracer_provider: Any = None,
         eager_tools: bool = False,
     ) -> None:
@@ -208,7 +220,8 @@ class AgentRunner:
             if summary:
                 instructions = f"{instructions}\n\n{summary}" if instructions else summary
         self.output = OutputSpec(output_type) if output_type is not None else None
-        if self.output is not None:
+        self.native_output = self._native_output(output_mode)
+        if self.output is not None and self.native_output is None:
             registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
         self.output_retries = output_retries
         self.registry = registry
@@ -231,6 +244,24 @@ class AgentRunner:
         self.max_tool_calls = max_tool_calls
         self.max_total_tokens = max_total_tokens
         self.deadline = deadline
+
+    def _native_output(self, mode: str) -> NativeOutput | None:
+        """The schema to send natively under `mode`, or None for the ``final_result`` tool."""
+        if mode not in ("auto", "native", "tool"):
+            raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
+        if self.output is None or mode == "tool":
+            return None
+        native = self.output.native
+        if native_output_supported(self.model, native):
+            return native
+        if mode == "native":
+            why = f" ({native.closed_problem})" if native.closed_problem else ""
+            raise ValueError(
+                f"output_mode='native', but {type(self.model).__name__} has no native "
+                f"structured output for this output type{why}; use output_mode='auto' or "
+                "'tool' to answer through the final_result tool"
+            )
+        return None
 
     # --- entry points ---------------------------------------------------------------------
 
@@ -402,6 +433,7 @@ class AgentRunner:
             run.cache,
             turn,
             run.state.id_salt,
+            output=self.native_output,
         )
         events = aiter(self.model.stream(request))
         tracer = self._tracer
@@ -495,7 +527,7 @@ class AgentRunner:
         """With an output type, a text answer must be JSON of that type; else the model is
         told what was wrong and asked again (None continues the run)."""
         assert self.output is not None
-        value, problem = self.output.from_text(message.text)
+        value, problem = self.output.from_text(message.text, native=self.native_output is not None)
         if problem is None:
             run.output_value = value
             return StopReason.FINAL

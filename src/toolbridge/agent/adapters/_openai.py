@@ -1,5 +1,5 @@
 """The ``openai`` SDK as both OpenAI adapters (Chat Completions, Responses) use it:
-making the client and reading its errors."""
+making the client, reading its errors, and the ``json_schema`` structured-output format."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import missing_sdk, stainless_error
 from toolbridge.agent.errors import ModelAuthenticationError, ModelError
+from toolbridge.agent.native_output import NativeOutput
 
-__all__ = ["openai_client", "openai_error"]
+__all__ = ["json_schema_format", "openai_client", "openai_error"]
 
 
 def openai_client(client: Any, *, api_key: str | None, base_url: str | None) -> Any:
@@ -33,6 +34,21 @@ def openai_client(client: Any, *, api_key: str | None, base_url: str | None) -> 
             f"cannot make an OpenAI client: {exc} (set OPENAI_API_KEY, or pass "
             "client= or base_url=)"
         ) from None
+
+
+def json_schema_format(output: NativeOutput) -> dict[str, Any]:
+    """The ``json_schema`` format's fields (name, schema, strict, description): strict
+    with the strict form of the schema when strict mode can express it, else the full
+    schema with ``strict: false`` (the answer is validated client-side either way)."""
+    strict = output.strict_schema is not None
+    fields: dict[str, Any] = {
+        "name": output.name,
+        "schema": output.strict_schema if output.strict_schema is not None else output.schema,
+        "strict": strict,
+    }
+    if output.description:
+        fields["description"] = output.description
+    return fields
 
 
 def openai_error(exc: Exception) -> ModelError | None:

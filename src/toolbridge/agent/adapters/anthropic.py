@@ -21,7 +21,7 @@ from toolbridge.agent.adapters._common import (
 from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import anthropic as anthropic_format
 
 __all__ = ["AnthropicModel"]
@@ -61,6 +61,9 @@ class AnthropicModel:
     """A Claude model. Pass `client` (an ``anthropic.AsyncAnthropic`` you built) or let it
     build one from the environment (``ANTHROPIC_API_KEY``). The run's instructions go
     to ``system``; `ModelSettings.extra` passes options such as ``thinking`` as is.
+    Structured output is native (``output_config.format``, JSON outputs) when every
+    object in the schema is closed; keywords JSON outputs does not support are moved
+    into descriptions (the answer is still validated against them).
     """
 
     format = "anthropic"
@@ -109,7 +112,17 @@ class AnthropicModel:
         if settings.temperature is not None:
             kwargs["temperature"] = settings.temperature
         kwargs.update(settings.extra)
+        output = request.output
+        if output is not None and output.closed_schema is not None:
+            kwargs["output_config"] = {
+                **kwargs.get("output_config", {}),  # effort from `extra` stays
+                "format": {"type": "json_schema", "schema": output.closed_schema},
+            }
         return kwargs
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Schemas whose objects can all be closed (JSON outputs requires it)."""
+        return output.closed_schema is not None
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(

@@ -10,6 +10,7 @@ messages (Converse requires the roles to alternate), and maps the errors.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from toolbridge.agent.errors import (
 )
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import bedrock as bedrock_format
 
 __all__ = ["BedrockModel"]
@@ -95,7 +96,9 @@ async def _events(stream: Any) -> AsyncIterator[Any]:
 class BedrockModel:
     """A model on Bedrock. Pass `client` (a boto3 ``bedrock-runtime`` client you built:
     credentials, region, endpoint and retries are its own) or let it build one from the
-    environment (`region` overrides the default region).
+    environment (`region` overrides the default region). Structured output is native
+    (``outputConfig.textFormat`` with a JSON schema) when every object in the schema is
+    closed, as for Anthropic's JSON outputs.
     """
 
     format = "bedrock"
@@ -123,7 +126,20 @@ class BedrockModel:
         if inference:
             kwargs["inferenceConfig"] = inference
         kwargs.update(request.settings.extra)
+        output = request.output
+        if output is not None and output.closed_schema is not None:
+            definition = {"name": output.name, "schema": json.dumps(output.closed_schema)}
+            if output.description:
+                definition["description"] = output.description
+            kwargs["outputConfig"] = {
+                **kwargs.get("outputConfig", {}),  # effort from `extra` stays
+                "textFormat": {"type": "json_schema", "structure": {"jsonSchema": definition}},
+            }
         return kwargs
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Schemas whose objects can all be closed (as for Anthropic's JSON outputs)."""
+        return output.closed_schema is not None
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(

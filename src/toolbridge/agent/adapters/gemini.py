@@ -23,7 +23,7 @@ from toolbridge.agent.adapters._common import (
 from toolbridge.agent.errors import ModelAuthenticationError, ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import gemini as gemini_format
 
 __all__ = ["GeminiModel"]
@@ -53,7 +53,9 @@ class GeminiModel:
     """A Gemini model. Pass `client` (a ``google.genai.Client`` you built, Vertex AI
     included) or let it build one from the environment (``GEMINI_API_KEY`` /
     ``GOOGLE_API_KEY``); `base_url` points it elsewhere. Instructions go to
-    ``system_instruction``.
+    ``system_instruction``. Structured output is native: ``response_mime_type``
+    ``application/json`` with the schema as ``response_json_schema`` (models before
+    Gemini 3 refuse it together with function calling: pass ``output_mode="tool"``).
     """
 
     format = "gemini"
@@ -100,6 +102,9 @@ class GeminiModel:
         )
         if tools:
             config["tools"] = tools
+        if request.output is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.output.schema
         config.update(sampling(request.settings, max_tokens="max_output_tokens"))
         config.update(request.settings.extra)
         return {"model": self.model, "contents": contents, "config": config}
@@ -114,6 +119,10 @@ class GeminiModel:
             ),
             error=self._error,
         )
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Every schema (``response_json_schema`` takes JSON Schema as it is)."""
+        return True
 
     def _error(self, exc: Exception) -> ModelError | None:
         if isinstance(exc, self._errors.APIError):

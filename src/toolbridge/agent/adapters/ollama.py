@@ -22,7 +22,7 @@ from toolbridge.agent.adapters._common import (
 from toolbridge.agent.errors import ModelConnectionError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import ollama as ollama_format
 
 __all__ = ["OllamaModel"]
@@ -45,7 +45,8 @@ def _deltas(data: dict[str, Any]) -> Deltas:
 class OllamaModel:
     """A model served by Ollama. Pass `client` (an ``ollama.AsyncClient``) or `host`
     (default: the SDK's, ``OLLAMA_HOST`` or ``http://localhost:11434``). `think`
-    is Ollama's thinking switch, sent when not None.
+    is Ollama's thinking switch, sent when not None. Structured output is native:
+    the schema as ``format``.
     """
 
     format = "ollama"
@@ -80,6 +81,8 @@ class OllamaModel:
             kwargs["tools"] = tools
         if self.think is not None:
             kwargs["think"] = self.think
+        if request.output is not None:
+            kwargs["format"] = dict(request.output.schema)
         options = sampling(request.settings, max_tokens="num_predict")
         if options:
             kwargs["options"] = options
@@ -94,6 +97,10 @@ class OllamaModel:
             call=lambda: self.client.chat(**self.request_kwargs(request)),
             error=self._error,
         )
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Every schema (``format`` takes JSON Schema as it is)."""
+        return True
 
     def _error(self, exc: Exception) -> ModelError | None:
         if isinstance(exc, self._ollama.ResponseError):

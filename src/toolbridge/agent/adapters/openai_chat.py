@@ -18,10 +18,10 @@ from toolbridge.agent.adapters._common import (
     stream_turn,
     tokens,
 )
-from toolbridge.agent.adapters._openai import openai_client, openai_error
+from toolbridge.agent.adapters._openai import json_schema_format, openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import openai_chat
 
 __all__ = ["OpenAIChatModel"]
@@ -59,7 +59,8 @@ class OpenAIChatModel:
     `strict` is `openai_chat.definitions`' option. `system_role` is ``"system"`` or
     ``"developer"``. `max_tokens_param` names the output limit sent from
     `ModelSettings.max_tokens` (``max_tokens`` for servers that predate
-    ``max_completion_tokens``).
+    ``max_completion_tokens``). Structured output is native: ``response_format`` with a
+    ``json_schema``, strict when strict mode can express the schema.
     """
 
     format = "openai_chat"
@@ -98,9 +99,18 @@ class OpenAIChatModel:
         )
         if tools:
             kwargs["tools"] = tools
+        if request.output is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": json_schema_format(request.output),
+            }
         kwargs.update(sampling(request.settings, max_tokens=self.max_tokens_param))
         kwargs.update(request.settings.extra)
         return kwargs
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Every schema: strict when it can be, ``strict: false`` otherwise."""
+        return True
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(

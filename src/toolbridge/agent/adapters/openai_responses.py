@@ -20,10 +20,10 @@ from toolbridge.agent.adapters._common import (
     stream_turn,
     tokens,
 )
-from toolbridge.agent.adapters._openai import openai_client, openai_error
+from toolbridge.agent.adapters._openai import json_schema_format, openai_client, openai_error
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
-from toolbridge.agent.model import ModelRequest
+from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import openai_responses
 
 __all__ = ["OpenAIResponsesModel"]
@@ -64,6 +64,7 @@ def _deltas(data: dict[str, Any]) -> Deltas:
 class OpenAIResponsesModel:
     """A model behind the Responses API. Pass `client` (an ``openai.AsyncOpenAI``) or
     let it build one from the environment. Instructions go to ``instructions``.
+    Structured output is native: ``text.format`` of type ``json_schema``.
     """
 
     format = "openai_responses"
@@ -99,9 +100,17 @@ class OpenAIResponsesModel:
         if self.stateless:
             kwargs["store"] = False
             kwargs["include"] = ["reasoning.encrypted_content"]
+        if request.output is not None:
+            kwargs["text"] = {
+                "format": {"type": "json_schema", **json_schema_format(request.output)}
+            }
         kwargs.update(sampling(request.settings, max_tokens="max_output_tokens"))
         kwargs.update(request.settings.extra)
         return kwargs
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """Every schema: strict when it can be, ``strict: false`` otherwise."""
+        return True
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(
