@@ -47,9 +47,12 @@ _STRICT_KEYWORDS = frozenset(
         "multipleOf",
         "minItems",
         "maxItems",
+        "default",
     }
 )
-"""The keywords OpenAI's strict mode accepts (its structured-outputs guide)."""
+"""The keywords OpenAI's strict mode accepts (its structured-outputs guide); ``default``
+only ever sits on a property that is not required, which strict mode refuses anyway,
+with a clearer reason."""
 
 _CLOSED_KEYWORDS = frozenset(
     {

@@ -11,7 +11,7 @@ from typing import Any
 
 from toolbridge.agent.events import ModelEvent, ModelResponse, TextDelta, ToolCallReady
 from toolbridge.agent.messages import AssistantMessage, Usage
-from toolbridge.agent.model import ModelRequest, render_message
+from toolbridge.agent.model import ModelRequest, NativeOutput, render_message
 from toolbridge.formats import openai_chat
 
 __all__ = ["ScriptedModel"]
@@ -27,7 +27,9 @@ class ScriptedModel:
     request that returns one. Running out of turns is an error that names the turn.
 
     `requests` keeps each request's rendered wire messages (a copy), `usage` is what
-    every turn reports.
+    every turn reports. With `native_output=True` it plays a provider with native
+    structured output (the runner then asks for JSON text instead of adding the
+    ``final_result`` tool); `outputs` keeps each request's `NativeOutput` (or None).
     """
 
     format = "openai_chat"
@@ -39,13 +41,20 @@ class ScriptedModel:
         model: str = "scripted",
         usage: Usage = DEFAULT_USAGE,
         record: bool = True,
+        native_output: bool = False,
     ) -> None:
         self.model = model
         self._turns = list(turns)
         self._next = 0
         self._usage = usage
         self._record = record
+        self._native_output = native_output
         self.requests: list[list[dict[str, Any]]] = []
+        self.outputs: list[NativeOutput | None] = []
+
+    def supports_native_output(self, output: NativeOutput) -> bool:
+        """As the model was made (`native_output`), whatever the schema."""
+        return self._native_output
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         wire = request.cache.messages(
@@ -54,6 +63,7 @@ class ScriptedModel:
         request.cache.definitions(self.format, request.tools, openai_chat.definitions)
         if self._record:
             self.requests.append(list(wire))
+            self.outputs.append(request.output)
         if self._next >= len(self._turns):
             raise IndexError(
                 f"ScriptedModel has {len(self._turns)} turns and was asked for turn "
