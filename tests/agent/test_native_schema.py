@@ -12,8 +12,14 @@ from tests.agent.sample_tools import get_weather
 from typing_extensions import TypedDict
 
 from toolbridge import ToolCallRequest
-from toolbridge.agent import AgentRunner, AssistantMessage, ScriptedModel, StopReason, UserMessage
-from toolbridge.agent.native_output import NativeOutput
+from toolbridge.agent import (
+    AgentRunner,
+    AssistantMessage,
+    NativeOutput,
+    ScriptedModel,
+    StopReason,
+    UserMessage,
+)
 from toolbridge.agent.output import OutputSpec
 
 

@@ -44,6 +44,7 @@ from toolbridge.agent.model import (
     ModelAdapter,
     ModelRequest,
     ModelSettings,
+    NativeOutput,
     RenderCache,
     render_message,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelSettings",
+    "NativeOutput",
     "PendingCall",
     "RateLimitError",
     "ReasoningDelta",
