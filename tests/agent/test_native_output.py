@@ -244,3 +244,26 @@ async def test_output_mode_tool_uses_the_tool_where_native_exists(
     assert result.output_value == Forecast(city="Oslo", high_c=3)
     body = server.bodies()[0]
     assert "format" not in body and "final_result" in tool_names("ollama", body)
+
+
+class WithDefault(BaseModel):
+    city: str
+    days: int = 3
+
+
+@pytest.mark.parametrize("provider", ["openai_chat", "openai_responses"])
+async def test_a_schema_strict_mode_cannot_express_is_sent_non_strict(
+    server: ScriptedServer, workspace: Path, provider: str
+) -> None:
+    server.add(answer(provider, '{"city": "Oslo"}'))
+    runner = AgentRunner(adapter(provider, server.url), output_type=WithDefault)
+    result = await runner.run("Forecast?")
+    assert result.output_value == WithDefault(city="Oslo", days=3)
+    body = server.bodies()[0]
+    fields = (
+        body["response_format"]["json_schema"]
+        if provider == "openai_chat"
+        else body["text"]["format"]
+    )
+    assert fields["strict"] is False and fields["name"] == "WithDefault"
+    assert fields["schema"] == WithDefault.model_json_schema()  # as pydantic made it
