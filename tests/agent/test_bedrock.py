@@ -34,7 +34,7 @@ def model(url: str) -> BedrockModel:
         aws_secret_access_key="test",
         config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
     )
-    return BedrockModel("anthropic.claude-test", client=client)
+    return BedrockModel("anthropic.claude-sonnet-4-5-20250929-v1:0", client=client)
 
 
 def use(tool_id: str, name: str, arguments: dict[str, object]) -> dict[str, object]:
@@ -64,7 +64,8 @@ async def test_multi_turn_run_replays_reasoning_and_parallel_calls(
     assert result.stop_reason is StopReason.FINAL and result.output == "Sunny in both."
     assert (result.usage.input_tokens, result.usage.output_tokens) == (71, 12)
 
-    assert server.requests[0].path == "/model/anthropic.claude-test/converse-stream"
+    model_id = "anthropic.claude-sonnet-4-5-20250929-v1%3A0"
+    assert server.requests[0].path == f"/model/{model_id}/converse-stream"
     first, second = server.bodies()
     assert first["system"] == [{"text": "You help."}]
     specs = [tool["toolSpec"] for tool in first["toolConfig"]["tools"]]

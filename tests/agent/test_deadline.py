@@ -43,14 +43,15 @@ def adapter(provider: str, url: str) -> ModelAdapter:
         return OpenAIResponsesModel("gpt-test", client=client)
     if provider == "anthropic":
         aclient = anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0)
-        return AnthropicModel("claude-test", client=aclient)
+        return AnthropicModel("claude-sonnet-4-5", client=aclient)
     if provider == "bedrock":
         from tests.agent.test_bedrock import model as bedrock_model
 
         return bedrock_model(url)
     if provider == "gemini":
         options = types.HttpOptions(base_url=url, retry_options=types.HttpRetryOptions(attempts=1))
-        return GeminiModel("g", client=genai.Client(api_key="k", http_options=options))
+        client = genai.Client(api_key="k", http_options=options)
+        return GeminiModel("gemini-3-pro-preview", client=client)
     return OllamaModel("qwen3", client=ollama.AsyncClient(host=url))
 
 

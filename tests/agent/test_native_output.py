@@ -210,7 +210,7 @@ async def test_an_open_schema_falls_back_to_the_tool_on_anthropic(
     server: ScriptedServer, workspace: Path
 ) -> None:
     client = anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0)
-    model = AnthropicModel("claude-test", client=client)
+    model = AnthropicModel("claude-sonnet-4-5", client=client)
     block = {
         "type": "tool_use",
         "id": "f1",

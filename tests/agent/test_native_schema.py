@@ -155,3 +155,47 @@ def test_output_mode_tool_with_a_native_model() -> None:
     runner = AgentRunner(model, output_type=Forecast, output_mode="tool")
     assert runner.native_output is None and runner.registry.tool_names == ["final_result"]
     assert AgentRunner(model, output_type=Forecast).native_output is not None
+
+
+@pytest.mark.parametrize(
+    ("model", "native"),
+    [
+        ("claude-sonnet-4-5", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("claude-haiku-4-5", True),
+        ("claude-opus-4-1-20250805", True),
+        ("claude-opus-4-7", True),
+        ("claude-sonnet-5", True),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", True),
+        ("claude-sonnet-4-20250514", False),  # 4.0: no JSON outputs
+        ("claude-opus-4-20250514", False),
+        ("claude-3-7-sonnet-latest", False),
+        ("claude-test", False),  # unknown: the tool works everywhere
+        ("anthropic.claude-3-haiku-20240307-v1:0", False),
+        ("meta.llama3-70b-instruct-v1:0", False),
+    ],
+)
+def test_claude_models_with_json_outputs(model: str, native: bool) -> None:
+    from toolbridge.agent.adapters._common import claude_has_json_outputs
+
+    assert claude_has_json_outputs(model) is native
+
+
+@pytest.mark.parametrize(
+    ("model", "native"),
+    [
+        ("gemini-3-pro-preview", True),
+        ("models/gemini-3-flash", True),
+        ("gemini-2.5-flash", False),  # JSON answers and function calling do not mix before 3
+        ("gemini-1.5-pro", False),
+        ("my-tuned-model", False),
+    ],
+)
+def test_gemini_models_with_native_output(model: str, native: bool) -> None:
+    from google import genai
+
+    from toolbridge.agent.adapters import GeminiModel
+
+    adapter = GeminiModel(model, client=genai.Client(api_key="k"))
+    spec = OutputSpec(dict[str, int])
+    assert adapter.supports_native_output(spec.native) is native

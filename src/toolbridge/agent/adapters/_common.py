@@ -7,6 +7,7 @@ where the deltas and usage sit in its events, and where each request value goes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from functools import partial
 from types import ModuleType
@@ -235,3 +236,19 @@ async def stream_turn(
         if mapped is None:
             raise
         raise mapped from exc
+
+
+_CLAUDE = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d))?(?!\d)")
+
+
+def claude_has_json_outputs(model: str) -> bool:
+    """Whether the Claude model named in `model` (an Anthropic id, a Bedrock or Vertex id
+    that contains one) constrains its answer to a JSON schema: Opus 4.1 and the 4.5
+    generation on. An older or unknown model answers through the ``final_result`` tool,
+    which every model supports, rather than fail the request."""
+    found = _CLAUDE.search(model)
+    if found is None:
+        return False
+    major, minor = int(found.group(1)), int(found.group(2) or 0)
+    family = found.group(0).split("-")[1]
+    return (major, minor) >= (4, 5) or (family == "opus" and (major, minor) >= (4, 1))

@@ -12,6 +12,7 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
+    claude_has_json_outputs,
     history,
     missing_sdk,
     stainless_error,
@@ -121,8 +122,9 @@ class AnthropicModel:
         return kwargs
 
     def supports_native_output(self, output: NativeOutput) -> bool:
-        """Schemas whose objects can all be closed (JSON outputs requires it)."""
-        return output.closed_schema is not None
+        """Schemas whose objects can all be closed (JSON outputs requires it), on models
+        that have JSON outputs (`claude_has_json_outputs`)."""
+        return output.closed_schema is not None and claude_has_json_outputs(self.model)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(

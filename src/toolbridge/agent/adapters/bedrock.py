@@ -16,6 +16,7 @@ from typing import Any
 
 from toolbridge.agent.adapters._common import (
     Deltas,
+    claude_has_json_outputs,
     error_for_status,
     history,
     missing_sdk,
@@ -138,8 +139,10 @@ class BedrockModel:
         return kwargs
 
     def supports_native_output(self, output: NativeOutput) -> bool:
-        """Schemas whose objects can all be closed (as for Anthropic's JSON outputs)."""
-        return output.closed_schema is not None
+        """Schemas whose objects can all be closed (as for Anthropic's JSON outputs), on
+        Claude models that have JSON outputs; other Bedrock models vary, so they answer
+        through the ``final_result`` tool (``output_mode="native"`` is not offered)."""
+        return output.closed_schema is not None and claude_has_json_outputs(self.model)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_turn(

@@ -8,6 +8,7 @@ wire's camelCase dicts as they are, signatures included.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -121,8 +122,11 @@ class GeminiModel:
         )
 
     def supports_native_output(self, output: NativeOutput) -> bool:
-        """Every schema (``response_json_schema`` takes JSON Schema as it is)."""
-        return True
+        """Every schema (``response_json_schema`` takes JSON Schema as it is), on Gemini 3
+        and later: earlier models refuse a JSON answer format together with function
+        calling, so they answer through the ``final_result`` tool."""
+        found = re.search(r"gemini-(\d+)", self.model)
+        return found is not None and int(found.group(1)) >= 3
 
     def _error(self, exc: Exception) -> ModelError | None:
         if isinstance(exc, self._errors.APIError):
