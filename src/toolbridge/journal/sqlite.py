@@ -136,11 +136,15 @@ class SQLiteJournal(CallJournal):
     def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process"):
         self.path = Path(path)
         self.durability = durability
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._closed = False
-        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert.
+        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
+        # finished calls to store.
         self._rows: dict[CallKey, Any] = {}
         self._inserts: list[tuple[Any, ...]] = []
+        self._finishes: list[tuple[Any, ...]] = []
         self._conn = self._connect()
         self._owner = _Owner(self.path.with_name(self.path.name + "-owners"))
         self._thread = threading.Thread(
@@ -249,22 +253,31 @@ class SQLiteJournal(CallJournal):
             raise JournalError(f"the journal {self.path} is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put(_Job(op, loop, future, undo, claims))
+        pending = self._pending.get(loop)
+        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
+            pending = self._pending[loop] = []
+            loop.call_soon(self._hand_over, loop)
+        pending.append(_Job(op, loop, future, undo, claims))
         return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        # One hand-off per tick, not one per call: the 200 claims of a batch wake the writer
+        # once, and it never competes for the interpreter while the loop is still queueing.
+        self._jobs.put(self._pending.pop(loop))
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
-            jobs = [first]
+            jobs = list(first)
             stop = False
             while True:
                 try:
-                    job = self._jobs.get_nowait()
+                    more = self._jobs.get_nowait()
                 except queue.Empty:
                     break
-                if job is None:
+                if more is None:
                     stop = True
                     break
-                jobs.append(job)
+                jobs.extend(more)
             try:
                 self._run_batch(jobs)
             except Exception as exc:  # a dead thread would leave every caller waiting
@@ -284,6 +297,7 @@ class SQLiteJournal(CallJournal):
         owner.taken.clear()
         owner.to_release.clear()
         self._inserts.clear()
+        self._finishes.clear()
         results: list[tuple[bool, Any]] = []
         try:
             self._conn.execute("BEGIN IMMEDIATE")
@@ -304,6 +318,8 @@ class SQLiteJournal(CallJournal):
                     results.append((False, exc))
             if self._inserts:
                 self._conn.executemany(_INSERT, self._inserts)
+            if self._finishes:
+                self._conn.executemany(_FINISH, self._finishes)
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._conn.in_transaction:
@@ -336,7 +352,7 @@ class SQLiteJournal(CallJournal):
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
             undo = job.undo
-            self._jobs.put(_Job(lambda conn: undo(conn, value), job.loop, None))
+            self._jobs.put([_Job(lambda conn: undo(conn, value), job.loop, None)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
@@ -430,10 +446,8 @@ class SQLiteJournal(CallJournal):
 
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
-            conn.execute(
-                "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
-                "finished_at = ? WHERE session = ? AND call_id = ? AND args_hash = ?",
-                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash),
+            self._finishes.append(
+                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash)
             )
             self._owner.to_release.append(key)
 
@@ -549,19 +563,31 @@ _INSERT = (
     f"INSERT INTO toolbridge_calls ({COLUMNS}) "
     "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)"
 )
+_FINISH = (
+    "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
+    "finished_at = ? WHERE session = ? AND call_id = ? AND args_hash = ?"
+)
 _ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
 
 
+_JOINED_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
+
+
 def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
-    """The stored rows of `keys`, read with a few statements instead of one per key."""
+    """The stored rows of `keys`, read with a few statements instead of one per key.
+
+    The keys are joined to the table (one primary-key search each); ``(...) IN (VALUES
+    ...)`` would scan the whole table, so a claim would slow down as the journal grows.
+    """
     found: dict[CallKey, Any] = {}
     for start in range(0, len(keys), _ROWS_AT_ONCE):
         chunk = keys[start : start + _ROWS_AT_ONCE]
         values = ", ".join(["(?, ?, ?)"] * len(chunk))
         params = [part for key in chunk for part in (key.session, key.call_id, key.args_hash)]
         for row in conn.execute(
-            f"SELECT {COLUMNS} FROM toolbridge_calls "
-            f"WHERE (session, call_id, args_hash) IN (VALUES {values})",
+            f"SELECT {_JOINED_COLUMNS} FROM (VALUES {values}) AS k "
+            "CROSS JOIN toolbridge_calls AS c ON c.session = k.column1 "
+            "AND c.call_id = k.column2 AND c.args_hash = k.column3",
             params,
         ):
             found[CallKey(row[0], row[1], row[2])] = row
