@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from toolbridge.journal import (
-    SCHEMA_VERSION,
     CallKey,
     CallState,
     ClaimAction,
     JournalError,
     SQLiteJournal,
 )
-from toolbridge.journal.sqlite import MIGRATIONS
+from toolbridge.journal.sqlite import MIGRATIONS, SCHEMA_VERSION, _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
 KEY = CallKey("s1", "call-1", "hash-a")
@@ -169,3 +168,18 @@ async def test_an_unreadable_row_is_a_clear_error_and_the_journal_goes_on(
         other = CallKey("s1", "call-2", "hash-b")
         claim = await asyncio.wait_for(journal.claim(other, "t", {}), 60)
         assert claim.action is ClaimAction.RUN
+
+
+def test_a_claim_reads_its_rows_by_primary_key_not_by_scanning_the_table(db: Path) -> None:
+    # A claim that scanned the table would slow down as the journal grows.
+    asyncio.run(SQLiteJournal(db).close())  # creates the tables
+    conn = sqlite3.connect(db)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    keys = [CallKey("s1", f"call-{n}", "hash") for n in range(3)]
+    _rows(conn, keys)
+    conn.set_trace_callback(None)
+    (select,) = [text for text in statements if text.lstrip().startswith("SELECT")]
+    plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {select}"))
+    assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
+    assert "SEARCH c USING INDEX" in plan, plan

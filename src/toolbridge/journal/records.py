@@ -19,7 +19,6 @@ from toolbridge.errors import ErrorKind, ToolbridgeError
 
 __all__ = [
     "COLUMNS",
-    "SCHEMA_VERSION",
     "SESSIONS_QUERY",
     "CallKey",
     "CallState",
@@ -31,9 +30,6 @@ __all__ = [
     "interrupted",
     "running_entry",
 ]
-
-SCHEMA_VERSION = 2
-"""The journal layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 
 class JournalError(ToolbridgeError):

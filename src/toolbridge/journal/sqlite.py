@@ -27,7 +27,6 @@ from typing import Any
 from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
-    SCHEMA_VERSION,
     SESSIONS_QUERY,
     CallKey,
     CallState,
@@ -40,7 +39,7 @@ from toolbridge.journal.records import (
     running_entry,
 )
 
-__all__ = ["MIGRATIONS", "SQLiteJournal"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +66,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
     """,
 )
-assert len(MIGRATIONS) == SCHEMA_VERSION
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 
 Op = Callable[[sqlite3.Connection], Any]
