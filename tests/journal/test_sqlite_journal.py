@@ -73,6 +73,42 @@ async def test_a_first_version_journal_is_migrated(db: Path) -> None:
     assert version == (str(SCHEMA_VERSION),)
 
 
+async def test_a_version_2_journal_is_migrated_and_its_running_calls_are_interrupted(
+    db: Path,
+) -> None:
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '2')")
+    conn.execute(
+        "INSERT INTO toolbridge_calls VALUES ('s1', 'call-1', 'hash-a', 't', '{}', 'running', "
+        "1, NULL, NULL, NULL, 1.0, 1.0, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        claim = await journal.claim(KEY, "t", {})
+        assert claim.action is ClaimAction.INTERRUPTED  # version 2 left it running, ownerless
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.BUSY  # ours now
+    version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("3",)
+
+
+def _locks_on(path: Path) -> list[str]:
+    """The open-file-description locks the kernel lists on `path`."""
+    inode = f":{path.stat().st_ino} "
+    lines = Path("/proc/locks").read_text().splitlines()
+    return [line for line in lines if "OFDLCK" in line and inode in line]
+
+
+async def test_a_batch_of_any_size_takes_one_lock(db: Path) -> None:
+    keys = [CallKey("big", f"call-{n}", "hash") for n in range(5_000)]
+    async with SQLiteJournal(db) as journal:
+        claims = await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+        assert {claim.action for claim in claims} == {ClaimAction.RUN}
+        assert len(_locks_on(db.with_name(db.name + "-owners"))) == 1
+        await asyncio.gather(*(journal.finish(key, {"text": "ok"}) for key in keys))
+
+
 def test_a_newer_journal_is_refused(db: Path) -> None:
     SQLiteJournal(db)  # creates it
     conn = sqlite3.connect(db)

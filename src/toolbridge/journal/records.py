@@ -9,7 +9,6 @@ interrupted by a crash, or another live process is running it right now.
 from __future__ import annotations
 
 import enum
-import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,12 +57,6 @@ class CallKey:
     session: str
     call_id: str
     args_hash: str
-
-    @property
-    def lock_offset(self) -> int:
-        """A stable 60-bit number for this key (a lock slot); collisions only cost a wait."""
-        text = f"{self.session}\x00{self.call_id}\x00{self.args_hash}".encode()
-        return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 4
 
 
 @dataclass(frozen=True, slots=True)
