@@ -76,7 +76,7 @@ _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a t
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 _OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
 _KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
-_KEYS = "unnest(%(s)s::text[], %(c)s::text[], %(h)s::text[])"
+_KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
 _RETURNING_KEY = "RETURNING c.session, c.call_id, c.args_hash"
 
 
@@ -240,8 +240,8 @@ class PostgresJournal(CallJournal):
         cursor = await self._conn.execute(
             f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
             "SELECT s, c, h, t, a::jsonb, 'running', 1, NULL, NULL, p::jsonb, %(now)s, "
-            "%(now)s, NULL, %(owner)s FROM unnest(%(s)s::text[], %(c)s::text[], %(h)s::text[], "
-            "%(t)s::text[], %(a)s::text[], %(p)s::text[]) AS u(s, c, h, t, a, p) "
+            "%(now)s, NULL, %(owner)s FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], "
+            "%(t)b::text[], %(a)b::text[], %(p)b::text[]) AS u(s, c, h, t, a, p) "
             f"ON CONFLICT DO NOTHING {_RETURNING_KEY}",
             {
                 "now": now,
@@ -310,7 +310,7 @@ class PostgresJournal(CallJournal):
         if not owners:
             return set()
         cursor = await self._conn.execute(
-            "SELECT o FROM unnest(%s::bigint[]) AS u(o) WHERE NOT pg_try_advisory_xact_lock(o)",
+            "SELECT o FROM unnest(%b::bigint[]) AS u(o) WHERE NOT pg_try_advisory_xact_lock(o)",
             (sorted(owners),),
         )
         return {row[0] for row in await cursor.fetchall()}
@@ -336,8 +336,8 @@ class PostgresJournal(CallJournal):
             cursor = await self._conn.execute(
                 "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
                 "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-                "FROM unnest(%(s)s::text[], %(c)s::text[], %(h)s::text[], %(o)s::text[], "
-                f"%(e)s::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s "
+                "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
+                f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s "
                 f"{_RETURNING_KEY}",
                 {
                     "now": time.time(),
