@@ -219,3 +219,11 @@ def test_a_claim_reads_its_rows_by_primary_key_not_by_scanning_the_table(db: Pat
     plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {select}"))
     assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
     assert "SEARCH c USING INDEX" in plan, plan
+
+
+async def test_closing_in_the_tick_of_a_claim_still_answers_it(db: Path) -> None:
+    journal = SQLiteJournal(db)
+    claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
+    await asyncio.sleep(0)  # the claim is queued for the writer, not handed over yet
+    await journal.close()
+    assert (await asyncio.wait_for(claim, 5)).action is ClaimAction.RUN

@@ -276,7 +276,9 @@ class SQLiteJournal(CallJournal):
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         # One hand-off per tick, not one per call: the 200 claims of a batch wake the writer
         # once, and it never competes for the interpreter while the loop is still queueing.
-        self._jobs.put(self._pending.pop(loop))
+        jobs = self._pending.pop(loop, None)
+        if jobs:  # (`close` may have handed them over already)
+            self._jobs.put(jobs)
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
@@ -581,6 +583,8 @@ class SQLiteJournal(CallJournal):
         if self._closed:
             return
         self._closed = True
+        for loop in list(self._pending):  # submitted this tick: they are answered before the end
+            self._hand_over(loop)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
 
