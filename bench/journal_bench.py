@@ -6,7 +6,10 @@ Side by side in one run, rounds interleaved: the executor alone, with a SQLite j
 (durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
 started here unless --postgres names one). Each round uses new call ids, so every call
 is claimed and finished for real. Reported: median ms per batch and the overhead per
-call (SQLite) and per batch (PostgreSQL) above the executor alone.
+call (SQLite) and per batch (PostgreSQL) above the executor alone, and, for scale, what
+PostgreSQL itself takes to write a batch's rows: one INSERT of 200 rows and one UPDATE of
+them, in a copy of the journal's table, sent by psycopg with no journal around them (the
+floor any layout with one row per call pays).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "journal"))  # the throwaway PostgreSQL cluster
@@ -34,6 +38,7 @@ from toolbridge import (  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
 
 CALLS = 200
+FLOOR = "PostgreSQL's own INSERT + UPDATE of 200 rows"
 
 
 @tool(read_only=True)
@@ -55,6 +60,25 @@ async def batch_ms(workspace: Path, journal: CallJournal | None, round_no: int) 
     return elapsed
 
 
+async def floor_ms(conn: Any, round_no: int) -> float:
+    """PostgreSQL's own time for a batch's rows: insert 200, then mark them finished."""
+    ids = [f"f{round_no}-{i}" for i in range(CALLS)]
+    start = time.perf_counter()
+    await conn.execute(
+        "INSERT INTO floor_calls (session, call_id, args_hash, tool, arguments, state, attempt, "
+        "created_at, started_at, owner) SELECT 'w5', c, 'h', 'wait_5ms', a::jsonb, 'running', "
+        "1, 0, 0, 1 FROM unnest(%b::text[], %b::text[]) AS u(c, a)",
+        (ids, [f'{{"n":{i}}}' for i in range(CALLS)]),
+    )
+    await conn.execute(
+        "UPDATE floor_calls AS c SET state = 'finished', outcome = u.o::jsonb, finished_at = 0, "
+        "owner = NULL FROM unnest(%b::text[], %b::text[]) AS u(c, o) "
+        "WHERE c.session = 'w5' AND c.call_id = u.c AND c.args_hash = 'h'",
+        (ids, ['{"content":"1","is_error":false}'] * CALLS),
+    )
+    return (time.perf_counter() - start) * 1000
+
+
 async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
@@ -64,12 +88,23 @@ async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
             "SQLite (power)": await open_journal(str(workspace / "f.sqlite3"), durability="power"),
             "PostgreSQL": await open_journal(postgres),
         }
+        import psycopg
+
+        floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
+        await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
+        await floor.execute("CREATE TABLE floor_calls (LIKE toolbridge_calls INCLUDING ALL)")
         times: dict[str, list[float]] = {name: [] for name in journals}
+        times[FLOOR] = []
         for round_no in range(rounds + 1):
             for name, journal in journals.items():
                 elapsed = await batch_ms(workspace, journal, round_no)
                 if round_no:  # the first round warms up
                     times[name].append(elapsed)
+            elapsed = await floor_ms(floor, round_no)
+            if round_no:
+                times[FLOOR].append(elapsed)
+        await floor.execute("DROP TABLE floor_calls")
+        await floor.close()
         for journal in journals.values():
             if journal is not None:
                 await journal.close()
@@ -94,6 +129,9 @@ def main() -> None:
     print("|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)
+        if name == FLOOR:
+            print(f"| {name} (no executor) | {median:.2f} | - |")
+            continue
         extra = median - base
         per = (
             f"{extra * 1000 / CALLS:+.1f} µs per call"

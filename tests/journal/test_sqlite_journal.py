@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from toolbridge.journal import (
-    SCHEMA_VERSION,
     CallKey,
     CallState,
     ClaimAction,
     JournalError,
     SQLiteJournal,
 )
-from toolbridge.journal.sqlite import MIGRATIONS
+from toolbridge.journal.sqlite import MIGRATIONS, SCHEMA_VERSION, _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
 KEY = CallKey("s1", "call-1", "hash-a")
@@ -72,6 +71,42 @@ async def test_a_first_version_journal_is_migrated(db: Path) -> None:
         await journal.save_run("s1", {"ok": True})  # a table version 2 added
     version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
     assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_version_2_journal_is_migrated_and_its_running_calls_are_interrupted(
+    db: Path,
+) -> None:
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '2')")
+    conn.execute(
+        "INSERT INTO toolbridge_calls VALUES ('s1', 'call-1', 'hash-a', 't', '{}', 'running', "
+        "1, NULL, NULL, NULL, 1.0, 1.0, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        claim = await journal.claim(KEY, "t", {})
+        assert claim.action is ClaimAction.INTERRUPTED  # version 2 left it running, ownerless
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.BUSY  # ours now
+    version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("3",)
+
+
+def _locks_on(path: Path) -> list[str]:
+    """The open-file-description locks the kernel lists on `path`."""
+    inode = f":{path.stat().st_ino} "
+    lines = Path("/proc/locks").read_text().splitlines()
+    return [line for line in lines if "OFDLCK" in line and inode in line]
+
+
+async def test_a_batch_of_any_size_takes_one_lock(db: Path) -> None:
+    keys = [CallKey("big", f"call-{n}", "hash") for n in range(5_000)]
+    async with SQLiteJournal(db) as journal:
+        claims = await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+        assert {claim.action for claim in claims} == {ClaimAction.RUN}
+        assert len(_locks_on(db.with_name(db.name + "-owners"))) == 1
+        await asyncio.gather(*(journal.finish(key, {"text": "ok"}) for key in keys))
 
 
 def test_a_newer_journal_is_refused(db: Path) -> None:
@@ -169,3 +204,26 @@ async def test_an_unreadable_row_is_a_clear_error_and_the_journal_goes_on(
         other = CallKey("s1", "call-2", "hash-b")
         claim = await asyncio.wait_for(journal.claim(other, "t", {}), 60)
         assert claim.action is ClaimAction.RUN
+
+
+def test_a_claim_reads_its_rows_by_primary_key_not_by_scanning_the_table(db: Path) -> None:
+    # A claim that scanned the table would slow down as the journal grows.
+    asyncio.run(SQLiteJournal(db).close())  # creates the tables
+    conn = sqlite3.connect(db)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    keys = [CallKey("s1", f"call-{n}", "hash") for n in range(3)]
+    _rows(conn, keys)
+    conn.set_trace_callback(None)
+    (select,) = [text for text in statements if text.lstrip().startswith("SELECT")]
+    plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {select}"))
+    assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
+    assert "SEARCH c USING INDEX" in plan, plan
+
+
+async def test_closing_in_the_tick_of_a_claim_still_answers_it(db: Path) -> None:
+    journal = SQLiteJournal(db)
+    claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
+    await asyncio.sleep(0)  # the claim is queued for the writer, not handed over yet
+    await journal.close()
+    assert (await asyncio.wait_for(claim, 5)).action is ClaimAction.RUN

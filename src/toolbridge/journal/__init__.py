@@ -10,7 +10,6 @@ import re
 
 from toolbridge.journal.base import CallJournal, Durability
 from toolbridge.journal.records import (
-    SCHEMA_VERSION,
     CallKey,
     CallState,
     Claim,
@@ -21,7 +20,6 @@ from toolbridge.journal.records import (
 from toolbridge.journal.sqlite import SQLiteJournal
 
 __all__ = [
-    "SCHEMA_VERSION",
     "CallJournal",
     "CallKey",
     "CallState",

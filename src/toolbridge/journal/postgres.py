@@ -1,10 +1,12 @@
 """The shared journal: PostgreSQL through psycopg 3, for many processes or hosts.
 
-Operations queue up and a writer task applies them in one transaction, set-based: a
-batch of 200 claims is three statements (read the rows, try the locks, insert the new
-rows), not 600 round trips. Ownership of a running call is a session-level advisory
-lock on the journal's connection: the server drops it when the process or its host
-dies, so a call found running without an owner is known to be interrupted.
+Operations queue up and a writer task applies them set-based: a batch of 200 claims is
+one ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and 200 finishes one ``UPDATE``, each
+its own transaction, so a batch costs two round trips. Ownership of a running call is
+its row's ``owner``: a random number this journal holds a session-level advisory lock
+on for as long as it is open. The server drops the lock when the process or its host
+dies, so a running call whose owner holds no lock is known to be interrupted; one lock
+per journal, not one per call, so batches of any size fit the server's lock table.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -20,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
-    SCHEMA_VERSION,
     SESSIONS_QUERY,
     CallKey,
     CallState,
@@ -29,18 +31,18 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     entry_from_row,
-    interrupted,
     running_entry,
 )
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["MIGRATIONS", "PostgresJournal"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresJournal"]
 
 logger = logging.getLogger(__name__)
 
 MIGRATIONS: tuple[str, ...] = (
+    # 1: calls
     """
     CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE toolbridge_calls (
@@ -52,19 +54,30 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session, call_id, args_hash)
     );
     """,
+    # 2: runs of the agent loop, and pruning by age without a full scan
     """
     CREATE TABLE toolbridge_runs (
         session TEXT PRIMARY KEY, state JSONB NOT NULL, updated_at DOUBLE PRECISION NOT NULL
     );
     CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
     """,
+    # 3: the owner of a running call in its row (version 2 held one advisory lock per call).
+    # A call left running by version 2 has no owner: it is found interrupted. Stop every
+    # process of the older version before the first one of this version opens the journal.
+    """
+    ALTER TABLE toolbridge_calls ADD COLUMN owner BIGINT;
+    """,
 )
-assert len(MIGRATIONS) == SCHEMA_VERSION
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 _OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
+_KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
+_KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
+_RETURNING_KEY = "RETURNING c.session, c.call_id, c.args_hash"
 
 
 @dataclass(slots=True)
@@ -99,9 +112,10 @@ class _Job:
 class PostgresJournal(CallJournal):
     """A journal in a PostgreSQL database; open it with ``await PostgresJournal.connect(url)``."""
 
-    def __init__(self, conn: AsyncConnection[Any], *, description: str) -> None:
+    def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
         self._conn = conn
         self._description = description
+        self._owner = owner
         self._held: set[CallKey] = set()
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
@@ -109,7 +123,7 @@ class PostgresJournal(CallJournal):
 
     @classmethod
     async def connect(cls, conninfo: str, *, durability: Durability = "process") -> PostgresJournal:
-        """Connect, create or migrate the tables, and start the writer."""
+        """Connect, create or migrate the tables, take an owner number, start the writer."""
         try:
             import psycopg
         except ImportError:
@@ -125,10 +139,14 @@ class PostgresJournal(CallJournal):
             sync = "on" if durability == "power" else "off"
             await conn.execute(f"SET synchronous_commit = {sync}")
             await _migrate(conn, description)
+            owner = await _take_owner_number(conn)
+        except psycopg.Error as exc:
+            await conn.close()
+            raise _error(exc, description) from None
         except BaseException:
             await conn.close()
             raise
-        return cls(conn, description=description)
+        return cls(conn, description=description, owner=owner)
 
     # --- the writer task -----------------------------------------------------------------
 
@@ -157,42 +175,52 @@ class PostgresJournal(CallJournal):
                 break
 
     async def _run_batch(self, jobs: list[_Job]) -> None:
-        import psycopg
-
+        """Claims in one statement, finishes in one, the rest one by one; a failure is
+        the answer of the jobs it concerns, never of the writer."""
+        claims = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Claim)]
+        finishes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Finish)]
         results: dict[int, tuple[bool, Any]] = {}
-        taken: list[CallKey] = []
-        release: list[CallKey] = []
-        try:
-            async with self._conn.transaction():
-                claims = [(i, j.op) for i, j in enumerate(jobs) if isinstance(j.op, _Claim)]
-                if claims:
-                    answers = await self._claims([op for _, op in claims], taken, release)
-                    results.update(
-                        (i, (True, a)) for (i, _), a in zip(claims, answers, strict=True)
-                    )
-                finishes = [(i, j.op) for i, j in enumerate(jobs) if isinstance(j.op, _Finish)]
-                if finishes:
-                    await self._finishes(finishes, results, release)
-                for index, job in enumerate(jobs):
-                    if isinstance(job.op, _Release):
-                        await self._release_rows(job.op)
-                        release.extend(job.op.keys)
-                        results[index] = (True, None)
-                    elif not isinstance(job.op, _Claim | _Finish):
-                        try:
-                            results[index] = (True, await job.op(self._conn))
-                        except JournalError as exc:  # refused before it wrote anything
-                            results[index] = (False, exc)
-        except (psycopg.Error, ValueError, TypeError) as exc:
-            release = taken
-            error = _error(exc, self._description)
-            results = {index: (False, error) for index in range(len(jobs))}
-        if release:
-            await self._unlock(release)
+        if claims:
+            await self._step(
+                results, [i for i, _ in claims], self._claims, [op for _, op in claims]
+            )
+        if finishes:
+            await self._step(
+                results, [i for i, _ in finishes], self._finishes, [op for _, op in finishes]
+            )
+        for index, job in enumerate(jobs):
+            op = job.op
+            if isinstance(op, _Release):
+                await self._step(results, [index], self._release, op)
+            elif not isinstance(op, _Claim | _Finish):
+                await self._step(results, [index], op, self._conn)
         for index, job in enumerate(jobs):
             if job.future is not None:
                 ok, value = results[index]
                 self._settle(job, ok, value)
+
+    async def _step(
+        self,
+        results: dict[int, tuple[bool, Any]],
+        indices: list[int],
+        work: Callable[[Any], Awaitable[Any]],
+        argument: Any,
+    ) -> None:
+        """Run `work` for the jobs at `indices`: a list answers each, anything else all."""
+        import psycopg
+
+        try:
+            answer = await work(argument)
+        except (psycopg.Error, ValueError, TypeError) as exc:
+            error = _error(exc, self._description)
+            results.update((index, (False, error)) for index in indices)
+        except JournalError as exc:  # refused before it wrote anything
+            results.update((index, (False, exc)) for index in indices)
+        else:
+            answers = answer if isinstance(argument, list) else [answer] * len(indices)
+            for index, value in zip(indices, answers, strict=True):
+                failed = isinstance(value, JournalError)
+                results[index] = (not failed, value)
 
     def _settle(self, job: _Job, ok: bool, value: Any) -> None:
         assert job.future is not None
@@ -206,126 +234,140 @@ class PostgresJournal(CallJournal):
             delete = value.action is ClaimAction.RUN
             self._jobs.put_nowait(_Job(_Release([value.entry.key], delete=delete), None))
 
-    async def _claims(
-        self, ops: list[_Claim], taken: list[CallKey], release: list[CallKey]
-    ) -> list[Claim]:
-        # Lock first, read second: a row read after taking its lock is the truth, since an
-        # owner commits before it unlocks. Finished calls need no lock: let go of those.
-        locked = await self._try_locks([op.key for op in ops])
-        taken.extend(locked)
-        rows = await self._rows([op.key for op in ops])
-        done = {key for key in locked if _finished(rows.get(key))}
-        release.extend(done)
-        locked -= done
+    async def _claims(self, ops: list[_Claim]) -> list[Claim]:
+        """Insert every call not stored yet (they are this journal's now); ask about the rest."""
         now = time.time()
-        answers: list[Claim] = []
-        fresh: list[_Claim] = []
+        cursor = await self._conn.execute(
+            f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
+            "SELECT s, c, h, t, a::jsonb, 'running', 1, NULL, NULL, p::jsonb, %(now)s, "
+            "%(now)s, NULL, %(owner)s FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], "
+            "%(t)b::text[], %(a)b::text[], %(p)b::text[]) AS u(s, c, h, t, a, p) "
+            f"ON CONFLICT DO NOTHING {_RETURNING_KEY}",
+            {
+                "now": now,
+                "owner": self._owner,
+                **_key_columns([op.key for op in ops]),
+                "t": [op.tool for op in ops],
+                "a": [to_json(op.arguments) for op in ops],
+                "p": [to_json(op.approval) if op.approval else None for op in ops],
+            },
+        )
+        inserted = {CallKey(*row) for row in await cursor.fetchall()}
+        self._held |= inserted
+        answers: list[Claim | None] = []
         for op in ops:
-            row = rows.get(op.key)
-            if row is not None and row.state is CallState.FINISHED:
-                answers.append(Claim(ClaimAction.REPLAY, row))
-            elif op.key not in locked:
-                answers.append(
-                    Claim(
-                        ClaimAction.BUSY,
-                        row or running_entry(op.key, op.tool, op.arguments, op.approval, now),
-                    )
-                )
-            elif row is not None:
-                answers.append(Claim(ClaimAction.INTERRUPTED, row))
+            if op.key in inserted:
+                inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
+                entry = running_entry(op.key, op.tool, op.arguments, op.approval, now)
+                answers.append(Claim(ClaimAction.RUN, entry))
             else:
-                fresh.append(op)
-                answers.append(
-                    Claim(
-                        ClaimAction.RUN,
-                        running_entry(op.key, op.tool, op.arguments, op.approval, now),
-                    )
-                )
-        if fresh:
-            await self._conn.execute(
-                f"INSERT INTO toolbridge_calls ({COLUMNS}) "
-                "SELECT s, c, h, t, a::jsonb, 'running', 1, NULL, NULL, p::jsonb, %(now)s, "
-                "%(now)s, NULL FROM unnest(%(s)s::text[], %(c)s::text[], %(h)s::text[], "
-                "%(t)s::text[], %(a)s::text[], %(p)s::text[]) AS u(s, c, h, t, a, p)",
-                {
-                    "now": now,
-                    "s": [op.key.session for op in fresh],
-                    "c": [op.key.call_id for op in fresh],
-                    "h": [op.key.args_hash for op in fresh],
-                    "t": [op.tool for op in fresh],
-                    "a": [to_json(op.arguments) for op in fresh],
-                    "p": [to_json(op.approval) if op.approval else None for op in fresh],
-                },
-            )
+                answers.append(None)
+        contested = [op for op, answer in zip(ops, answers, strict=True) if answer is None]
+        if contested:
+            decided = iter(await self._contested(contested, now))
+            answers = [answer or next(decided) for answer in answers]
+        return [answer for answer in answers if answer is not None]
+
+    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim]:
+        """Claims of calls already stored: replay, busy (a live owner runs it), or take over
+        an interrupted one (its owner died, or let go of it)."""
+        rows = await self._owned_rows([op.key for op in ops])
+        owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
+        alive = await self._alive(owners)
+        answers: list[Claim] = []
+        for op in ops:
+            entry, owner = rows.get(op.key, (None, None))
+            if entry is None:  # removed since the insert (an unheard claim undone): ask again
+                busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
+                answers.append(Claim(ClaimAction.BUSY, busy))
+            elif entry.state is CallState.FINISHED:
+                answers.append(Claim(ClaimAction.REPLAY, entry))
+            elif op.key in self._held or owner in alive:
+                answers.append(Claim(ClaimAction.BUSY, entry))
+            elif (taken := await self._take_over(op.key, owner)) is not None:
+                answers.append(Claim(ClaimAction.INTERRUPTED, taken))
+            else:  # another process took it over first
+                answers.append(Claim(ClaimAction.BUSY, entry))
         return answers
 
-    async def _rows(self, keys: list[CallKey]) -> dict[CallKey, JournalEntry]:
+    async def _owned_rows(
+        self, keys: list[CallKey]
+    ) -> dict[CallKey, tuple[JournalEntry, int | None]]:
         cursor = await self._conn.execute(
-            f"SELECT {COLUMNS} FROM toolbridge_calls WHERE (session, call_id, args_hash) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-            _columns(keys),
+            f"SELECT {_qualified(COLUMNS)}, c.owner FROM {_KEYS} AS u(s, c, h) "
+            f"JOIN toolbridge_calls AS c ON {_KEY}",
+            _key_columns(keys),
         )
-        entries = [entry_from_row(row, _as_is) for row in await cursor.fetchall()]
-        return {entry.key: entry for entry in entries}
+        found = {}
+        for row in await cursor.fetchall():
+            entry = entry_from_row(row, _as_is)
+            found[entry.key] = (entry, row[-1])
+        return found
 
-    async def _try_locks(self, keys: list[CallKey]) -> set[CallKey]:
-        candidates = list(dict.fromkeys(key for key in keys if key not in self._held))
-        if not candidates:
+    async def _alive(self, owners: set[int]) -> set[int]:
+        """The owners among `owners` whose journal is open: their lock cannot be taken
+        (taken for the statement only when it can, so a dead owner stays free)."""
+        if not owners:
             return set()
         cursor = await self._conn.execute(
-            "SELECT pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(k, n) "
-            "ORDER BY n",
-            ([key.lock_offset for key in candidates],),
+            "SELECT o FROM unnest(%b::bigint[]) AS u(o) WHERE NOT pg_try_advisory_xact_lock(o)",
+            (sorted(owners),),
         )
-        granted = [row[0] for row in await cursor.fetchall()]
-        locked = {key for key, ok in zip(candidates, granted, strict=True) if ok}
-        self._held |= locked
-        return locked
+        return {row[0] for row in await cursor.fetchall()}
 
-    async def _finishes(
-        self,
-        finishes: list[tuple[int, _Finish]],
-        results: dict[int, tuple[bool, Any]],
-        release: list[CallKey],
-    ) -> None:
-        owned = [(i, op) for i, op in finishes if op.key in self._held]
-        for index, op in finishes:
-            if op.key not in self._held:
-                results[index] = (False, _not_owned(op.key))
-        if not owned:
-            return
-        ops = [op for _, op in owned]
-        await self._conn.execute(
-            "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
-            "error_kind = u.e, finished_at = %s FROM unnest(%s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::text[]) AS u(s, c, h, o, e) "
-            "WHERE c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h",
-            (
-                time.time(),
-                *_columns([op.key for op in ops]),
-                [to_json(op.outcome) for op in ops],
-                [op.error_kind for op in ops],
-            ),
+    async def _take_over(self, key: CallKey, owner: int | None) -> JournalEntry | None:
+        """Own a running call whose owner is gone, unless another process did it first."""
+        cursor = await self._conn.execute(
+            "UPDATE toolbridge_calls SET owner = %s WHERE session = %s AND call_id = %s "
+            "AND args_hash = %s AND state = 'running' AND owner IS NOT DISTINCT FROM %s "
+            f"RETURNING {COLUMNS}",
+            (self._owner, key.session, key.call_id, key.args_hash, owner),
         )
-        release.extend(op.key for op in ops)
-        results.update((index, (True, None)) for index, _ in owned)
+        row = await cursor.fetchone()
+        if row is None:
+            return None
+        self._held.add(key)
+        return entry_from_row(row, _as_is)
 
-    async def _release_rows(self, op: _Release) -> None:
-        if op.delete:
-            await self._conn.execute(
-                "DELETE FROM toolbridge_calls WHERE (session, call_id, args_hash) IN "
-                "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-                _columns(op.keys),
-            )
-
-    async def _unlock(self, keys: list[CallKey]) -> None:
-        owned = [key for key in dict.fromkeys(keys) if key in self._held]
-        self._held.difference_update(owned)
+    async def _finishes(self, ops: list[_Finish]) -> list[JournalError | None]:
+        owned = [op for op in ops if op.key in self._held]
+        done: set[CallKey] = set()
         if owned:
-            await self._conn.execute(
-                "SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)",
-                ([key.lock_offset for key in owned],),
+            cursor = await self._conn.execute(
+                "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
+                "error_kind = u.e, finished_at = %(now)s, owner = NULL "
+                "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
+                f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s "
+                f"{_RETURNING_KEY}",
+                {
+                    "now": time.time(),
+                    "owner": self._owner,
+                    **_key_columns([op.key for op in owned]),
+                    "o": [to_json(op.outcome) for op in owned],
+                    "e": [op.error_kind for op in owned],
+                },
             )
+            done = {CallKey(*row) for row in await cursor.fetchall()}
+            self._held -= done
+        return [None if op.key in done else _not_owned(op.key) for op in ops]
+
+    async def _release(self, op: _Release) -> None:
+        """Let go of owned calls: they stay running without an owner (so are found
+        interrupted), or, for claims nobody heard, their new rows go."""
+        keys = [key for key in dict.fromkeys(op.keys) if key in self._held]
+        self._held.difference_update(keys)
+        if not keys:
+            return
+        change = (
+            "DELETE FROM toolbridge_calls AS c USING"
+            if op.delete
+            else "UPDATE toolbridge_calls AS c SET owner = NULL FROM"
+        )
+        await self._conn.execute(
+            f"{change} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
+            "AND c.state = 'running'",
+            {"owner": self._owner, **_key_columns(keys)},
+        )
 
     # --- operations ------------------------------------------------------------------------
 
@@ -346,11 +388,13 @@ class PostgresJournal(CallJournal):
                 raise _not_owned(key)
             cursor = await conn.execute(
                 "UPDATE toolbridge_calls SET attempt = attempt + 1, started_at = %s "
-                f"WHERE session = %s AND call_id = %s AND args_hash = %s RETURNING {COLUMNS}",
-                (time.time(), key.session, key.call_id, key.args_hash),
+                "WHERE session = %s AND call_id = %s AND args_hash = %s AND owner = %s "
+                f"RETURNING {COLUMNS}",
+                (time.time(), key.session, key.call_id, key.args_hash, self._owner),
             )
             row = await cursor.fetchone()
-            assert row is not None  # the call is owned, so its row exists
+            if row is None:
+                raise _not_owned(key)
             return entry_from_row(row, _as_is)
 
         result: JournalEntry = await self._submit(op)
@@ -360,27 +404,28 @@ class PostgresJournal(CallJournal):
         self, key: CallKey, *, approval: Mapping[str, Any] | None = None
     ) -> JournalEntry | None:
         async def op(conn: AsyncConnection[Any]) -> Claim | None:
-            # Lock first, read second, as a claim does: the row read under the lock is the truth.
-            if key not in await self._try_locks([key]):
+            if key in self._held:
                 return None
-            if not interrupted((await self._rows([key])).get(key)):
-                await self._unlock([key])
-                return None
+            # One statement: of two processes retrying at once, the row lock lets one win.
             cursor = await conn.execute(
                 "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
                 "outcome = NULL, error_kind = NULL, approval = %s::jsonb, started_at = %s, "
-                "finished_at = NULL WHERE session = %s AND call_id = %s AND args_hash = %s "
+                "finished_at = NULL, owner = %s WHERE session = %s AND call_id = %s "
+                "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
                     to_json(approval) if approval else None,
                     time.time(),
+                    self._owner,
                     key.session,
                     key.call_id,
                     key.args_hash,
                 ),
             )
             row = await cursor.fetchone()
-            assert row is not None  # read under the lock just now
+            if row is None:
+                return None
+            self._held.add(key)
             # An owned, interrupted claim: if nobody hears it, `_settle` lets it go (running).
             return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, _as_is))
 
@@ -390,14 +435,21 @@ class PostgresJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        await self._submit(_Finish(key, outcome, error_kind))
+        error = await self._submit(_Finish(key, outcome, error_kind))
+        assert error is None
 
     async def abandon(self, key: CallKey) -> None:
         await self._submit(_Release([key]))
 
     async def entry(self, key: CallKey) -> JournalEntry | None:
         async def op(conn: AsyncConnection[Any]) -> JournalEntry | None:
-            return (await self._rows([key])).get(key)
+            cursor = await conn.execute(
+                f"SELECT {COLUMNS} FROM toolbridge_calls "
+                "WHERE session = %s AND call_id = %s AND args_hash = %s",
+                (key.session, key.call_id, key.args_hash),
+            )
+            row = await cursor.fetchone()
+            return entry_from_row(row, _as_is) if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -480,7 +532,7 @@ class PostgresJournal(CallJournal):
         self._closed = True
         self._jobs.put_nowait(None)
         await self._writer
-        await self._conn.close()  # the server drops this session's advisory locks
+        await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
 
 
 async def _migrate(conn: AsyncConnection[Any], description: str) -> None:
@@ -543,22 +595,28 @@ def _not_owned(key: CallKey) -> JournalError:
     )
 
 
-def _columns(keys: list[CallKey]) -> tuple[list[str], list[str], list[str]]:
-    return (
-        [key.session for key in keys],
-        [key.call_id for key in keys],
-        [key.args_hash for key in keys],
-    )
+async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
+    """A random owner number this connection holds the advisory lock of until it closes."""
+    while True:
+        owner = secrets.randbits(63)
+        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (owner,))
+        row = await cursor.fetchone()
+        if row is not None and row[0]:
+            return owner
 
 
-def _finished(entry: JournalEntry | None) -> bool:
-    return entry is not None and entry.state is CallState.FINISHED
+def _key_columns(keys: list[CallKey]) -> dict[str, list[str]]:
+    return {
+        "s": [key.session for key in keys],
+        "c": [key.call_id for key in keys],
+        "h": [key.args_hash for key in keys],
+    }
+
+
+def _qualified(columns: str) -> str:
+    return ", ".join(f"c.{name.strip()}" for name in columns.split(","))
 
 
 def _as_is(value: Any) -> Any:
     """JSONB arrives decoded."""
     return value
-
-
-def _running(op: _Claim, now: float) -> JournalEntry:
-    return running_entry(op.key, op.tool, op.arguments, op.approval, now)

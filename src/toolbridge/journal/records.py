@@ -9,7 +9,6 @@ interrupted by a crash, or another live process is running it right now.
 from __future__ import annotations
 
 import enum
-import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from toolbridge.errors import ErrorKind, ToolbridgeError
 
 __all__ = [
     "COLUMNS",
-    "SCHEMA_VERSION",
     "SESSIONS_QUERY",
     "CallKey",
     "CallState",
@@ -31,9 +29,6 @@ __all__ = [
     "interrupted",
     "running_entry",
 ]
-
-SCHEMA_VERSION = 2
-"""The journal layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 
 class JournalError(ToolbridgeError):
@@ -62,12 +57,6 @@ class CallKey:
     session: str
     call_id: str
     args_hash: str
-
-    @property
-    def lock_offset(self) -> int:
-        """A stable 60-bit number for this key (a lock slot); collisions only cost a wait."""
-        text = f"{self.session}\x00{self.call_id}\x00{self.args_hash}".encode()
-        return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 Every operation goes to one writer thread, which takes whatever is queued and applies it
 in a single transaction: a batch of 200 claims costs one commit, and the event loop
-never waits on the disk. Ownership of a running call is an open-file-description lock
-(Linux ``F_OFD_SETLK``, POSIX ``lockf`` elsewhere) on a byte of a side file: the kernel
-drops it when the process dies, which is how a crash is told from a call still running.
+never waits on the disk. A running call's row names its owner: a random byte of a side
+file this journal holds an open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX
+locks elsewhere) while it is open. The kernel drops the lock when the process dies, so a
+running call whose owner's byte is free was interrupted; one lock per journal, so a batch
+of any size takes no lock per call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import logging
 import os
 import queue
+import secrets
 import sqlite3
 import struct
 import threading
@@ -27,7 +30,6 @@ from typing import Any
 from toolbridge.journal.base import CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
-    SCHEMA_VERSION,
     SESSIONS_QUERY,
     CallKey,
     CallState,
@@ -40,7 +42,7 @@ from toolbridge.journal.records import (
     running_entry,
 )
 
-__all__ = ["MIGRATIONS", "SQLiteJournal"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +68,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
     """,
+    # 3: the owner of a running call in its row (version 2 locked one byte per call). A call
+    # left running by version 2 has no owner: it is found interrupted. Stop every process of
+    # the older version before the first one of this version opens the journal.
+    """
+    ALTER TABLE toolbridge_calls ADD COLUMN owner INTEGER;
+    """,
 )
-assert len(MIGRATIONS) == SCHEMA_VERSION
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -86,61 +95,69 @@ class _Job:
 
 
 class _Owner:
-    """This journal's claim on running calls: one lock byte per call in a side file."""
+    """This journal's identity in running rows: a byte of the side file it keeps locked, and
+    the calls it runs now (`held`, touched on the writer thread only)."""
 
     def __init__(self, path: Path) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        while True:
+            self.number = secrets.randbits(62) + 1
+            if _lock(self.fd, self.number, fcntl.F_WRLCK):
+                break
         self.held: set[CallKey] = set()
-        self.taken: list[CallKey] = []  # by the transaction under way
-        self.to_release: list[CallKey] = []  # once the transaction under way commits
 
-    def try_take(self, key: CallKey) -> bool:
-        if key in self.held:
-            return False  # running in this journal already
-        if not _lock(self.fd, key.lock_offset, fcntl.F_WRLCK):
-            return False
-        self.held.add(key)
-        self.taken.append(key)
-        return True
-
-    def release(self, key: CallKey) -> None:
-        if key in self.held:
-            self.held.discard(key)
-            _lock(self.fd, key.lock_offset, fcntl.F_UNLCK)
+    def elsewhere(self, number: int | None) -> bool:
+        """Whether another open journal owns the calls whose owner is `number` (this one's
+        own calls are in `held`)."""
+        return number is not None and number != self.number and _locked_by_another(self.fd, number)
 
     def close(self) -> None:
         self.held.clear()
-        os.close(self.fd)  # the kernel drops every lock of this file description
+        os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
+
+
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
+_FLOCK = "@hhqqi4x"  # struct flock: type, whence, start, len, pid
 
 
 def _lock(fd: int, offset: int, kind: int) -> bool:
-    ofd = getattr(fcntl, "F_OFD_SETLK", None)
+    command = _OFD_SETLK if _OFD_SETLK is not None else fcntl.F_SETLK
     try:
-        if ofd is not None:
-            fcntl.fcntl(fd, ofd, struct.pack("@hhqqi4x", kind, os.SEEK_SET, offset, 1, 0))
-        else:  # pragma: no cover - POSIX locks: per process, not per journal
-            mode = fcntl.LOCK_UN if kind == fcntl.F_UNLCK else fcntl.LOCK_EX | fcntl.LOCK_NB
-            fcntl.lockf(fd, mode, 1, offset, os.SEEK_SET)
+        fcntl.fcntl(fd, command, struct.pack(_FLOCK, kind, os.SEEK_SET, offset, 1, 0))
     except OSError:
         return False
     return True
+
+
+def _locked_by_another(fd: int, offset: int) -> bool:
+    command = _OFD_GETLK if _OFD_GETLK is not None else fcntl.F_GETLK
+    probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+    kind = struct.unpack(_FLOCK, fcntl.fcntl(fd, command, probe))[0]
+    return bool(kind != fcntl.F_UNLCK)
 
 
 class SQLiteJournal(CallJournal):
     """A journal in one SQLite file (default: ``<workspace>/.toolbridge/journal.sqlite3``).
 
     Many processes may share the file: SQLite serialises their writes (waiting up to
-    10 s for another writer), and the side file ``<name>-owners`` holds their locks.
+    10 s for another writer), and the side file ``<name>-owners`` holds their owner locks.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process"):
         self.path = Path(path)
         self.durability = durability
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._closed = False
-        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert.
+        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
+        # finished calls to store.
         self._rows: dict[CallKey, Any] = {}
         self._inserts: list[tuple[Any, ...]] = []
+        self._finishes: list[tuple[Any, ...]] = []
+        self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
+        self._let_go: list[CallKey] = []  # not owned once this batch commits
         self._conn = self._connect()
         self._owner = _Owner(self.path.with_name(self.path.name + "-owners"))
         self._thread = threading.Thread(
@@ -249,22 +266,33 @@ class SQLiteJournal(CallJournal):
             raise JournalError(f"the journal {self.path} is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put(_Job(op, loop, future, undo, claims))
+        pending = self._pending.get(loop)
+        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
+            pending = self._pending[loop] = []
+            loop.call_soon(self._hand_over, loop)
+        pending.append(_Job(op, loop, future, undo, claims))
         return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        # One hand-off per tick, not one per call: the 200 claims of a batch wake the writer
+        # once, and it never competes for the interpreter while the loop is still queueing.
+        jobs = self._pending.pop(loop, None)
+        if jobs:  # (`close` may have handed them over already)
+            self._jobs.put(jobs)
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
-            jobs = [first]
+            jobs = list(first)
             stop = False
             while True:
                 try:
-                    job = self._jobs.get_nowait()
+                    more = self._jobs.get_nowait()
                 except queue.Empty:
                     break
-                if job is None:
+                if more is None:
                     stop = True
                     break
-                jobs.append(job)
+                jobs.extend(more)
             try:
                 self._run_batch(jobs)
             except Exception as exc:  # a dead thread would leave every caller waiting
@@ -279,42 +307,42 @@ class SQLiteJournal(CallJournal):
         self._owner.close()
 
     def _run_batch(self, jobs: list[_Job]) -> None:
-        """Apply `jobs` in one transaction; release locks only once it has committed."""
-        owner = self._owner
-        owner.taken.clear()
-        owner.to_release.clear()
+        """Apply `jobs` in one transaction; ownership changes only once it has committed."""
+        held = self._owner.held
+        self._taken.clear()
+        self._let_go.clear()
         self._inserts.clear()
+        self._finishes.clear()
         results: list[tuple[bool, Any]] = []
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
-                taken = len(owner.taken)
+                taken = len(self._taken)
                 try:
                     results.append((True, job.op(self._conn)))
                 except sqlite3.Error:
                     raise
                 except Exception as exc:  # one job's failure is its own, never the thread's
-                    for key in owner.taken[taken:]:
-                        owner.release(key)
-                    del owner.taken[taken:]
+                    held.difference_update(self._taken[taken:])
+                    del self._taken[taken:]
                     if not isinstance(exc, JournalError):
                         logger.exception("journal operation failed on %s", self.path)
                         exc = JournalError(f"the journal {self.path} failed: {exc!r}")
                     results.append((False, exc))
             if self._inserts:
                 self._conn.executemany(_INSERT, self._inserts)
+            if self._finishes:
+                self._conn.executemany(_FINISH, self._finishes)
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            for key in owner.taken:
-                owner.release(key)
+            held.difference_update(self._taken)
             error = self._error(exc, "record calls")
             results = [(False, error)] * len(jobs)
         else:
-            for key in owner.to_release:
-                owner.release(key)
+            held.difference_update(self._let_go)
         answers: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
         for job, (ok, value) in zip(jobs, results, strict=True):
             if job.future is not None:
@@ -336,7 +364,7 @@ class SQLiteJournal(CallJournal):
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
             undo = job.undo
-            self._jobs.put(_Job(lambda conn: undo(conn, value), job.loop, None))
+            self._jobs.put([_Job(lambda conn: undo(conn, value), job.loop, None)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
@@ -349,40 +377,50 @@ class SQLiteJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
         args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
+        owner = self._owner
 
         def op(conn: sqlite3.Connection) -> Claim:
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
                 return Claim(ClaimAction.REPLAY, entry_from_row(row, json.loads))
-            if not self._owner.try_take(key):
-                stored = (
-                    entry_from_row(row, json.loads)
-                    if row is not None
-                    else running_entry(key, tool, arguments)
-                )
-                return Claim(ClaimAction.BUSY, stored)
-            if row is not None:
-                return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, json.loads))
-            now = time.time()
-            self._inserts.append(
-                (key.session, key.call_id, key.args_hash, tool, args_text, approval_text, now, now)
-            )
-            return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
+            if key in owner.held:  # running in this journal already
+                stored = entry_from_row(row, json.loads) if row is not None else None
+                return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
+            if row is None:
+                now = time.time()
+                self._inserts.append(
+                    (key.session, key.call_id, key.args_hash, tool, args_text, approval_text,
+                     now, now, owner.number)
+                )  # fmt: skip
+                self._own(key)
+                return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
+            entry = entry_from_row(row, json.loads)
+            if owner.elsewhere(row[_OWNER]):
+                return Claim(ClaimAction.BUSY, entry)
+            _set_owner(conn, key, owner.number)  # its owner is gone: interrupted, ours now
+            self._own(key)
+            return Claim(ClaimAction.INTERRUPTED, entry)
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
             # The caller was cancelled before it heard the answer, so it never ran the call:
-            # a new row goes, an interrupted one stays as it was; either way, let go.
+            # a new row goes, an interrupted one is left ownerless; either way, let go.
             if claim.action is ClaimAction.RUN:
                 conn.execute(
                     "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? "
                     "AND args_hash = ?",
                     (key.session, key.call_id, key.args_hash),
                 )
+            elif claim.action is ClaimAction.INTERRUPTED:
+                _set_owner(conn, key, None)
             if claim.action in (ClaimAction.RUN, ClaimAction.INTERRUPTED):
-                self._owner.to_release.append(key)
+                self._let_go.append(key)
 
         result: Claim = await self._submit(op, undo=undo, claims=key)
         return result
+
+    def _own(self, key: CallKey) -> None:
+        self._owner.held.add(key)
+        self._taken.append(key)
 
     async def restart(self, key: CallKey) -> JournalEntry:
         def op(conn: sqlite3.Connection) -> JournalEntry:
@@ -404,21 +442,25 @@ class SQLiteJournal(CallJournal):
 
         def op(conn: sqlite3.Connection) -> JournalEntry | None:
             row = _select(conn, key)
-            if row is None or not interrupted(entry_from_row(row, json.loads)):
+            if row is None or key in self._owner.held:
                 return None
-            if not self._owner.try_take(key):
+            if not interrupted(entry_from_row(row, json.loads)):
                 return None
             conn.execute(
                 "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
                 "outcome = NULL, error_kind = NULL, approval = ?, started_at = ?, "
-                "finished_at = NULL WHERE session = ? AND call_id = ? AND args_hash = ?",
-                (approval_text, time.time(), key.session, key.call_id, key.args_hash),
-            )
+                "finished_at = NULL, owner = ? WHERE session = ? AND call_id = ? "
+                "AND args_hash = ?",
+                (approval_text, time.time(), self._owner.number, key.session, key.call_id,
+                 key.args_hash),
+            )  # fmt: skip
+            self._own(key)
             return entry_from_row(_select(conn, key), json.loads)
 
         def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
-            if entry is not None:  # nobody heard it: left running, so found interrupted
-                self._owner.to_release.append(key)
+            if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
+                _set_owner(conn, key, None)
+                self._let_go.append(key)
 
         result: JournalEntry | None = await self._submit(op, undo=undo)
         return result
@@ -430,18 +472,18 @@ class SQLiteJournal(CallJournal):
 
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
-            conn.execute(
-                "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
-                "finished_at = ? WHERE session = ? AND call_id = ? AND args_hash = ?",
-                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash),
+            self._finishes.append(
+                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash)
             )
-            self._owner.to_release.append(key)
+            self._let_go.append(key)
 
         await self._submit(op)
 
     async def abandon(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            self._owner.to_release.append(key)
+            if key in self._owner.held:  # left running without an owner: interrupted
+                _set_owner(conn, key, None)
+                self._let_go.append(key)
 
         await self._submit(op)
 
@@ -541,27 +583,42 @@ class SQLiteJournal(CallJournal):
         if self._closed:
             return
         self._closed = True
+        for loop in list(self._pending):  # submitted this tick: they are answered before the end
+            self._hand_over(loop)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
 
 
 _INSERT = (
-    f"INSERT INTO toolbridge_calls ({COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL)"
+    f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) "
+    "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL, ?)"
 )
+_FINISH = (
+    "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
+    "finished_at = ?, owner = NULL WHERE session = ? AND call_id = ? AND args_hash = ?"
+)
+_OWNER = len(COLUMNS.split(","))  # where `_rows` puts the owner, after the stored columns
 _ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
 
 
+_JOINED_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(",")) + ", c.owner"
+
+
 def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
-    """The stored rows of `keys`, read with a few statements instead of one per key."""
+    """The stored rows of `keys`, read with a few statements instead of one per key.
+
+    The keys are joined to the table (one primary-key search each); ``(...) IN (VALUES
+    ...)`` would scan the whole table, so a claim would slow down as the journal grows.
+    """
     found: dict[CallKey, Any] = {}
     for start in range(0, len(keys), _ROWS_AT_ONCE):
         chunk = keys[start : start + _ROWS_AT_ONCE]
         values = ", ".join(["(?, ?, ?)"] * len(chunk))
         params = [part for key in chunk for part in (key.session, key.call_id, key.args_hash)]
         for row in conn.execute(
-            f"SELECT {COLUMNS} FROM toolbridge_calls "
-            f"WHERE (session, call_id, args_hash) IN (VALUES {values})",
+            f"SELECT {_JOINED_COLUMNS} FROM (VALUES {values}) AS k "
+            "CROSS JOIN toolbridge_calls AS c ON c.session = k.column1 "
+            "AND c.call_id = k.column2 AND c.args_hash = k.column3",
             params,
         ):
             found[CallKey(row[0], row[1], row[2])] = row
@@ -591,3 +648,10 @@ def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
         "WHERE session = ? AND call_id = ? AND args_hash = ?",
         (key.session, key.call_id, key.args_hash),
     ).fetchone()
+
+
+def _set_owner(conn: sqlite3.Connection, key: CallKey, owner: int | None) -> None:
+    conn.execute(
+        "UPDATE toolbridge_calls SET owner = ? WHERE session = ? AND call_id = ? AND args_hash = ?",
+        (owner, key.session, key.call_id, key.args_hash),
+    )

@@ -1,0 +1,60 @@
+"""What only the PostgreSQL journal has: its migration, its owner lock, batches of any size."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+
+from toolbridge.journal import CallKey, ClaimAction, open_journal
+from toolbridge.journal.postgres import MIGRATIONS, SCHEMA_VERSION
+
+
+async def test_a_batch_larger_than_the_servers_lock_table_is_claimed(postgres_url: str) -> None:
+    # One advisory lock per running call would need 20,000 slots of a lock table the
+    # server sizes at 64 per connection: "out of shared memory". One lock per journal fits.
+    keys = [CallKey("big", f"call-{n}", "hash") for n in range(20_000)]
+    async with await open_journal(postgres_url) as journal:
+        claims = await asyncio.gather(*(journal.claim(key, "echo", {"n": 1}) for key in keys))
+        assert {claim.action for claim in claims} == {ClaimAction.RUN}
+        await asyncio.gather(*(journal.finish(key, {"text": "ok"}) for key in keys))
+        again = await journal.claim(keys[-1], "echo", {"n": 1})
+        assert again.action is ClaimAction.REPLAY
+
+
+async def test_a_version_2_journal_is_migrated_and_its_running_calls_are_interrupted(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for script in MIGRATIONS[:2]:
+            for statement in filter(None, (part.strip() for part in script.split(";"))):
+                conn.execute(statement)  # type: ignore[call-overload]
+        conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '2')")
+        conn.execute(
+            "INSERT INTO toolbridge_calls VALUES ('s1', 'left', 'h', 'write_file', '{}', "
+            "'running', 1, NULL, NULL, NULL, 1.0, 1.0, NULL)"
+        )
+    async with await open_journal(postgres_url) as journal:
+        claim = await journal.claim(CallKey("s1", "left", "h"), "write_file", {})
+        assert claim.action is ClaimAction.INTERRUPTED  # version 2 left it running, ownerless
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT value FROM toolbridge_meta").fetchone()
+    assert row == (str(SCHEMA_VERSION),)
+
+
+async def test_a_call_another_open_journal_runs_is_busy_and_taken_over_once_it_closes(
+    postgres_url: str,
+) -> None:
+    key = CallKey("s1", "c1", "h")
+    first = await open_journal(postgres_url)
+    async with await open_journal(postgres_url) as second:
+        assert (await first.claim(key, "echo", {})).action is ClaimAction.RUN
+        assert (await second.claim(key, "echo", {})).action is ClaimAction.BUSY
+        await first.close()  # its owner lock goes with its connection
+        taken = await second.claim(key, "echo", {})
+        assert taken.action is ClaimAction.INTERRUPTED
+        assert (await second.claim(key, "echo", {})).action is ClaimAction.BUSY  # it is second's
+        entry = await second.restart(key)
+        assert entry.attempt == 2
+        await second.finish(key, {"text": "done"})
+        assert (await second.claim(key, "echo", {})).action is ClaimAction.REPLAY
