@@ -9,7 +9,9 @@ is claimed and finished for real. Reported: median ms per batch and the overhead
 call (SQLite) and per batch (PostgreSQL) above the executor alone, and, for scale, what
 PostgreSQL itself takes to write a batch's rows: one INSERT of 200 rows and one UPDATE of
 them, in a copy of the journal's table, sent by psycopg with no journal around them (the
-floor any layout with one row per call pays).
+floor any layout with one row per call pays), and what preparing the stored data of 200
+calls costs with no database at all (the arguments' digest, arguments and outcome as JSON:
+the floor of any journal in this process).
 """
 
 from __future__ import annotations
@@ -33,12 +35,17 @@ from toolbridge import (  # noqa: E402
     ToolContext,
     ToolExecutor,
     ToolRegistry,
+    ToolResult,
     tool,
 )
+from toolbridge.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
+from toolbridge.journal.base import to_json  # noqa: E402
+from toolbridge.journal.recorder import result_to_json  # noqa: E402
 
 CALLS = 200
 FLOOR = "PostgreSQL's own INSERT + UPDATE of 200 rows"
+ENCODING = "the data a journal stores, prepared for 200 calls"
 
 
 @tool(read_only=True)
@@ -58,6 +65,19 @@ async def batch_ms(workspace: Path, journal: CallJournal | None, round_no: int) 
     elapsed = (time.perf_counter() - start) * 1000
     assert all(outcome.ok for outcome in outcomes)
     return elapsed
+
+
+def encoding_ms(round_no: int) -> float:
+    """What any journal must compute per call before storing it, with no database: the
+    arguments' digest, the arguments and the outcome as JSON."""
+    results = [ToolResult(str(i)) for i in range(CALLS)]
+    start = time.perf_counter()
+    for i, result in enumerate(results):
+        arguments = {"n": i}
+        arguments_digest("wait_5ms", arguments)
+        to_json(arguments)
+        to_json(result_to_json(result))
+    return (time.perf_counter() - start) * 1000
 
 
 async def floor_ms(conn: Any, round_no: int) -> float:
@@ -95,6 +115,7 @@ async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
         await floor.execute("CREATE TABLE floor_calls (LIKE toolbridge_calls INCLUDING ALL)")
         times: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
+        times[ENCODING] = []
         for round_no in range(rounds + 1):
             for name, journal in journals.items():
                 elapsed = await batch_ms(workspace, journal, round_no)
@@ -103,6 +124,7 @@ async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
             elapsed = await floor_ms(floor, round_no)
             if round_no:
                 times[FLOOR].append(elapsed)
+                times[ENCODING].append(encoding_ms(round_no))
         await floor.execute("DROP TABLE floor_calls")
         await floor.close()
         for journal in journals.values():
@@ -129,7 +151,7 @@ def main() -> None:
     print("|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)
-        if name == FLOOR:
+        if name in (FLOOR, ENCODING):
             print(f"| {name} (no executor) | {median:.2f} | - |")
             continue
         extra = median - base
