@@ -465,6 +465,13 @@ class AgentRunner:
                 data = await self.journal.load_run(session)
                 stored = RunState.from_json(data) if data is not None else None
             if stored is not None:
+                if input is None and stored.conversation and not stored.unanswered():
+                    last = stored.conversation[-1]
+                    if isinstance(last, AssistantMessage) and not stored.pending:
+                        raise ValueError(
+                            f"the run of session {session!r} ended with the model's answer: "
+                            "there is nothing to resume; send a prompt to go on"
+                        )
                 return stored, input
             if input is None:
                 raise ValueError(
