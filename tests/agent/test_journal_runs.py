@@ -40,6 +40,7 @@ from toolbridge.agent import (
 )
 from toolbridge.approval import arguments_digest
 from toolbridge.journal import CallJournal, CallKey, SQLiteJournal
+from toolbridge.journal.recorder import CallRecorder
 
 WORKER = Path(__file__).with_name("journal_run_worker.py")
 POLICY = ExecutionPolicy(persist_results=False)
@@ -341,3 +342,51 @@ def test_pending_retry_and_decision_by_survive_json() -> None:
     assert ApprovalDecision.from_json(decision.to_json()) == decision
     legacy = {"call_id": "c1", "digest": pending.digest, "approved": True}
     assert ApprovalDecision.from_json(legacy).by == "decision"
+
+
+async def test_an_approved_call_that_ran_before_a_crash_is_not_asked_about_again(
+    workspace: Path,
+) -> None:
+    log: list[str] = []
+    model = ScriptedModel([calls(("c1", "publish", "x")), AssistantMessage(text="Published.")])
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        runner = AgentRunner(model, registry(workspace, log), policy=POLICY, journal=journal)
+        paused = await runner.run("publish x", session="p")
+        [pending] = paused.pending
+        # The process that resumed it got the approval, ran the call, and died before the
+        # turn's results were saved: the journal holds the call, the stored run the pause.
+        dead = ToolExecutor(registry(workspace, log), POLICY, journal=CallRecorder(journal, "p"))
+        dead.approve(pending.request(), by="alice")
+        await dead.run([pending.call])
+        assert log == ["published x"]
+        done = await runner.run(None, session="p")  # no decision given
+        [entry] = await journal.entries(session="p")
+    assert done.stop_reason is StopReason.FINAL  # nobody was asked again
+    assert log == ["published x"]  # replayed, not run again
+    results = done.conversation[2]
+    assert isinstance(results, ToolResultsMessage)
+    assert results.results[0].result.text == "published x"
+    assert entry.approval is not None and entry.approval["by"] == "alice"
+
+
+async def test_a_new_prompt_after_a_crash_mid_turn_answers_the_turn_first(
+    workspace: Path,
+) -> None:
+    log: list[str] = []
+    turn = calls(("c1", "note", "a"), ("c2", "publish", "b"))
+    crashed = RunState([UserMessage("note a, publish b"), turn], tool_calls=2)
+    model = ScriptedModel([AssistantMessage(text="OK.")])
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        await journal.save_run("m", crashed.to_json())  # saved before the calls ran
+        runner = AgentRunner(
+            model, registry(workspace, log), policy=POLICY, journal=journal, session="m"
+        )
+        done = await runner.run("what now?")
+    assert done.stop_reason is StopReason.FINAL and log == ["a"]
+    roles = [m["role"] for m in model.requests[0]]
+    assert roles == ["user", "assistant", "tool", "tool", "user"]
+    results = done.conversation[2]
+    assert isinstance(results, ToolResultsMessage)
+    assert results.results[0].result.text == "noted a"
+    assert results.results[1].result.error_kind == "approval_denied"
+    assert "new message" in results.results[1].result.text

@@ -97,6 +97,9 @@ def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
     return ToolReturn(call, ToolResult.error(error))
 
 
+BY_JOURNAL = "journal"
+"""Approves a pending call the journal already holds (it replays; nothing is stored)."""
+
 MOVED_ON = "the user sent a new message instead of deciding on this call"
 """The reason given for calls left undecided when a new prompt goes on from a paused run."""
 
@@ -839,9 +842,14 @@ class AgentRunner:
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Finish the last turn: apply the decisions to its pending calls, then run the
         decided ones with any call that never got a result (a journaled run that crashed
-        mid-turn: what finished replays from the journal). Without `ask` (a new prompt
-        came instead of decisions), undecided calls are denied and an interrupted call is
-        not offered a retry. A denied retry answers with the call's interrupted error."""
+        mid-turn: what finished replays from the journal).
+
+        A pending call the journal already holds was approved in an earlier process (it
+        got that far): it is not asked about again, its journal entry answers it. Without
+        `ask` (a new prompt came instead of decisions), undecided calls are denied and an
+        interrupted call is not offered a retry. A denied retry answers with the call's
+        interrupted error.
+        """
         state = run.state
         pending_ids = {pending.call.id for pending in state.pending}
         unknown = sorted(set(decisions) - pending_ids)
@@ -850,38 +858,67 @@ class AgentRunner:
                 f"decisions for calls that are not pending: {unknown}; pending: "
                 f"{sorted(pending_ids)}"
             )
-        waiting: list[PendingCall] = []
-        for pending in state.pending:
-            decision = decisions.get(pending.call.id)
-            if decision is None:
-                if ask:
+        while True:
+            waiting: list[PendingCall] = []
+            for pending in state.pending:
+                decision = decisions.pop(pending.call.id, None)
+                if decision is None and await self._journaled(run, pending):
+                    decision = pending.approve(by=BY_JOURNAL)
+                if decision is None and not ask:
+                    decision = pending.deny(MOVED_ON)
+                if decision is None:
                     waiting.append(pending)
                     continue
-                decision = pending.deny(MOVED_ON)
-            if decision.digest != pending.digest:
-                raise ValueError(
-                    f"the decision for call {pending.call.id!r} was made for other arguments "
-                    "(digest mismatch); show the user the pending call again and decide anew"
-                )
-            if decision.approved:
-                run.executor.approve(pending.outcome(), by=decision.by)
-            elif pending.retry:
-                state.settled.append(_retry_denied(pending, decision.reason))
-            else:
-                run.executor.deny(pending.outcome(), decision.reason)
-        state.pending = waiting
-        calls = state.unanswered()
-        if not calls and waiting:
-            yield StopReason.APPROVAL_REQUIRED
+                if decision.digest != pending.digest:
+                    raise ValueError(
+                        f"the decision for call {pending.call.id!r} was made for other "
+                        "arguments (digest mismatch); show the user the pending call again "
+                        "and decide anew"
+                    )
+                if decision.approved:
+                    run.executor.approve(pending.outcome(), by=decision.by)
+                elif pending.retry:
+                    state.settled.append(_retry_denied(pending, decision.reason))
+                else:
+                    run.executor.deny(pending.outcome(), decision.reason)
+            state.pending = waiting
+            calls = state.unanswered()
+            if not calls and waiting:
+                yield StopReason.APPROVAL_REQUIRED
+                return
+            outcomes: list[ToolOutcome] = []
+            if calls:
+                async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
+                    async for event in events:
+                        yield event
+            stop = self._settle(run, calls, outcomes, offer_retry=ask)
+            # Calls that wait now (their approval was not known in this process) are
+            # answered in another round when that needs nobody: denied without `ask`, or
+            # answered from the journal.
+            if state.pending and await self._answerable(run, ask):
+                continue
+            if stop is not None:
+                yield stop
             return
-        outcomes: list[ToolOutcome] = []
-        if calls:
-            async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
-                async for event in events:
-                    yield event
-        stop = self._settle(run, calls, outcomes, offer_retry=ask)
-        if stop is not None:
-            yield stop
+
+    async def _journaled(self, run: _Run, pending: PendingCall) -> bool:
+        """Whether the journal holds this (not interrupted) call: it passed its approval in
+        an earlier process, so it replays instead of being asked about again."""
+        if run.journal is None or pending.retry:
+            return False
+        from toolbridge.journal import CallKey
+
+        key = CallKey(run.session, pending.call.id, pending.digest)
+        return await run.journal.entry(key) is not None
+
+    async def _answerable(self, run: _Run, ask: bool) -> bool:
+        """Whether a call that waits can be answered without asking anyone."""
+        if not ask:
+            return True  # it is denied: the user went on with a new prompt
+        for pending in run.state.pending:
+            if await self._journaled(run, pending):
+                return True
+        return False
 
     async def _finished(self, run: _Run, stop: StopReason) -> RunFinished:
         """The run's last event, once its state is saved (a journaled run)."""
