@@ -46,6 +46,7 @@ from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.state import (
     ApprovalDecision,
+    JsonCache,
     PendingCall,
     RunState,
     StopReason,
@@ -131,6 +132,7 @@ class _Run:
         self.executor = executor
         self.journal = journal
         self.session = session
+        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
         self.cache = RenderCache()
         self.started = time.monotonic()
         self.output_value: Any = None
@@ -141,7 +143,7 @@ class _Run:
     async def save(self) -> None:
         """Store the state under the run's session (a journaled run; else nothing)."""
         if self.journal is not None:
-            await self.journal.save_run(self.session, self.state.to_json())
+            await self.journal.save_run(self.session, self.state.to_json(cache=self.saved))
 
     @property
     def conversation(self) -> list[Message]:
@@ -347,6 +349,7 @@ class AgentRunner:
         self._tracer_provider = tracer_provider
         self.journal = journal
         self.session = session
+        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
         # Starting calls early would conflict with a per-run call budget (the turn may
         # turn out to exceed it) and with stop-at-first-failure; both turn it off.
         self.eager_tools = (

@@ -198,14 +198,23 @@ class RunState:
         done.update(pending.call.id for pending in self.pending)
         return [call for call in last.calls if call.id not in done]
 
-    def to_json(self) -> dict[str, Any]:
-        """The state as plain JSON data (``json.dumps`` it to store it)."""
+    def to_json(self, *, cache: JsonCache | None = None) -> dict[str, Any]:
+        """The state as plain JSON data (``json.dumps`` it to store it).
+
+        With `cache` (kept by the caller between calls), a message already converted is
+        not converted again: saving a run at every turn then costs the new messages only.
+        The data returned shares the cached parts: read it, do not change it.
+        """
         from toolbridge.agent.messages import ToolResultsMessage
 
         settled = message_to_json(ToolResultsMessage(tuple(self.settled)))["results"]
+        if cache is None:
+            conversation = [message_to_json(message) for message in self.conversation]
+        else:
+            conversation = [_cached_json(message, cache) for message in self.conversation]
         return {
             "version": STATE_VERSION,
-            "conversation": [message_to_json(message) for message in self.conversation],
+            "conversation": conversation,
             "pending": [_pending_to_json(pending) for pending in self.pending],
             "settled": settled,
             "turns": self.turns,
@@ -268,6 +277,19 @@ class RunState:
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
         )
+
+
+JsonCache = dict[int, tuple[Message, dict[str, Any]]]
+"""Messages already converted by `RunState.to_json`, by identity (messages are frozen)."""
+
+
+def _cached_json(message: Message, cache: JsonCache) -> dict[str, Any]:
+    hit = cache.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    data = message_to_json(message)
+    cache[id(message)] = (message, data)
+    return data
 
 
 def decisions_by_call(
