@@ -231,7 +231,7 @@ async def test_a_pause_is_stored_and_resumed_with_a_decision_that_names_who(
     assert entry.approval == {"approved": True, "digest": digest, "by": "alice"}
 
 
-async def test_a_new_prompt_on_a_paused_session_denies_the_waiting_calls(
+async def test_a_new_prompt_on_a_paused_session_waits_for_the_decisions(
     workspace: Path,
 ) -> None:
     log: list[str] = []
@@ -241,12 +241,17 @@ async def test_a_new_prompt_on_a_paused_session_denies_the_waiting_calls(
             model, registry(workspace, log), policy=POLICY, journal=journal, session="p"
         )
         assert (await runner.run("publish x")).stop_reason is StopReason.APPROVAL_REQUIRED
-        done = await runner.run("never mind")
+        again = await runner.run("and then?")  # the turn must be answered first
+        assert again.stop_reason is StopReason.APPROVAL_REQUIRED
+        assert again.state.prompts == ["and then?"]
+        [pending] = again.pending
+        done = await runner.run(None, decisions=[pending.deny("not now")])
     assert done.stop_reason is StopReason.FINAL and log == []
     results, prompt = done.conversation[2], done.conversation[3]
     assert isinstance(results, ToolResultsMessage)
-    assert "new message" in results.results[0].result.text
-    assert prompt == UserMessage("never mind")
+    assert "not now" in results.results[0].result.text
+    assert prompt == UserMessage("and then?")
+    assert done.state.prompts == []
 
 
 async def interrupted_call(journal: CallJournal, session: str, text: str) -> None:
@@ -333,8 +338,12 @@ def test_pending_retry_and_decision_by_survive_json() -> None:
     pending = PendingCall(call, "note", {"text": "a"}, arguments_digest("note", {"text": "a"}))
     pending = PendingCall(call, pending.tool_name, pending.arguments, pending.digest, True)
     state = RunState([UserMessage("x"), AssistantMessage(calls=(call,))], [pending])
+    state.prompts.append("next")
     data = state.to_json()
     assert RunState.from_json(data).pending == [pending]
+    assert RunState.from_json(data).prompts == ["next"]
+    with pytest.raises(ValueError, match="'prompts' must be a list of strings"):
+        RunState.from_json({**data, "prompts": "next"})
     data["pending"][0]["retry"] = "false"
     with pytest.raises(ValueError, match="'retry' must be true or false"):
         RunState.from_json(data)
@@ -381,12 +390,25 @@ async def test_a_new_prompt_after_a_crash_mid_turn_answers_the_turn_first(
         runner = AgentRunner(
             model, registry(workspace, log), policy=POLICY, journal=journal, session="m"
         )
-        done = await runner.run("what now?")
-    assert done.stop_reason is StopReason.FINAL and log == ["a"]
+        paused = await runner.run("what now?")
+        assert paused.stop_reason is StopReason.APPROVAL_REQUIRED and log == ["a"]
+        [pending] = paused.pending
+        done = await runner.run(None, decisions=[pending.approve(by="bob")])
+    assert done.stop_reason is StopReason.FINAL and log == ["a", "published b"]
     roles = [m["role"] for m in model.requests[0]]
     assert roles == ["user", "assistant", "tool", "tool", "user"]
+    assert model.requests[0][-1]["content"] == "what now?"
     results = done.conversation[2]
     assert isinstance(results, ToolResultsMessage)
-    assert results.results[0].result.text == "noted a"
-    assert results.results[1].result.error_kind == "approval_denied"
-    assert "new message" in results.results[1].result.text
+    assert [r.result.text for r in results.results] == ["noted a", "published b"]
+
+
+def test_to_json_with_a_cache_converts_each_message_once() -> None:
+    state = RunState([UserMessage("a"), AssistantMessage(text="b")])
+    cache: dict[int, Any] = {}
+    first = state.to_json(cache=cache)
+    state.conversation.append(UserMessage("c"))
+    second = state.to_json(cache=cache)
+    assert second == state.to_json()  # the same data as without a cache
+    assert second["conversation"][0] is first["conversation"][0]  # not converted again
+    assert len(cache) == 3

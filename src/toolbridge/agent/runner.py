@@ -101,9 +101,6 @@ def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
 BY_JOURNAL = "journal"
 """Approves a pending call the journal already holds (it replays; nothing is stored)."""
 
-MOVED_ON = "the user sent a new message instead of deciding on this call"
-"""The reason given for calls left undecided when a new prompt goes on from a paused run."""
-
 
 def _retry_denied(pending: PendingCall, reason: str) -> ToolReturn:
     """The answer to an interrupted call whose retry the user denied: it stays interrupted."""
@@ -284,8 +281,9 @@ class AgentRunner:
     session name (`session`, or ``session=`` per run; default: the registry's context
     session): calls run through the journal and are never run twice, and the run's state
     is saved at each turn boundary and when it stops or pauses. ``run(prompt,
-    session=...)`` goes on from the stored conversation, ``run(None, session=...)``
-    resumes it as it was (after a crash, or with `decisions` after a pause).
+    session=...)`` goes on from the stored conversation (once its last turn is answered,
+    which may pause the run first), ``run(None, session=...)`` resumes it as it was
+    (after a crash, or with `decisions` after a pause).
     """
 
     def __init__(
@@ -349,7 +347,6 @@ class AgentRunner:
         self._tracer_provider = tracer_provider
         self.journal = journal
         self.session = session
-        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
         # Starting calls early would conflict with a per-run call budget (the turn may
         # turn out to exceed it) and with stop-at-first-failure; both turn it off.
         self.eager_tools = (
@@ -409,7 +406,7 @@ class AgentRunner:
         if session is not None and self.journal is None:
             raise ValueError("session= names a run kept in a journal: AgentRunner(journal=...)")
         name = session or self.session or self.registry.context.session
-        state, prompt = await self._start(input, name)
+        state = await self._start(input, name)
         run = _Run(state, self._executor_for(name), self.journal, name)
         tracer = self._tracer
         if tracer is not None:
@@ -418,21 +415,21 @@ class AgentRunner:
         try:
             if state.pending or state.unanswered():
                 stop = None
-                ask = prompt is None  # a new prompt answers the old turn without asking
-                resuming = self._resume_turn(run, decisions_by_call(decisions), ask=ask)
+                resuming = self._resume_turn(run, decisions_by_call(decisions))
                 async with aclosing(resuming):  # closing the run cancels its running calls
                     async for event in resuming:
                         if isinstance(event, StopReason):
                             stop = event
                         else:
                             yield event
-                if stop is not None and ask:
+                if stop is not None:
                     yield await self._finished(run, stop)
                     return
             elif decisions:
                 raise ValueError("decisions were given, but the run has no pending calls")
-            if prompt is not None:
-                state.conversation.append(UserMessage(prompt))
+            if state.prompts:  # the last turn is answered: the prompts sent meanwhile follow
+                state.conversation.extend(UserMessage(prompt) for prompt in state.prompts)
+                state.prompts = []
             async with aclosing(self._loop(run)) as events:
                 async for event in events:
                     yield event
@@ -462,31 +459,32 @@ class AgentRunner:
             self.registry, self.policy, journal=recorder, tracer_provider=self._tracer_provider
         )
 
-    async def _start(self, input: RunInput | None, session: str) -> tuple[RunState, str | None]:
-        """The state a run starts from, and the prompt to add once its last turn is
-        answered (a prompt that goes on from a session's stored run)."""
-        if input is None or (isinstance(input, str) and self.journal is not None):
-            stored = None
-            if self.journal is not None:
-                data = await self.journal.load_run(session)
-                stored = RunState.from_json(data) if data is not None else None
-            if stored is not None:
-                if input is None and stored.conversation and not stored.unanswered():
-                    last = stored.conversation[-1]
-                    if isinstance(last, AssistantMessage) and not stored.pending:
-                        raise ValueError(
-                            f"the run of session {session!r} ended with the model's answer: "
-                            "there is nothing to resume; send a prompt to go on"
-                        )
-                return stored, input
-            if input is None:
+    async def _start(self, input: RunInput | None, session: str) -> RunState:
+        """The state a run starts from: with a journal, a prompt joins the session's stored
+        run (once its last turn is answered) and None resumes that run as it stands."""
+        stored = None
+        if self.journal is not None and (input is None or isinstance(input, str)):
+            data = await self.journal.load_run(session)
+            stored = RunState.from_json(data) if data is not None else None
+        if input is None:
+            if self.journal is None:
                 raise ValueError(
-                    f"nothing to resume: no run is stored for session {session!r}"
-                    if self.journal is not None
-                    else "input is None: give a prompt, a conversation or a RunState "
-                    "(None resumes a session's stored run, with journal=)"
+                    "input is None: give a prompt, a conversation or a RunState (None "
+                    "resumes a session's stored run, with journal=)"
                 )
-        return self._initial_state(input), None
+            if stored is None:
+                raise ValueError(f"nothing to resume: no run is stored for session {session!r}")
+            last = stored.conversation[-1] if stored.conversation else None
+            if isinstance(last, AssistantMessage) and not last.calls:
+                raise ValueError(
+                    f"the run of session {session!r} ended with the model's answer: there is "
+                    "nothing to resume; send a prompt to go on"
+                )
+            return stored
+        if isinstance(input, str) and stored is not None:
+            stored.prompts.append(input)
+            return stored
+        return self._initial_state(input)
 
     def _initial_state(self, input: RunInput) -> RunState:
         if isinstance(input, RunState):
@@ -807,21 +805,16 @@ class AgentRunner:
         into[:] = batch.finished
 
     def _settle(
-        self,
-        run: _Run,
-        calls: Sequence[ToolCallRequest],
-        outcomes: Sequence[ToolOutcome],
-        *,
-        offer_retry: bool = True,
+        self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
     ) -> StopReason | None:
-        """File a batch's outcomes: pending ones pause the run (and, with `offer_retry`,
-        interrupted ones the user may retry), the rest join `settled`; once nothing is
+        """File a batch's outcomes: pending ones (waiting for an approval, or interrupted
+        ones the user may retry) pause the run, the rest join `settled`; once nothing is
         pending the turn's results go into the conversation in call order."""
         state = run.state
         for outcome in outcomes:
             request = outcome.approval
             if request is not None and (
-                outcome.status is OutcomeStatus.PENDING_APPROVAL or (offer_retry and request.retry)
+                outcome.status is OutcomeStatus.PENDING_APPROVAL or request.retry
             ):
                 state.pending.append(PendingCall.from_request(outcome.call, request))
             else:
@@ -841,17 +834,15 @@ class AgentRunner:
         return None
 
     async def _resume_turn(
-        self, run: _Run, decisions: dict[str, ApprovalDecision], *, ask: bool = True
+        self, run: _Run, decisions: dict[str, ApprovalDecision]
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Finish the last turn: apply the decisions to its pending calls, then run the
         decided ones with any call that never got a result (a journaled run that crashed
         mid-turn: what finished replays from the journal).
 
         A pending call the journal already holds was approved in an earlier process (it
-        got that far): it is not asked about again, its journal entry answers it. Without
-        `ask` (a new prompt came instead of decisions), undecided calls are denied and an
-        interrupted call is not offered a retry. A denied retry answers with the call's
-        interrupted error.
+        got that far): it is not asked about again, its journal entry answers it. A denied
+        retry answers with the call's interrupted error.
         """
         state = run.state
         pending_ids = {pending.call.id for pending in state.pending}
@@ -867,8 +858,6 @@ class AgentRunner:
                 decision = decisions.pop(pending.call.id, None)
                 if decision is None and await self._journaled(run, pending):
                     decision = pending.approve(by=BY_JOURNAL)
-                if decision is None and not ask:
-                    decision = pending.deny(MOVED_ON)
                 if decision is None:
                     waiting.append(pending)
                     continue
@@ -894,15 +883,13 @@ class AgentRunner:
                 async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
                     async for event in events:
                         yield event
-            stop = self._settle(run, calls, outcomes, offer_retry=ask)
-            # Calls that wait now (their approval was not known in this process) are
-            # answered in another round when that needs nobody: denied without `ask`, or
-            # answered from the journal.
-            if state.pending and await self._answerable(run, ask):
-                continue
-            if stop is not None:
-                yield stop
-            return
+            stop = self._settle(run, calls, outcomes)
+            # A call that waits now (it was cut off before its approval was asked for) and
+            # that the journal holds is answered from it in another round, unasked.
+            if not any([await self._journaled(run, pending) for pending in state.pending]):
+                if stop is not None:
+                    yield stop
+                return
 
     async def _journaled(self, run: _Run, pending: PendingCall) -> bool:
         """Whether the journal holds this (not interrupted) call: it passed its approval in
@@ -913,15 +900,6 @@ class AgentRunner:
 
         key = CallKey(run.session, pending.call.id, pending.digest)
         return await run.journal.entry(key) is not None
-
-    async def _answerable(self, run: _Run, ask: bool) -> bool:
-        """Whether a call that waits can be answered without asking anyone."""
-        if not ask:
-            return True  # it is denied: the user went on with a new prompt
-        for pending in run.state.pending:
-            if await self._journaled(run, pending):
-                return True
-        return False
 
     async def _finished(self, run: _Run, stop: StopReason) -> RunFinished:
         """The run's last event, once its state is saved (a journaled run)."""

@@ -172,6 +172,9 @@ class RunState:
     """Mixed into the call ids toolbridge generates for providers that send none (Gemini,
     Ollama), so two conversations never share an id (a journal answers a known id with its
     stored result); kept in the state so a resumed run generates the same ids."""
+    prompts: list[str] = field(default_factory=list)
+    """User messages that wait for the last turn to be answered (a prompt sent to a session
+    whose run was paused or cut off mid-turn); they join the conversation once it is."""
 
     def copy(self) -> RunState:
         """A copy whose lists can change without changing this state's."""
@@ -183,6 +186,7 @@ class RunState:
             self.tool_calls,
             self.usage,
             self.id_salt,
+            list(self.prompts),
         )
 
     def unanswered(self) -> list[ToolCallRequest]:
@@ -221,6 +225,7 @@ class RunState:
             "tool_calls": self.tool_calls,
             "usage": self.usage.to_json(),
             "id_salt": self.id_salt,
+            "prompts": list(self.prompts),
         }
 
     @classmethod
@@ -276,7 +281,14 @@ class RunState:
             Usage.from_json(data.get("usage", {})),
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
+            _prompts(data.get("prompts", [])),
         )
+
+
+def _prompts(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"a run state's 'prompts' must be a list of strings, got {value!r}")
+    return value
 
 
 JsonCache = dict[int, tuple[Message, dict[str, Any]]]
