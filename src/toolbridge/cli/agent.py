@@ -10,6 +10,7 @@ one line, not a traceback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -53,6 +54,7 @@ from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
+from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
 
@@ -273,6 +275,8 @@ def agent_command(
     policy = ExecutionPolicy(approval=writes_need_approval)
     journal: CallJournal | None = None
     if session is not None:  # calls journaled under the session: none runs twice
+        context = dataclasses.replace(registry.context, session=session)  # the tools see it
+        registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose):
             journal = SQLiteJournal.in_workspace(root)
     runner = AgentRunner(
