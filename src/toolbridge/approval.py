@@ -81,6 +81,10 @@ class ApprovalRequest:
     """True for a call a crash interrupted: approving it runs it again (it may have partly run)."""
 
 
+_TAKEN_KEPT = 1024
+"""How many used grants `Approvals` remembers for `taken_by` (asked right after the take)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Grant:
     by: str
@@ -128,6 +132,8 @@ class Approvals:
             return decision.reason
         if decision is None:
             return None
+        if len(self._taken) >= _TAKEN_KEPT:  # nobody asked (no journal): forget the oldest
+            del self._taken[next(iter(self._taken))]
         self._taken[(tool_name, digest)] = decision.by
         return True
 

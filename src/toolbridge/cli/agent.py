@@ -95,7 +95,12 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
             tool_calls=result.tool_calls,
             usage=result.usage.to_json(),
             pending=[
-                {"id": p.call.id, "name": p.tool_name, "arguments": dict(p.arguments)}
+                {
+                    "id": p.call.id,
+                    "name": p.tool_name,
+                    "arguments": dict(p.arguments),
+                    "retry": p.retry,
+                }
                 for p in result.pending
             ],
         )
