@@ -277,7 +277,8 @@ class AgentRunner:
     concurrency-safe calls while the model is still streaming the rest of the turn
     (not with `max_tool_calls` or ``fail_on_tool_error``).
 
-    With `journal` (a `toolbridge.journal.CallJournal`), every run is kept under a
+    With `journal` (a `toolbridge.journal.CallJournal`; the runner then builds each run's
+    executor, so not with `executor_factory`), every run is kept under a
     session name (`session`, or ``session=`` per run; default: the registry's context
     session): calls run through the journal and are never run twice, and the run's state
     is saved at each turn boundary and when it stops or pauses. ``run(prompt,
