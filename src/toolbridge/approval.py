@@ -2,7 +2,8 @@
 
 A decision is keyed by the tool name and a SHA-256 of the canonical JSON of the
 validated arguments, and is used once. Approving ``rm(path="a")`` therefore says
-nothing about ``rm(path="b")``, and a changed call needs a new decision.
+nothing about ``rm(path="b")``, and a changed call needs a new decision. An approval
+says who (or what) gave it (`by`), so the journal can keep that next to the call.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from toolbridge.jsontext import json_default
 from toolbridge.tool import Tool
 
 __all__ = [
+    "BY_DECISION",
     "ApprovalRequest",
     "ApprovalRule",
     "Approvals",
@@ -27,6 +29,9 @@ __all__ = [
     "requires_approval_flag",
     "writes_need_approval",
 ]
+
+BY_DECISION = "decision"
+"""Who approved, when a program approved without saying (`Approvals.approve`'s default)."""
 
 ApprovalRule = Callable[[Tool, Mapping[str, Any]], bool]
 """Decides whether a prepared call must be approved before it runs."""
@@ -76,20 +81,41 @@ class ApprovalRequest:
     """True for a call a crash interrupted: approving it runs it again (it may have partly run)."""
 
 
+_TAKEN_KEPT = 1024
+"""How many used grants `Approvals` remembers for `taken_by` (asked right after the take)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Grant:
+    by: str
+
+
 @dataclass(frozen=True, slots=True)
 class _Denial:
     reason: str
 
 
 class Approvals:
-    """Pending decisions of one executor: granted or denied, each used by one call."""
+    """Pending decisions of one executor: granted or denied, each used by one call.
+
+    A used grant is remembered (one per tool and digest, the last one) until `taken_by`
+    asks who gave it: the executor puts that in the journal's record of the call.
+    """
 
     def __init__(self) -> None:
-        self._decisions: dict[tuple[str, str], bool | _Denial] = {}
+        self._decisions: dict[tuple[str, str], _Grant | _Denial] = {}
+        self._taken: dict[tuple[str, str], str] = {}
 
-    def approve(self, request: ApprovalRequest) -> None:
-        """Let the next call of this tool with these exact arguments run."""
-        self._decisions[(request.tool_name, request.digest)] = True
+    def approve(self, request: ApprovalRequest, *, by: str = BY_DECISION) -> None:
+        """Let the next call of this tool with these exact arguments run.
+
+        `by` says who or what approved, for the journal: ``"user:alice"`` (asked at a
+        prompt), ``"--yes"`` (a command-line flag), ``"hook:<name>"``, or anything that
+        names the approver in your application; ``"decision"`` when not said.
+        """
+        if not by:
+            raise ValueError("by must name who or what approved the call, got ''")
+        self._decisions[(request.tool_name, request.digest)] = _Grant(by)
 
     def deny(self, request: ApprovalRequest, reason: str = "") -> None:
         """Refuse the next call of this tool with these exact arguments."""
@@ -97,14 +123,23 @@ class Approvals:
 
     def granted(self, tool_name: str, digest: str) -> bool:
         """Whether the next call of this tool with these arguments is approved (not used up)."""
-        return self._decisions.get((tool_name, digest)) is True
+        return isinstance(self._decisions.get((tool_name, digest)), _Grant)
 
     def take(self, tool_name: str, digest: str) -> bool | str | None:
         """Use up the decision for a call: True (approved), a denial reason, or None."""
         decision = self._decisions.pop((tool_name, digest), None)
         if isinstance(decision, _Denial):
             return decision.reason
-        return decision
+        if decision is None:
+            return None
+        if len(self._taken) >= _TAKEN_KEPT:  # nobody asked (no journal): forget the oldest
+            del self._taken[next(iter(self._taken))]
+        self._taken[(tool_name, digest)] = decision.by
+        return True
+
+    def taken_by(self, tool_name: str, digest: str) -> str | None:
+        """Who gave the approval the last `take` of this call used up (asked once)."""
+        return self._taken.pop((tool_name, digest), None)
 
     def __len__(self) -> int:
         return len(self._decisions)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.approval import (
+    BY_DECISION,
     ApprovalRequest,
     ApprovalRule,
     Approvals,
@@ -343,14 +344,15 @@ class ToolExecutor:
         """Run `calls`, yielding a `ToolEvent` as each call starts and finishes."""
         return self.batch(calls).stream()
 
-    def approve(self, request: ApprovalRequest | ToolOutcome) -> None:
+    def approve(self, request: ApprovalRequest | ToolOutcome, *, by: str = BY_DECISION) -> None:
         """Approve a pending call; it runs when sent again with the same arguments.
 
         For an `interrupted` call (its request has ``retry=True``) this approves one retry:
-        sent again with the same arguments, it runs once more despite the journal.
+        sent again with the same arguments, it runs once more despite the journal. `by`
+        (who approved: ``"user:alice"``, ``"hook:audit"`` ...) goes into the journal.
         """
         request = _request_of(request)
-        (self.retries if request.retry else self.approvals).approve(request)
+        (self.retries if request.retry else self.approvals).approve(request, by=by)
 
     def deny(self, request: ApprovalRequest | ToolOutcome, reason: str = "") -> None:
         """Deny a pending call; sent again, it fails with `approval_denied` and `reason`.
@@ -598,12 +600,17 @@ class ToolExecutor:
         return outcome
 
     def _approval_of(self, prepared: PreparedCall) -> dict[str, Any] | None:
-        """What let the call run, for the journal: the approval it needed, if any."""
+        """What let the call run, for the journal: the approval it needed (or the approved
+        retry), bound to the arguments' digest, with who gave it; None when none was needed."""
         tool, args = prepared.tool, prepared.arguments or {}
         assert tool is not None
-        if not self.policy.approval(tool, args):
-            return None
-        return {"approved": True, "digest": arguments_digest(tool.name, args)}
+        digest = arguments_digest(tool.name, args)
+        by = self.retries.taken_by(tool.name, digest)  # an approved retry approves the run
+        if by is None:
+            if not self.policy.approval(tool, args):
+                return None
+            by = self.approvals.taken_by(tool.name, digest) or BY_DECISION
+        return {"approved": True, "digest": digest, "by": by}
 
     async def _record(self, recording: Recording, outcome: ToolOutcome) -> None:
         """Store the outcome before anyone sees it; a journal failure is said, not hidden."""

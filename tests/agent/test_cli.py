@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
+
+from toolbridge.approval import arguments_digest
+from toolbridge.cli.loading import LoadOptions, load_tools
+from toolbridge.journal import CallKey, SQLiteJournal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,6 +23,7 @@ def agent(
     server_url: str, workspace: Path, *args: str, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "HOME": str(workspace.parent)}
+    env.update(USER="tester", LOGNAME="tester")  # who answers the prompts
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *sys.path])
     command = [sys.executable, "-m", "toolbridge", "agent", *args]
     command += ["--model", "openai:gpt-test", "--base-url", f"{server_url}/v1"]
@@ -112,3 +119,85 @@ def test_a_session_goes_on_across_runs_and_never_runs_a_call_twice(
     )
     assert listed.returncode == 0, listed.stderr
     assert "write_file" in listed.stdout and "finished" in listed.stdout
+
+
+def journal_cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolbridge", "journal", *args, "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},  # one table row per line
+    )
+
+
+def approvals(workspace: Path, session: str) -> dict[str, object]:
+    exported = journal_cli(workspace, "export", "--session", session)
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    return {row["call_id"]: row["approval"] for row in rows}
+
+
+def test_the_journal_says_who_approved_each_call(server: ScriptedServer, workspace: Path) -> None:
+    write = [("c1", "write_file", '{"path": "b.txt", "content": "beta"}')]
+    server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Written."))
+    asked = agent(server.url, workspace, "Write b.txt", "--session", "s", stdin="y\n")
+    assert asked.returncode == 0, asked.stderr
+    write = [("c2", "write_file", '{"path": "c.txt", "content": "gamma"}')]
+    read = [("c3", "read_file", '{"path": "c.txt"}')]
+    server.add(openai_chat_stream(calls=write + read), openai_chat_stream(text="Done."))
+    flagged = agent(server.url, workspace, "Write c.txt", "--session", "s", "--yes")
+    assert flagged.returncode == 0, flagged.stderr
+
+    stored = approvals(workspace, "s")
+    assert stored["c1"] == {
+        "approved": True,
+        "digest": stored["c1"]["digest"],  # type: ignore[index]
+        "by": "user:tester",
+    }
+    assert stored["c2"]["by"] == "--yes"  # type: ignore[index]
+    assert stored["c3"] is None  # read-only: it needed no approval
+    shown = journal_cli(workspace, "show", "s")
+    assert "approved by" in shown.stdout and "user:tester" in shown.stdout
+    assert "--yes" in shown.stdout
+
+
+async def leave_interrupted(
+    workspace: Path, session: str, call_id: str, args: dict[str, str]
+) -> None:
+    """What a process killed while running `write_file(args)` leaves in the journal."""
+    registry = load_tools(LoadOptions(workspace, "default", None, False, False)).registry
+    prepared = registry.prepare_call("write_file", args).arguments
+    assert prepared is not None
+    key = CallKey(session, call_id, arguments_digest("write_file", prepared))
+    async with SQLiteJournal.in_workspace(workspace) as journal:
+        await journal.claim(key, "write_file", dict(prepared))
+        await journal.abandon(key)
+
+
+@pytest.mark.parametrize("retry", [True, False])
+def test_an_interrupted_call_asks_whether_to_retry_it(
+    server: ScriptedServer, workspace: Path, retry: bool
+) -> None:
+    args = {"path": "d.txt", "content": "delta"}
+    asyncio.run(leave_interrupted(workspace, "s", "c1", args))
+    server.add(
+        openai_chat_stream(calls=[("c1", "write_file", json.dumps(args))]),
+        openai_chat_stream(text="Handled."),
+    )
+    answers = "y\ny\n" if retry else "y\nn\n"
+    done = agent(server.url, workspace, "Write d.txt", "--session", "s", stdin=answers)
+    assert done.returncode == 0, done.stderr
+    assert "Allow write_file" in done.stderr
+    assert "may have partly run" in done.stderr
+    assert "Retry this call that may have partly run? [y/N]" in done.stderr
+    sent = server.bodies()[1]["messages"][-1]
+    assert sent["role"] == "tool"
+    if retry:
+        assert (workspace / "d.txt").read_text() == "delta"
+        stored = approvals(workspace, "s")["c1"]
+        assert stored["retry"] is True and stored["by"] == "user:tester"  # type: ignore[index]
+    else:
+        assert not (workspace / "d.txt").exists()
+        assert "interrupted" in sent["content"] and "not to run it again" in sent["content"]

@@ -13,8 +13,10 @@ from toolbridge.agent import (
     AssistantMessage,
     ModelRequest,
     ModelResponse,
+    RunFinished,
     StopReason,
     ToolCallReady,
+    ToolFinished,
     ToolResultsMessage,
     ToolStarted,
     Usage,
@@ -108,3 +110,73 @@ def test_eager_tools_is_off_with_a_call_budget() -> None:
     model = SlowStream([])
     assert not AgentRunner(model, eager_tools=True, max_tool_calls=5).eager_tools
     assert AgentRunner(model, eager_tools=True).eager_tools
+
+
+class GatedStream:
+    """Streams call `a`, then waits (up to 5 s) until the consumer saw `a` finish before it
+    streams call `b` and ends the turn; turn two answers."""
+
+    format = "openai_chat"
+    model = "gated"
+
+    def __init__(self, seen_a_finish: asyncio.Event) -> None:
+        self.seen_a_finish = seen_a_finish
+        self.released_during_stream = False
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.turn > 1:
+            yield ModelResponse(AssistantMessage(text="done"), Usage())
+            return
+        calls = (call("a", "fast"), call("b", "slow"), call("c", "fast"))
+        yield ToolCallReady(calls[0], request.turn)
+        try:
+            await asyncio.wait_for(self.seen_a_finish.wait(), 5)
+            self.released_during_stream = True
+        except TimeoutError:
+            pass  # finishes not live: the assertions below say so
+        for item in calls[1:]:
+            yield ToolCallReady(item, request.turn)
+        yield ModelResponse(AssistantMessage(calls=calls), Usage())
+
+
+async def test_early_calls_finish_live_and_results_stay_in_call_order(workspace: Path) -> None:
+    seen_a, seen_c = asyncio.Event(), asyncio.Event()
+
+    @tool(read_only=True)
+    async def fast(key: str) -> str:
+        """Returns at once."""
+        return key
+
+    @tool(read_only=True)
+    async def slow(key: str) -> str:
+        """Returns once the consumer saw `c` (started after it) finish, or after 5 s."""
+        try:
+            await asyncio.wait_for(seen_c.wait(), 5)
+        except TimeoutError:
+            return "late"
+        return key
+
+    model = GatedStream(seen_a)
+    runner = AgentRunner(
+        model,
+        ToolRegistry([fast, slow]),
+        eager_tools=True,
+        policy=ExecutionPolicy(persist_results=False),
+    )
+    order: list[str] = []
+    result = None
+    async for event in runner.stream("go"):
+        if isinstance(event, ToolFinished):
+            order.append(event.outcome.call.id)
+            {"a": seen_a, "c": seen_c}.get(event.outcome.call.id, asyncio.Event()).set()
+        elif isinstance(event, RunFinished):
+            result = event.result
+    # `a` finished while the model was still streaming, and `c` before `b`, which
+    # started earlier and ended only after `c` was reported.
+    assert model.released_during_stream
+    assert order == ["a", "c", "b"]
+    assert result is not None
+    results = result.conversation[2]
+    assert isinstance(results, ToolResultsMessage)
+    assert [r.call.id for r in results.results] == ["a", "b", "c"]
+    assert [r.result.content for r in results.results] == ["a", "b", "c"]

@@ -7,8 +7,23 @@ line too (it did not when `call` ran the registry directly).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.cli.conftest import EXAMPLES, Cli
+
+from toolbridge import (
+    ErrorKind,
+    ExecutionPolicy,
+    ToolCallRequest,
+    ToolContext,
+    ToolExecutor,
+    ToolOutcome,
+    ToolRegistry,
+    tool,
+)
+from toolbridge.approval import arguments_digest
+from toolbridge.cli.approval import Verdict, run_calls
+from toolbridge.journal import CallKey, SQLiteJournal
 
 PLUGIN = """
     import asyncio
@@ -121,3 +136,39 @@ def test_the_examples_need_no_approval(cli: Cli) -> None:
     done = cli("exec", str(EXAMPLES / "anthropic_response.json"), stdin="")
     assert done.returncode == 0, done.stderr
     assert "approval" not in done.stderr
+
+
+async def test_run_calls_offers_the_retry_of_an_interrupted_call(tmp_path: Path) -> None:
+    """`run_calls` (behind ``call``/``exec``) with a journal: an approval, then the retry of
+    the call it turned out a crash had interrupted; a denied retry keeps its error."""
+    effects: list[str] = []
+
+    @tool(requires_approval=True)
+    def send(to: str) -> str:
+        """Send a message (an effect outside the process)."""
+        effects.append(to)
+        return f"sent to {to}"
+
+    asked: list[tuple[str, bool]] = []
+
+    def decide(outcome: ToolOutcome) -> Verdict:
+        assert outcome.approval is not None
+        asked.append((outcome.call.id, outcome.approval.retry))
+        return Verdict(outcome.call.id == "a" or not outcome.approval.retry, by="user:test")
+
+    async with SQLiteJournal(tmp_path / "journal.sqlite3") as journal:
+        for call_id in ("a", "b"):  # both were running in a process that died
+            key = CallKey("default", call_id, arguments_digest("send", {"to": call_id}))
+            await journal.claim(key, "send", {"to": call_id})
+            await journal.abandon(key)
+        registry = ToolRegistry([send], context=ToolContext(workspace=tmp_path))
+        executor = ToolExecutor(registry, ExecutionPolicy(persist_results=False), journal=journal)
+        calls = [ToolCallRequest(cid, "send", {"to": cid}) for cid in ("a", "b", "c")]
+        outcomes = await run_calls(executor, calls, decide)
+        stored = {e.key.call_id: e.approval for e in await journal.entries()}
+    assert asked == [("a", False), ("b", False), ("c", False), ("a", True), ("b", True)]
+    assert [o.result.text for o in outcomes][::2] == ["sent to a", "sent to c"]
+    assert outcomes[1].kind is ErrorKind.INTERRUPTED  # the retry was denied
+    assert effects == ["c", "a"]  # c on its approval; a once more on its approved retry
+    assert stored["a"] is not None and stored["a"]["retry"] is True
+    assert stored["a"]["by"] == "user:test" and stored["c"]["by"] == "user:test"  # type: ignore[index]

@@ -7,6 +7,10 @@ result caps). Each run gets its own executor and render cache, so one runner ser
 concurrent runs. `stream` yields typed events; `run` drains it; `run_sync` is for
 scripts. Every run ends with a `RunFinished` carrying an explicit `StopReason`, or
 raises a `ModelError` that carries the conversation and the state to resume from.
+With a `CallJournal`, a run is kept under a session name: its calls go through the
+journal (a call that finished is replayed, never run twice) and its state is saved
+before a turn's calls run, after each turn and when the run stops or pauses, so a
+process that crashed resumes the conversation where it was.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge.agent.errors import ModelError, ModelResponseError
 from toolbridge.agent.events import (
@@ -48,6 +53,7 @@ from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.state import (
     ApprovalDecision,
+    JsonCache,
     PendingCall,
     RunState,
     StopReason,
@@ -62,6 +68,9 @@ from toolbridge.outcomes import EventType, OutcomeStatus, ToolOutcome
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
+
+if TYPE_CHECKING:
+    from toolbridge.journal import CallJournal
 
 __all__ = ["AgentRunner"]
 
@@ -97,12 +106,38 @@ def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
     return ToolReturn(call, ToolResult.error(error))
 
 
+BY_JOURNAL = "journal"
+"""Approves a pending call the journal already holds (it replays; nothing is stored)."""
+
+
+def _retry_denied(pending: PendingCall, reason: str) -> ToolReturn:
+    """The answer to an interrupted call whose retry the user denied: it stays interrupted."""
+    because = f" ({reason})" if reason else ""
+    error = ToolError(
+        ErrorKind.INTERRUPTED,
+        f"the call to {pending.tool_name!r} was interrupted before it finished (the process "
+        f"running it stopped), and it may have partly run; the user chose not to run it "
+        f"again{because}.",
+        "Check its effects before calling it again.",
+    )
+    return ToolReturn(pending.call, ToolResult.error(error))
+
+
 class _Run:
     """The mutable state of one run (never shared between runs)."""
 
-    def __init__(self, state: RunState, executor: ToolExecutor) -> None:
+    def __init__(
+        self,
+        state: RunState,
+        executor: ToolExecutor,
+        journal: CallJournal | None = None,
+        session: str = "",
+    ) -> None:
         self.state = state
         self.executor = executor
+        self.journal = journal
+        self.session = session
+        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
         self.cache = RenderCache()
         self.started = time.monotonic()
         self.output_value: Any = None
@@ -110,16 +145,37 @@ class _Run:
         self.span: Any = None
         self.stop: StopReason | None = None
 
+    async def save(self) -> None:
+        """Store the state under the run's session (a journaled run; else nothing)."""
+        if self.journal is not None:
+            await self.journal.save_run(self.session, self.state.to_json(cache=self.saved))
+
     @property
     def conversation(self) -> list[Message]:
         return self.state.conversation
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """Posted when an early call's task is done."""
+
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Pumped:
+    """Posted when the model's turn was read to its end (or failed)."""
+
+    task: asyncio.Task[None]
 
 
 class _EarlyCalls:
     """The leading concurrency-safe calls of a turn, started while the model streams.
 
     Only an unbroken prefix starts early: once a call that is not concurrency-safe
-    arrives, the rest wait for the end of the turn, keeping the executor's order.
+    arrives, the rest wait for the end of the turn, keeping the executor's order. Each
+    call posts its end to one queue with the model's events (`merge`), so its
+    `ToolFinished` is reported as it happens, in whatever order the calls finish.
     """
 
     def __init__(self, runner: AgentRunner, run: _Run) -> None:
@@ -127,6 +183,9 @@ class _EarlyCalls:
         self._run = run
         self._open = True
         self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.outcomes: dict[str, ToolOutcome] = {}
+        """The outcomes reported so far (their `ToolFinished` was yielded)."""
 
     def offer(self, call: ToolCallRequest) -> bool:
         """Start `call` now if it may; True when it started."""
@@ -134,15 +193,59 @@ class _EarlyCalls:
         if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
             self._open = False
             return False
-        self._tasks[call.id] = asyncio.create_task(self._runner._execute(self._run, [call]))
+        task = asyncio.create_task(self._runner._execute(self._run, [call]))
+        ended = _Ended(call.id)
+        task.add_done_callback(lambda _: self._queue.put_nowait(ended))
+        self._tasks[call.id] = task
         return True
 
-    async def outcomes(self) -> dict[str, ToolOutcome]:
-        results = {}
-        for call_id, task in self._tasks.items():
-            results[call_id] = (await task)[0]
-        self._tasks = {}
-        return results
+    def _report(self, ended: _Ended, turn: int) -> ToolFinished | None:
+        task = self._tasks.get(ended.call_id)
+        if task is None or task.cancelled() or ended.call_id in self.outcomes:
+            return None
+        outcome = task.result()[0]
+        self.outcomes[ended.call_id] = outcome
+        return ToolFinished(outcome, turn)
+
+    async def merge(
+        self, events: AsyncGenerator[Any, None], turn: int
+    ) -> AsyncGenerator[Any, None]:
+        """The model's turn `events`, with each early call's `ToolFinished` as it comes.
+
+        One task reads the model's stream to its end (an SDK's stream stays within one
+        task), posting into the queue the calls' ends go to. Closing this generator
+        stops that task and closes the stream; the model's error is raised here.
+        """
+        pump = asyncio.create_task(_pump(events, self._queue))
+        pump.add_done_callback(lambda task: self._queue.put_nowait(_Pumped(task)))
+        try:
+            while True:
+                item = await self._queue.get()
+                if isinstance(item, _Pumped):
+                    item.task.result()  # the model's error, if any
+                    return
+                if isinstance(item, _Ended):
+                    finished = self._report(item, turn)
+                    if finished is not None:
+                        yield finished
+                    continue
+                yield item
+        finally:
+            if not pump.done():
+                pump.cancel()
+                await asyncio.wait([pump])
+
+    async def finished(self, turn: int) -> AsyncGenerator[ToolFinished, None]:
+        """The `ToolFinished` of the calls not reported yet, as each one ends."""
+        while any(
+            call_id not in self.outcomes and not task.cancelled()
+            for call_id, task in self._tasks.items()
+        ):
+            item = await self._queue.get()
+            if isinstance(item, _Ended):
+                finished = self._report(item, turn)
+                if finished is not None:
+                    yield finished
 
     async def cancel(self) -> dict[str, ToolOutcome]:
         """Cancel the calls still running; the outcomes of those that had finished."""
@@ -157,6 +260,12 @@ class _EarlyCalls:
         }
         self._tasks = {}
         return done
+
+
+async def _pump(events: AsyncGenerator[Any, None], queue: asyncio.Queue[Any]) -> None:
+    async with aclosing(events):
+        async for event in events:
+            queue.put_nowait(event)
 
 
 class AgentRunner:
@@ -178,6 +287,15 @@ class AgentRunner:
     and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
     concurrency-safe calls while the model is still streaming the rest of the turn
     (not with `max_tool_calls` or ``fail_on_tool_error``).
+
+    With `journal` (a `toolbridge.journal.CallJournal`; the runner then builds each run's
+    executor, so not with `executor_factory`), every run is kept under a
+    session name (`session`, or ``session=`` per run; default: the registry's context
+    session): calls run through the journal and are never run twice, and the run's state
+    is saved at each turn boundary and when it stops or pauses. ``run(prompt,
+    session=...)`` goes on from the stored conversation (once its last turn is answered,
+    which may pause the run first), ``run(None, session=...)`` resumes it as it was
+    (after a crash, or with `decisions` after a pause).
     """
 
     def __init__(
@@ -199,6 +317,8 @@ class AgentRunner:
         output_mode: OutputMode = "auto",
         tracer_provider: Any = None,
         eager_tools: bool = False,
+        journal: CallJournal | None = None,
+        session: str | None = None,
     ) -> None:
         if isinstance(model, str):
             from toolbridge.agent.providers import model_from_string
@@ -212,6 +332,13 @@ class AgentRunner:
             raise ValueError(f"deadline must be > 0 seconds or None, got {deadline}")
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
+        if journal is not None and executor_factory is not None:
+            raise ValueError(
+                "give journal= or executor_factory=, not both: with a journal the runner "
+                "builds each run's executor itself (ToolExecutor(registry, policy, journal=...))"
+            )
+        if session is not None and journal is None:
+            raise ValueError("session= names a run kept in a journal: give journal= too")
         self.model = model
         registry = _registry_of(tools)
         if skills is not None:
@@ -231,6 +358,9 @@ class AgentRunner:
             lambda r: ToolExecutor(r, self.policy, tracer_provider=tracer_provider)
         )
         self._tracer = run_tracer(tracer_provider)
+        self._tracer_provider = tracer_provider
+        self.journal = journal
+        self.session = session
         # Starting calls early would conflict with a per-run call budget (the turn may
         # turn out to exceed it) and with stop-at-first-failure; both turn it off.
         self.eager_tools = (
@@ -265,38 +395,59 @@ class AgentRunner:
 
     # --- entry points ---------------------------------------------------------------------
 
-    async def run(self, input: RunInput, *, decisions: Decisions = ()) -> RunResult:
+    async def run(
+        self,
+        input: RunInput | None = None,
+        *,
+        decisions: Decisions = (),
+        session: str | None = None,
+    ) -> RunResult:
         """Run to the end (or a pause) and return the result."""
         result: RunResult | None = None
-        async for event in self.stream(input, decisions=decisions):
+        async for event in self.stream(input, decisions=decisions, session=session):
             if isinstance(event, RunFinished):
                 result = event.result
         assert result is not None, "stream() always ends with RunFinished or raises"
         return result
 
-    def run_sync(self, input: RunInput, *, decisions: Decisions = ()) -> RunResult:
+    def run_sync(
+        self,
+        input: RunInput | None = None,
+        *,
+        decisions: Decisions = (),
+        session: str | None = None,
+    ) -> RunResult:
         """`run` for scripts: runs its own event loop (not from inside one)."""
-        return asyncio.run(self.run(input, decisions=decisions))
+        return asyncio.run(self.run(input, decisions=decisions, session=session))
 
     async def stream(
-        self, input: RunInput, *, decisions: Decisions = ()
+        self,
+        input: RunInput | None = None,
+        *,
+        decisions: Decisions = (),
+        session: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run and yield every event; the last one is `RunFinished`.
 
         `input` is a prompt, a conversation (a list of messages), or a `RunState` to
         continue (a paused run with `decisions` for its pending calls, or a finished
-        one followed by a new `UserMessage` added to its conversation).
+        one followed by a new `UserMessage` added to its conversation). With a journal,
+        a prompt goes on from the session's stored run and None resumes that run as it
+        stands (see the class); `session` overrides the runner's session name.
         """
-        state = self._initial_state(input)
-        run = _Run(state, self._executor_factory(self.registry))
+        if session is not None and self.journal is None:
+            raise ValueError("session= names a run kept in a journal: AgentRunner(journal=...)")
+        name = session or self.session or self.registry.context.session
+        state = await self._start(input, name)
+        run = _Run(state, self._executor_for(name), self.journal, name)
         tracer = self._tracer
         if tracer is not None:
             run.span = tracer.start_run(self.model.format, self.model.model)
         error: BaseException | None = None
         try:
-            if state.pending:
+            if state.pending or state.unanswered():
                 stop = None
-                resuming = self._resume_pending(run, decisions_by_call(decisions))
+                resuming = self._resume_turn(run, decisions_by_call(decisions))
                 async with aclosing(resuming):  # closing the run cancels its running calls
                     async for event in resuming:
                         if isinstance(event, StopReason):
@@ -304,10 +455,13 @@ class AgentRunner:
                         else:
                             yield event
                 if stop is not None:
-                    yield RunFinished(self._result(run, stop))
+                    yield await self._finished(run, stop)
                     return
             elif decisions:
                 raise ValueError("decisions were given, but the run has no pending calls")
+            if state.prompts:  # the last turn is answered: the prompts sent meanwhile follow
+                state.conversation.extend(UserMessage(prompt) for prompt in state.prompts)
+                state.prompts = []
             async with aclosing(self._loop(run)) as events:
                 async for event in events:
                     yield event
@@ -327,17 +481,46 @@ class AgentRunner:
 
     # --- the loop -------------------------------------------------------------------------
 
+    def _executor_for(self, session: str) -> ToolExecutor:
+        if self.journal is None:
+            return self._executor_factory(self.registry)
+        from toolbridge.journal.recorder import CallRecorder
+
+        recorder = CallRecorder(self.journal, session)
+        return ToolExecutor(
+            self.registry, self.policy, journal=recorder, tracer_provider=self._tracer_provider
+        )
+
+    async def _start(self, input: RunInput | None, session: str) -> RunState:
+        """The state a run starts from: with a journal, a prompt joins the session's stored
+        run (once its last turn is answered) and None resumes that run as it stands."""
+        stored = None
+        if self.journal is not None and (input is None or isinstance(input, str)):
+            data = await self.journal.load_run(session)
+            stored = RunState.from_json(data) if data is not None else None
+        if input is None:
+            if self.journal is None:
+                raise ValueError(
+                    "input is None: give a prompt, a conversation or a RunState (None "
+                    "resumes a session's stored run, with journal=)"
+                )
+            if stored is None:
+                raise ValueError(f"nothing to resume: no run is stored for session {session!r}")
+            last = stored.conversation[-1] if stored.conversation else None
+            if isinstance(last, AssistantMessage) and not last.calls:
+                raise ValueError(
+                    f"the run of session {session!r} ended with the model's answer: there is "
+                    "nothing to resume; send a prompt to go on"
+                )
+            return stored
+        if isinstance(input, str) and stored is not None:
+            stored.prompts.append(input)
+            return stored
+        return self._initial_state(input)
+
     def _initial_state(self, input: RunInput) -> RunState:
         if isinstance(input, RunState):
-            return RunState(
-                list(input.conversation),
-                list(input.pending),
-                list(input.settled),
-                input.turns,
-                input.tool_calls,
-                input.usage,
-                input.id_salt,
-            )
+            return input.copy()
         if isinstance(input, str):
             return RunState([UserMessage(input)])
         conversation = list(input)
@@ -360,37 +543,33 @@ class AgentRunner:
         state = run.state
         while True:
             if state.turns >= self.max_turns:
-                yield RunFinished(self._result(run, StopReason.MAX_TURNS))
+                yield await self._finished(run, StopReason.MAX_TURNS)
                 return
             remaining = self._remaining(run)
             if remaining is not None and remaining <= 0:
-                yield RunFinished(self._result(run, StopReason.DEADLINE))
+                yield await self._finished(run, StopReason.DEADLINE)
                 return
             turn = state.turns + 1  # counted once the model answered
             response: ModelResponse | None = None
             early = _EarlyCalls(self, run) if self.eager_tools else None
             ran: dict[str, ToolOutcome] = {}
-            try:
-                async for event in self._model_turn(run, turn):
+            source = self._model_turn(run, turn)
+            if early is not None:
+                source = self._early_turn(source, turn, early)
+            async with aclosing(source) as events:
+                async for event in events:
                     if isinstance(event, ModelResponse):
                         response = event
                     elif event is None:  # the deadline passed while the model streamed
-                        yield RunFinished(self._result(run, StopReason.DEADLINE))
+                        yield await self._finished(run, StopReason.DEADLINE)
                         return
                     else:
                         yield event
-                        if (
-                            early is not None
-                            and isinstance(event, ToolCallReady)
-                            and early.offer(event.call)
-                        ):
-                            yield ToolStarted(event.call, turn)
-                if response is not None and response.message.truncated and early is not None:
-                    ran = await early.cancel()  # finished ones keep their results
-            except BaseException:
-                if early is not None:
-                    await early.cancel()
-                raise
+            if response is not None and response.message.truncated and early is not None:
+                ran = await early.cancel()  # finished ones keep their results
+                for call_id, outcome in ran.items():
+                    if call_id not in early.outcomes:
+                        yield ToolFinished(outcome, turn)
             if response is None:
                 raise ModelResponseError(
                     f"the model adapter {type(self.model).__name__} ended turn {turn} "
@@ -408,18 +587,39 @@ class AgentRunner:
                             stop = step
                         else:
                             yield step
+            limit = self.max_total_tokens
+            if stop is None and limit is not None and state.usage.total_tokens >= limit:
+                stop = StopReason.TOKEN_BUDGET
+            if stop is None:
+                await run.save()  # a turn boundary: a crash from here asks the model next
             yield TurnFinished(turn, message, usage)
             if stop is not None:
-                yield RunFinished(self._result(run, stop))
+                yield await self._finished(run, stop)
                 return
-            limit = self.max_total_tokens
-            if limit is not None and state.usage.total_tokens >= limit:
-                yield RunFinished(self._result(run, StopReason.TOKEN_BUDGET))
-                return
+
+    async def _early_turn(
+        self,
+        source: AsyncGenerator[AgentEvent | ModelResponse | None, None],
+        turn: int,
+        early: _EarlyCalls,
+    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
+        """The model's turn with `eager_tools`: each call that may start early starts as it
+        arrives (`ToolStarted` right after its `ToolCallReady`), and each early call's
+        `ToolFinished` comes as it ends, between the model's events. Closing this (the run
+        stopped mid-turn) cancels the early calls."""
+        try:
+            async with aclosing(early.merge(source, turn)) as events:
+                async for event in events:
+                    yield event
+                    if isinstance(event, ToolCallReady) and early.offer(event.call):
+                        yield ToolStarted(event.call, turn)
+        except BaseException:
+            await early.cancel()
+            raise
 
     async def _model_turn(
         self, run: _Run, turn: int
-    ) -> AsyncIterator[AgentEvent | ModelResponse | None]:
+    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
         """The model's events for one turn; None when the deadline cut the turn off.
 
         With a deadline, each event is awaited with the time left, so the timeout never
@@ -566,15 +766,22 @@ class AgentRunner:
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Run one turn's calls; append their results, or pause on pending approvals.
 
-        Calls started early (`eager_tools`) are awaited first, so the rest of the turn
-        starts after them, as it would within one executor batch.
+        Calls started early (`eager_tools`) are awaited first (their `ToolFinished` as each
+        ends), so the rest of the turn starts after them, as within one executor batch.
         """
         state = run.state
         state.tool_calls += len(calls)
-        started = await early.outcomes() if early is not None else {}
-        for call in calls:
-            if call.id in started:
-                yield ToolFinished(started[call.id], turn)
+        await run.save()  # the turn is durable before its calls run: a crash resumes them
+        started: dict[str, ToolOutcome] = {}
+        if early is not None:
+            try:
+                async with aclosing(early.finished(turn)) as finishes:
+                    async for finished in finishes:
+                        yield finished
+            except BaseException:  # the run was closed or cancelled: stop the early calls
+                await early.cancel()
+                raise
+            started = early.outcomes
         rest = [call for call in calls if call.id not in started]
         ran: list[ToolOutcome] = []
         if rest:
@@ -633,13 +840,16 @@ class AgentRunner:
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
     ) -> StopReason | None:
-        """File a batch's outcomes: pending ones pause the run, the rest join `settled`;
-        once nothing is pending the turn's results go into the conversation in call order."""
+        """File a batch's outcomes: pending ones (waiting for an approval, or interrupted
+        ones the user may retry) pause the run, the rest join `settled`; once nothing is
+        pending the turn's results go into the conversation in call order."""
         state = run.state
         for outcome in outcomes:
-            if outcome.status is OutcomeStatus.PENDING_APPROVAL:
-                assert outcome.approval is not None
-                state.pending.append(PendingCall.from_request(outcome.call, outcome.approval))
+            request = outcome.approval
+            if request is not None and (
+                outcome.status is OutcomeStatus.PENDING_APPROVAL or request.retry
+            ):
+                state.pending.append(PendingCall.from_request(outcome.call, request))
             else:
                 state.settled.append(ToolReturn(outcome.call, outcome.result))
         if state.pending:
@@ -656,10 +866,17 @@ class AgentRunner:
             return self._final_result(run, results)
         return None
 
-    async def _resume_pending(
+    async def _resume_turn(
         self, run: _Run, decisions: dict[str, ApprovalDecision]
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
-        """Apply the decisions to the paused turn's pending calls and run the decided ones."""
+        """Finish the last turn: apply the decisions to its pending calls, then run the
+        decided ones with any call that never got a result (a journaled run that crashed
+        mid-turn: what finished replays from the journal).
+
+        A pending call the journal already holds was approved in an earlier process (it
+        got that far): it is not asked about again, its journal entry answers it. A denied
+        retry answers with the call's interrupted error.
+        """
         state = run.state
         pending_ids = {pending.call.id for pending in state.pending}
         unknown = sorted(set(decisions) - pending_ids)
@@ -668,49 +885,66 @@ class AgentRunner:
                 f"decisions for calls that are not pending: {unknown}; pending: "
                 f"{sorted(pending_ids)}"
             )
-        decided: list[ToolCallRequest] = []
-        waiting: list[PendingCall] = []
-        for pending in state.pending:
-            decision = decisions.get(pending.call.id)
-            if decision is None:
-                waiting.append(pending)
-                continue
-            if decision.digest != pending.digest:
-                raise ValueError(
-                    f"the decision for call {pending.call.id!r} was made for other arguments "
-                    "(digest mismatch); show the user the pending call again and decide anew"
-                )
-            if decision.approved:
-                run.executor.approve(pending.outcome())
-            else:
-                run.executor.deny(pending.outcome(), decision.reason)
-            decided.append(pending.call)
-        state.pending = waiting
-        if not decided:
-            yield StopReason.APPROVAL_REQUIRED
-            return
-        outcomes: list[ToolOutcome] = []
-        async with aclosing(self._live(run, state.turns, decided, outcomes)) as events:
-            async for event in events:
-                yield event
-        stop = self._settle(run, decided, outcomes)
-        if stop is not None:
-            yield stop
+        while True:
+            waiting: list[PendingCall] = []
+            for pending in state.pending:
+                decision = decisions.pop(pending.call.id, None)
+                if decision is None and await self._journaled(run, pending):
+                    decision = pending.approve(by=BY_JOURNAL)
+                if decision is None:
+                    waiting.append(pending)
+                    continue
+                if decision.digest != pending.digest:
+                    raise ValueError(
+                        f"the decision for call {pending.call.id!r} was made for other "
+                        "arguments (digest mismatch); show the user the pending call again "
+                        "and decide anew"
+                    )
+                if decision.approved:
+                    run.executor.approve(pending.outcome(), by=decision.by)
+                elif pending.retry:
+                    state.settled.append(_retry_denied(pending, decision.reason))
+                else:
+                    run.executor.deny(pending.outcome(), decision.reason)
+            state.pending = waiting
+            calls = state.unanswered()
+            if not calls and waiting:
+                yield StopReason.APPROVAL_REQUIRED
+                return
+            outcomes: list[ToolOutcome] = []
+            if calls:
+                async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
+                    async for event in events:
+                        yield event
+            stop = self._settle(run, calls, outcomes)
+            # A call that waits now (it was cut off before its approval was asked for) and
+            # that the journal holds is answered from it in another round, unasked.
+            if not any([await self._journaled(run, pending) for pending in state.pending]):
+                if stop is not None:
+                    yield stop
+                return
+
+    async def _journaled(self, run: _Run, pending: PendingCall) -> bool:
+        """Whether the journal holds this (not interrupted) call: it passed its approval in
+        an earlier process, so it replays instead of being asked about again."""
+        if run.journal is None or pending.retry:
+            return False
+        from toolbridge.journal import CallKey
+
+        key = CallKey(run.session, pending.call.id, pending.digest)
+        return await run.journal.entry(key) is not None
+
+    async def _finished(self, run: _Run, stop: StopReason) -> RunFinished:
+        """The run's last event, once its state is saved (a journaled run)."""
+        await run.save()
+        return RunFinished(self._result(run, stop))
 
     def _result(self, run: _Run, stop: StopReason) -> RunResult:
         state = run.state
         last = next(
             (m for m in reversed(state.conversation) if isinstance(m, AssistantMessage)), None
         )
-        snapshot = RunState(
-            list(state.conversation),
-            list(state.pending),
-            list(state.settled),
-            state.turns,
-            state.tool_calls,
-            state.usage,
-            state.id_salt,
-        )
+        snapshot = state.copy()
         run.stop = stop
         logger.debug("run stopped: %s after %d turns", stop, state.turns)
         return RunResult(

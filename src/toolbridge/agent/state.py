@@ -3,7 +3,9 @@ that answer them, and the JSON state that resumes a run in another process.
 
 A `PendingCall` carries the digest of the validated arguments the user was shown;
 `ApprovalDecision` repeats it, so a decision approves exactly that call and nothing
-else: a call whose arguments changed since needs a new decision.
+else: a call whose arguments changed since needs a new decision. A pending call with
+``retry`` set was interrupted by a crash (it may have partly run): approving it runs
+it once more, denying it sends its ``interrupted`` error to the model.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from toolbridge.agent.messages import (
     message_from_json,
     message_to_json,
 )
-from toolbridge.approval import ApprovalRequest, arguments_digest, canonical_arguments
+from toolbridge.approval import (
+    BY_DECISION,
+    ApprovalRequest,
+    arguments_digest,
+    canonical_arguments,
+)
 from toolbridge.calls import ToolCallRequest
 from toolbridge.outcomes import OutcomeStatus, ToolOutcome
 from toolbridge.tool import ToolResult
@@ -60,12 +67,17 @@ class StopReason(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ApprovalDecision:
-    """The user's answer to one `PendingCall`; deny with a `reason` the model will read."""
+    """The user's answer to one `PendingCall`; deny with a `reason` the model will read.
+
+    `by` names who decided (``"user:alice"``, ``"hook:audit"`` ...); the journal keeps it
+    with the call an approval let run.
+    """
 
     call_id: str
     digest: str
     approved: bool
     reason: str = ""
+    by: str = BY_DECISION
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +85,7 @@ class ApprovalDecision:
             "digest": self.digest,
             "approved": self.approved,
             "reason": self.reason,
+            "by": self.by,
         }
 
     @classmethod
@@ -87,33 +100,39 @@ class ApprovalDecision:
             str(data["digest"]),
             approved,
             str(data.get("reason", "")),
+            str(data.get("by") or BY_DECISION),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class PendingCall:
     """A call that waits for approval: the model's call, the validated arguments the
-    user should see, and their digest (what a decision is bound to)."""
+    user should see, and their digest (what a decision is bound to). With `retry`, the
+    call was interrupted by a crash and may have partly run: the decision is whether to
+    run it again."""
 
     call: ToolCallRequest
     tool_name: str
     arguments: Mapping[str, Any]
     digest: str
+    retry: bool = False
 
     @classmethod
     def from_request(cls, call: ToolCallRequest, request: ApprovalRequest) -> PendingCall:
         arguments = json.loads(canonical_arguments(request.arguments))
-        return cls(call, request.tool_name, arguments, request.digest)
+        return cls(call, request.tool_name, arguments, request.digest, request.retry)
 
-    def approve(self) -> ApprovalDecision:
-        return ApprovalDecision(self.call.id, self.digest, True)
+    def approve(self, *, by: str = BY_DECISION) -> ApprovalDecision:
+        return ApprovalDecision(self.call.id, self.digest, True, by=by)
 
-    def deny(self, reason: str = "") -> ApprovalDecision:
-        return ApprovalDecision(self.call.id, self.digest, False, reason)
+    def deny(self, reason: str = "", *, by: str = BY_DECISION) -> ApprovalDecision:
+        return ApprovalDecision(self.call.id, self.digest, False, reason, by)
 
     def request(self) -> ApprovalRequest:
         """The executor's approval request for this call."""
-        return ApprovalRequest(self.call.id, self.tool_name, self.arguments, self.digest)
+        return ApprovalRequest(
+            self.call.id, self.tool_name, self.arguments, self.digest, retry=self.retry
+        )
 
     def outcome(self) -> ToolOutcome:
         """The pending outcome the executor gave for this call, rebuilt (what
@@ -130,6 +149,7 @@ def _pending_to_json(pending: PendingCall) -> dict[str, Any]:
         "tool_name": pending.tool_name,
         "arguments": pending.arguments,
         "digest": pending.digest,
+        "retry": pending.retry,
     }
 
 
@@ -152,21 +172,60 @@ class RunState:
     """Mixed into the call ids toolbridge generates for providers that send none (Gemini,
     Ollama), so two conversations never share an id (a journal answers a known id with its
     stored result); kept in the state so a resumed run generates the same ids."""
+    prompts: list[str] = field(default_factory=list)
+    """User messages that wait for the last turn to be answered (a prompt sent to a session
+    whose run was paused or cut off mid-turn); they join the conversation once it is."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The state as plain JSON data (``json.dumps`` it to store it)."""
+    def copy(self) -> RunState:
+        """A copy whose lists can change without changing this state's."""
+        return RunState(
+            list(self.conversation),
+            list(self.pending),
+            list(self.settled),
+            self.turns,
+            self.tool_calls,
+            self.usage,
+            self.id_salt,
+            list(self.prompts),
+        )
+
+    def unanswered(self) -> list[ToolCallRequest]:
+        """The calls of the last assistant turn that have no result yet and wait for no
+        decision: a state saved after the model's turn and before its results (a journaled
+        run that crashed there) resumes by running them."""
+        from toolbridge.agent.messages import AssistantMessage
+
+        last = self.conversation[-1] if self.conversation else None
+        if not isinstance(last, AssistantMessage) or not last.calls:
+            return []
+        done = {ret.call.id for ret in self.settled}
+        done.update(pending.call.id for pending in self.pending)
+        return [call for call in last.calls if call.id not in done]
+
+    def to_json(self, *, cache: JsonCache | None = None) -> dict[str, Any]:
+        """The state as plain JSON data (``json.dumps`` it to store it).
+
+        With `cache` (kept by the caller between calls), a message already converted is
+        not converted again: saving a run at every turn then costs the new messages only.
+        The data returned shares the cached parts: read it, do not change it.
+        """
         from toolbridge.agent.messages import ToolResultsMessage
 
         settled = message_to_json(ToolResultsMessage(tuple(self.settled)))["results"]
+        if cache is None:
+            conversation = [message_to_json(message) for message in self.conversation]
+        else:
+            conversation = [_cached_json(message, cache) for message in self.conversation]
         return {
             "version": STATE_VERSION,
-            "conversation": [message_to_json(message) for message in self.conversation],
+            "conversation": conversation,
             "pending": [_pending_to_json(pending) for pending in self.pending],
             "settled": settled,
             "turns": self.turns,
             "tool_calls": self.tool_calls,
             "usage": self.usage.to_json(),
             "id_salt": self.id_salt,
+            "prompts": list(self.prompts),
         }
 
     @classmethod
@@ -206,7 +265,13 @@ class RunState:
                     f"pending call {item['call_id']!r}: its digest is not the digest of the "
                     "arguments it shows; the state was edited, so it is not resumed"
                 )
-            pending.append(PendingCall(call, str(tool_name), arguments, str(digest)))
+            retry = item.get("retry", False)
+            if not isinstance(retry, bool):  # bool("false") is True: never guess a retry
+                raise ValueError(
+                    f"pending call {item['call_id']!r}: 'retry' must be true or false, "
+                    f"got {retry!r}"
+                )
+            pending.append(PendingCall(call, str(tool_name), arguments, str(digest), retry))
         return cls(
             conversation,
             pending,
@@ -216,7 +281,27 @@ class RunState:
             Usage.from_json(data.get("usage", {})),
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
+            _prompts(data.get("prompts", [])),
         )
+
+
+def _prompts(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"a run state's 'prompts' must be a list of strings, got {value!r}")
+    return value
+
+
+JsonCache = dict[int, tuple[Message, dict[str, Any]]]
+"""Messages already converted by `RunState.to_json`, by identity (messages are frozen)."""
+
+
+def _cached_json(message: Message, cache: JsonCache) -> dict[str, Any]:
+    hit = cache.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    data = message_to_json(message)
+    cache[id(message)] = (message, data)
+    return data
 
 
 def decisions_by_call(

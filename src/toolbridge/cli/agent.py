@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,8 +49,9 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
+from toolbridge.cli.approval import BY_YES_FLAG, RETRY_QUESTION, prompt_approver
 from toolbridge.cli.loading import LoadOptions, load_tools
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
@@ -95,7 +95,12 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
             tool_calls=result.tool_calls,
             usage=result.usage.to_json(),
             pending=[
-                {"id": p.call.id, "name": p.tool_name, "arguments": dict(p.arguments)}
+                {
+                    "id": p.call.id,
+                    "name": p.tool_name,
+                    "arguments": dict(p.arguments),
+                    "retry": p.retry,
+                }
                 for p in result.pending
             ],
         )
@@ -144,14 +149,25 @@ class _Printer:
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
+    """Ask about each pending call (``--yes`` approves them all, retries included)."""
     decisions = []
     for call in pending:
         if yes:
-            decisions.append(call.approve())
+            decisions.append(call.approve(by=BY_YES_FLAG))
             continue
         shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
-        if typer.confirm(f"Allow {call.tool_name}({shown})?", default=False, err=True):
-            decisions.append(call.approve())
+        if call.retry:
+            err.print(
+                f"{call.tool_name}({shown}) was interrupted before it finished: it may have "
+                "partly run.",
+                markup=False,
+                highlight=False,
+            )
+            question = RETRY_QUESTION
+        else:
+            question = f"Allow {call.tool_name}({shown})?"
+        if typer.confirm(question, default=False, err=True):
+            decisions.append(call.approve(by=prompt_approver()))
         else:
             decisions.append(call.deny("the user declined this call"))
     return decisions
@@ -177,17 +193,12 @@ async def _turn(
 
 
 async def _session(
-    runner: AgentRunner,
-    prompt: str | None,
-    printer: _Printer,
-    yes: bool,
-    as_json: bool,
-    *,
-    saved: _SavedSession | None = None,
+    runner: AgentRunner, prompt: str | None, printer: _Printer, yes: bool, as_json: bool
 ) -> RunResult | None:
-    """One prompt, or an interactive session; with `saved`, the conversation goes on from
-    the journal and is stored back after every prompt."""
-    state = await saved.load() if saved is not None else None
+    """One prompt, or an interactive session. With a journal (``--session``), the runner
+    goes on from the stored conversation and stores it as it goes; else the history is
+    kept here, in memory."""
+    state: RunState | None = None
     lines = iter([prompt]) if prompt is not None else None
     result = None
     while True:
@@ -202,30 +213,13 @@ async def _session(
             return result
         if not line.strip():
             continue
-        if state is None:
+        if state is None or runner.journal is not None:
             current: str | RunState = line
         else:
             state.conversation.append(UserMessage(line))
             current = state
         result = await _turn(runner, current, printer, yes, as_json)
         state = result.state
-        if saved is not None:
-            await saved.store(state)
-
-
-@dataclass(slots=True)
-class _SavedSession:
-    """A conversation kept in the workspace's journal under a session name."""
-
-    journal: CallJournal
-    name: str
-
-    async def load(self) -> RunState | None:
-        data = await self.journal.load_run(self.name)
-        return RunState.from_json(data) if data is not None else None
-
-    async def store(self, state: RunState) -> None:
-        await self.journal.save_run(self.name, state.to_json())
 
 
 @app.command("agent")
@@ -286,7 +280,7 @@ def agent_command(
     policy = ExecutionPolicy(approval=writes_need_approval)
     journal: CallJournal | None = None
     if session is not None:  # calls journaled under the session: none runs twice
-        context = dataclasses.replace(registry.context, session=session)
+        context = dataclasses.replace(registry.context, session=session)  # the tools see it
         registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose):
             journal = SQLiteJournal.in_workspace(root)
@@ -295,16 +289,16 @@ def agent_command(
         registry,
         instructions=INSTRUCTIONS,
         policy=policy,
-        executor_factory=lambda r: ToolExecutor(r, policy, journal=journal),
+        journal=journal,
+        session=session,
         skills=skill_set if skill_set is not None and len(skill_set) else None,
         max_turns=max_turns,
     )
     printer = _Printer(as_json)
-    saved = _SavedSession(journal, session) if journal is not None and session else None
 
     async def run() -> RunResult | None:
         try:
-            return await _session(runner, prompt, printer, yes, as_json, saved=saved)
+            return await _session(runner, prompt, printer, yes, as_json)
         finally:
             if journal is not None:
                 await journal.close()

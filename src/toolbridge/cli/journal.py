@@ -82,12 +82,13 @@ def show_command(
     workspace: WorkspaceOption = None,
     journal: JournalOption = None,
 ) -> None:
-    """Show the calls of one session: tool, state, attempts, error kind, duration."""
+    """Show the calls of one session: tool, state, attempts, error kind, duration, and who
+    approved the calls that needed it."""
     with reporting(verbose=False):
         entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
         if not entries:
             raise CliError(f"no calls in session {session!r}", ExitCode.USAGE)
-    table = Table("call id", "tool", "state", "attempt", "error", "seconds")
+    table = Table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
     for entry in entries:
         took = (
             f"{entry.finished_at - entry.started_at:.3f}"
@@ -96,7 +97,7 @@ def show_command(
         )
         table.add_row(
             entry.key.call_id, entry.tool, entry.state, str(entry.attempt),
-            entry.error_kind or "", took,
+            entry.error_kind or "", took, approved_by(entry),
         )  # fmt: skip
     out.print(table)
 
@@ -136,6 +137,16 @@ def prune_command(
             lambda store: store.prune(older_than=older, keep_sessions=keep_sessions),
         )
     out.print(f"deleted {deleted} finished call(s)", markup=False, highlight=False)
+
+
+def approved_by(entry: JournalEntry) -> str:
+    """Who approved a call, as stored: empty when it needed no approval, ``unknown`` for a
+    record written before toolbridge stored who (``by``)."""
+    approval = entry.approval
+    if not approval:
+        return ""
+    by = str(approval.get("by") or "unknown")
+    return f"{by} (retry)" if approval.get("retry") else by
 
 
 def _as_json(entry: JournalEntry) -> dict[str, Any]:

@@ -75,7 +75,8 @@ class CallRecorder:
         try:
             claim = await self.journal.claim_when_free(key, tool.name, stored, approval=approval)
             if claim.action is ClaimAction.REPLAY and interrupted(claim.entry) and retry_approved:
-                grant = {"approved": True, "retry": True, "digest": key.args_hash}
+                grant = {**(approval or {}), "approved": True, "retry": True,
+                         "digest": key.args_hash}  # fmt: skip
                 entry = await self.journal.retry(key, approval=grant)
                 if entry is not None:
                     logger.info("re-running interrupted call %r of %r: the user approved it",
