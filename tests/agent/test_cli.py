@@ -201,3 +201,21 @@ def test_an_interrupted_call_asks_whether_to_retry_it(
     else:
         assert not (workspace / "d.txt").exists()
         assert "interrupted" in sent["content"] and "not to run it again" in sent["content"]
+
+
+def test_yes_approves_calls_but_not_the_retry_of_an_interrupted_one(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    # The call may have partly run: a person checks its effects before it runs again.
+    args = {"path": "e.txt", "content": "echo"}
+    asyncio.run(leave_interrupted(workspace, "s", "c1", args))
+    server.add(
+        openai_chat_stream(calls=[("c1", "write_file", json.dumps(args))]),
+        openai_chat_stream(text="Handled."),
+    )
+    done = agent(server.url, workspace, "Write e.txt", "--session", "s", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "e.txt").exists()
+    sent = server.bodies()[1]["messages"][-1]
+    assert sent["role"] == "tool" and "interrupted" in sent["content"]
+    assert "--yes approves calls, not retries" in sent["content"]

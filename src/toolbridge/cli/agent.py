@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,7 +50,7 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
-from toolbridge.cli.approval import BY_YES_FLAG, RETRY_QUESTION, prompt_approver
+from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
@@ -149,11 +150,15 @@ class _Printer:
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
-    """Ask about each pending call (``--yes`` approves them all, retries included)."""
+    """Ask about each pending call (``--yes`` approves them all but retries, which only a
+    person at a terminal approves: the call may have partly run)."""
     decisions = []
     for call in pending:
-        if yes:
+        if yes and not call.retry:
             decisions.append(call.approve(by=BY_YES_FLAG))
+            continue
+        if call.retry and yes and not sys.stdin.isatty():  # nobody to ask: not retried
+            decisions.append(call.deny(RETRY_NOT_ASKED))
             continue
         shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if call.retry:

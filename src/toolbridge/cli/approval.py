@@ -28,6 +28,7 @@ from toolbridge.terminal import escape_invisible
 __all__ = [
     "BY_YES_FLAG",
     "NON_INTERACTIVE_DENIAL",
+    "RETRY_NOT_ASKED",
     "RETRY_QUESTION",
     "Decide",
     "Verdict",
@@ -43,6 +44,11 @@ NON_INTERACTIVE_DENIAL = (
 
 RETRY_QUESTION = "Retry this call that may have partly run?"
 """Asked about an interrupted call (typer adds `` [y/N]``)."""
+
+RETRY_NOT_ASKED = (
+    "not retried: it may have partly run, and only a person at a terminal can approve a retry "
+    "(--yes approves calls, not retries)"
+)
 
 BY_YES_FLAG = "--yes"
 """Who approved, in the journal, when ``--yes`` did."""
@@ -112,13 +118,20 @@ async def run_calls(
 
 
 def decider(yes: bool) -> Decide:
-    """``--yes`` approves all (retries too); a terminal is asked; without one, every call
-    is denied."""
-    if yes:
-        return lambda outcome: Verdict(True, by=BY_YES_FLAG)
-    if not sys.stdin.isatty():
-        return lambda outcome: Verdict(False, NON_INTERACTIVE_DENIAL)
-    return _ask
+    """``--yes`` approves every call that asks; a terminal is asked; without one, calls
+    are denied. A retry of an interrupted call is never approved by ``--yes``: the call
+    may have partly run, so a person checks its effects first (at a terminal)."""
+    interactive = sys.stdin.isatty()
+
+    def decide(outcome: ToolOutcome) -> Verdict:
+        retry = outcome.approval is not None and outcome.approval.retry
+        if yes and not retry:
+            return Verdict(True, by=BY_YES_FLAG)
+        if not interactive:
+            return Verdict(False, RETRY_NOT_ASKED if retry else NON_INTERACTIVE_DENIAL)
+        return _ask(outcome)
+
+    return decide
 
 
 def _ask(outcome: ToolOutcome) -> Verdict:
