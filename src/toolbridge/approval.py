@@ -137,6 +137,10 @@ class Approvals:
         self._taken[(tool_name, digest)] = decision.by
         return True
 
+    def has_taken(self) -> bool:
+        """Whether any decision was used and not yet asked about with `taken_by`."""
+        return bool(self._taken)
+
     def taken_by(self, tool_name: str, digest: str) -> str | None:
         """Who gave the approval the last `take` of this call used up (asked once)."""
         return self._taken.pop((tool_name, digest), None)

@@ -489,7 +489,7 @@ class ToolExecutor:
         call = batch.calls[index]
         try:
             screened = self._screen(call, prepared)
-            if screened is not None:
+            if screened is not None and not await self._journal_answers(screened, prepared):
                 await self._settle(batch, index, screened)
                 return
             answer: ToolResult | None = None
@@ -599,15 +599,29 @@ class ToolExecutor:
             outcome.approval = ApprovalRequest(call.id, tool.name, args, digest, retry=True)
         return outcome
 
+    async def _journal_answers(self, screened: ToolOutcome, prepared: PreparedCall) -> bool:
+        """Whether a call waiting for approval is one the journal will answer: it does not
+        run (its outcome replays, or, interrupted, only its retry is asked), so there is
+        nothing to approve and the user is not asked twice."""
+        if self._recorder is None or screened.status is not OutcomeStatus.PENDING_APPROVAL:
+            return False
+        assert prepared.tool is not None
+        return await self._recorder.answers(
+            screened.call.id, prepared.tool, prepared.arguments or {}
+        )
+
     def _approval_of(self, prepared: PreparedCall) -> dict[str, Any] | None:
         """What let the call run, for the journal: the approval it needed (or the approved
         retry), bound to the arguments' digest, with who gave it; None when none was needed."""
         tool, args = prepared.tool, prepared.arguments or {}
         assert tool is not None
+        needed = self.policy.approval(tool, args)
+        if not needed and not self.retries.has_taken():  # the common case: no digest to make
+            return None
         digest = arguments_digest(tool.name, args)
         by = self.retries.taken_by(tool.name, digest)  # an approved retry approves the run
         if by is None:
-            if not self.policy.approval(tool, args):
+            if not needed:
                 return None
             by = self.approvals.taken_by(tool.name, digest) or BY_DECISION
         return {"approved": True, "digest": digest, "by": by}

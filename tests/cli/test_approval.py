@@ -139,8 +139,9 @@ def test_the_examples_need_no_approval(cli: Cli) -> None:
 
 
 async def test_run_calls_offers_the_retry_of_an_interrupted_call(tmp_path: Path) -> None:
-    """`run_calls` (behind ``call``/``exec``) with a journal: an approval, then the retry of
-    the call it turned out a crash had interrupted; a denied retry keeps its error."""
+    """`run_calls` (behind ``call``/``exec``) with a journal: the retry of a call a crash
+    interrupted is asked (once, with no approval asked first); a denied retry keeps its
+    error."""
     effects: list[str] = []
 
     @tool(requires_approval=True)
@@ -166,9 +167,11 @@ async def test_run_calls_offers_the_retry_of_an_interrupted_call(tmp_path: Path)
         calls = [ToolCallRequest(cid, "send", {"to": cid}) for cid in ("a", "b", "c")]
         outcomes = await run_calls(executor, calls, decide)
         stored = {e.key.call_id: e.approval for e in await journal.entries()}
-    assert asked == [("a", False), ("b", False), ("c", False), ("a", True), ("b", True)]
+    # a and b are asked only about their retry (the journal answers them: no approval to
+    # give first); c, a new call, for its approval.
+    assert asked == [("a", True), ("b", True), ("c", False)]
     assert [o.result.text for o in outcomes][::2] == ["sent to a", "sent to c"]
     assert outcomes[1].kind is ErrorKind.INTERRUPTED  # the retry was denied
-    assert effects == ["c", "a"]  # c on its approval; a once more on its approved retry
+    assert effects == ["a", "c"]  # a once more on its approved retry; c on its approval
     assert stored["a"] is not None and stored["a"]["retry"] is True
     assert stored["a"]["by"] == "user:test" and stored["c"]["by"] == "user:test"  # type: ignore[index]

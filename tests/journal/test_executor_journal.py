@@ -209,8 +209,7 @@ async def test_a_retry_approval_is_bound_to_its_arguments_and_used_once(workspac
             await stopped
 
         executor = ToolExecutor(registry, journal=journal)  # as after a restart
-        executor.approve((await executor.run([call])).pending[0])
-        [interrupted] = await executor.run([call])
+        [interrupted] = await executor.run([call])  # only its retry is asked, not approval
         assert interrupted.kind is ErrorKind.INTERRUPTED and interrupted.approval is not None
         assert interrupted.approval.retry and interrupted.approval.arguments == {"to": "a"}
         executor.approve(interrupted)
@@ -253,3 +252,40 @@ async def test_a_retry_is_not_approved_by_an_ordinary_approval(workspace: Path) 
     assert ran == []
     assert still.kind is denied.kind is ErrorKind.INTERRUPTED
     assert denied.result.metadata["toolbridge.journal"] == {"replayed": True, "attempt": 1}
+
+
+async def test_a_call_the_journal_holds_is_not_asked_about_again(workspace: Path) -> None:
+    # Resuming after a crash sends the same calls again: one that finished replays, and one
+    # that was interrupted asks only about its retry, never for a second approval.
+    ran: list[str] = []
+
+    @tool(requires_approval=True)
+    async def send(to: str) -> str:
+        """Side effect: sends a message."""
+        ran.append(to)
+        return f"sent to {to}"
+
+    context = ToolContext(workspace=workspace, session="s")
+    async with SQLiteJournal(workspace / "j.sqlite3") as journal:
+        first = ToolExecutor(ToolRegistry([send], context=context), journal=journal)
+        pending = await first.run([ToolCallRequest("c1", "send", {"to": "ann"})])
+        assert pending[0].status is OutcomeStatus.PENDING_APPROVAL
+        first.approve(pending[0])
+        assert (await first.run([ToolCallRequest("c1", "send", {"to": "ann"})]))[0].ok
+        key = CallKey("s", "c2", arguments_digest("send", {"to": "bob"}))
+        await journal.claim(key, "send", {"to": "bob"})
+        await journal.abandon(key)  # what a process killed while sending leaves
+
+        resumed = ToolExecutor(ToolRegistry([send], context=context), journal=journal)
+        replayed, interrupted = await resumed.run(
+            [
+                ToolCallRequest("c1", "send", {"to": "ann"}),
+                ToolCallRequest("c2", "send", {"to": "bob"}),
+            ]
+        )
+    assert replayed.ok and replayed.result.text == "sent to ann"
+    assert replayed.result.metadata["toolbridge.journal"]["replayed"] is True
+    assert interrupted.status is not OutcomeStatus.PENDING_APPROVAL
+    assert interrupted.kind is ErrorKind.INTERRUPTED
+    assert interrupted.approval is not None and interrupted.approval.retry
+    assert ran == ["ann"]

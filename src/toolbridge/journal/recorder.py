@@ -17,7 +17,7 @@ from typing import Any
 from toolbridge.approval import arguments_digest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.journal.base import CallJournal
-from toolbridge.journal.records import CallKey, ClaimAction, JournalError, interrupted
+from toolbridge.journal.records import CallKey, CallState, ClaimAction, JournalError, interrupted
 from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
@@ -109,6 +109,21 @@ class CallRecorder:
                 f"the call was not run: its journal cannot record it ({exc}).",
                 "Tell the user the call journal needs attention; do not retry until then.",
             )
+
+    async def answers(self, call_id: str, tool: Tool, arguments: Mapping[str, Any]) -> bool:
+        """Whether the journal, not a new run, will answer this call: it finished (its
+        outcome replays), or it was started and is not one `begin` re-runs by itself (an
+        interrupted call of a tool that is neither read-only nor idempotent). A journal
+        that cannot be read says no here; the claim reports it."""
+        key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
+        try:
+            entry = await self.journal.entry(key)
+        except JournalError:
+            return False
+        if entry is None:
+            return False
+        rerun_by_itself = tool.read_only or getattr(tool, "idempotent", False)
+        return entry.state is CallState.FINISHED or not rerun_by_itself
 
     async def finish(self, recording: Recording, result: ToolResult) -> None:
         """Store `result` as the outcome; durable when this returns. A journal failure is
