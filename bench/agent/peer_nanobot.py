@@ -119,6 +119,7 @@ async def one_run() -> tuple[float, float]:
     result = await AgentRunner().run(spec)
     assert result.final_content == "done", (result.stop_reason, result.final_content)
     assert len(stamps) == TURNS + 1, len(stamps)
+    assert len(result.tools_used) == TURNS * CALLS, result.tool_events[:3]  # every call ran ok
     durations = [b - a for a, b in itertools.pairwise(stamps)]
     return (
         statistics.median(durations[i] for i in EARLY) * 1e6,
