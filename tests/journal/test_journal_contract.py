@@ -238,3 +238,32 @@ async def test_prune_by_age_and_by_session_count(journal_target: str) -> None:
         assert remaining == {("mid", "finished"), ("new", "finished"), ("new", "running")}
         assert await journal.prune(older_than=0) == 6
         assert [e.key for e in await journal.entries()] == [running]
+
+
+async def test_an_outcome_with_text_the_database_cannot_hold_costs_no_other_outcome(
+    journal_target: str,
+) -> None:
+    # A tool's text can hold a lone surrogate (a file name decoded with surrogateescape) or
+    # NUL (`find -print0`): neither fits PostgreSQL's JSONB, and no lone surrogate fits
+    # UTF-8. Storing one must not fail the other calls of its batch (they ran).
+    hostile = "name \udcff and \x00 nul, not an escape: \\u0000"
+    async with await open_journal(journal_target) as journal:
+        keys = [CallKey("hostile", f"c{index}", "h") for index in range(3)]
+        claims = await asyncio.gather(
+            *(
+                journal.claim(key, "t", {"text": hostile if key is keys[1] else "ok"})
+                for key in keys
+            )
+        )
+        assert [claim.action for claim in claims] == [ClaimAction.RUN] * 3
+        await asyncio.gather(
+            *(journal.finish(key, {"text": hostile if key is keys[1] else "ok"}) for key in keys)
+        )
+        replays = [await journal.claim(key, "t", {}) for key in keys]
+        assert [claim.action for claim in replays] == [ClaimAction.REPLAY] * 3
+        stored = replays[1].entry.outcome
+        assert stored is not None
+        assert stored["text"].replace("\x00", "\ufffd") == (
+            "name \ufffd and \ufffd nul, not an escape: \\u0000"
+        )
+        assert replays[0].entry.outcome == {"text": "ok"}

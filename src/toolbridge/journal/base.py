@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -26,9 +27,20 @@ BUSY_POLL_START = 0.01
 BUSY_POLL_MAX = 0.25
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def to_json(value: Any) -> str:
-    """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr.
+
+    A lone surrogate (text decoded with ``surrogateescape``, such as a file name that is
+    not UTF-8) cannot be UTF-8, so no database stores it: it is stored as U+FFFD, the
+    character of undecodable text, rather than failing the batch its outcome is in.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 class CallJournal(abc.ABC):

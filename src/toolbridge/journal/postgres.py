@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -248,8 +249,8 @@ class PostgresJournal(CallJournal):
                 "owner": self._owner,
                 **_key_columns([op.key for op in ops]),
                 "t": [op.tool for op in ops],
-                "a": [to_json(op.arguments) for op in ops],
-                "p": [to_json(op.approval) if op.approval else None for op in ops],
+                "a": [_jsonb(op.arguments) for op in ops],
+                "p": [_jsonb(op.approval) if op.approval else None for op in ops],
             },
         )
         inserted = {CallKey(*row) for row in await cursor.fetchall()}
@@ -343,7 +344,7 @@ class PostgresJournal(CallJournal):
                     "now": time.time(),
                     "owner": self._owner,
                     **_key_columns([op.key for op in owned]),
-                    "o": [to_json(op.outcome) for op in owned],
+                    "o": [_jsonb(op.outcome) for op in owned],
                     "e": [op.error_kind for op in owned],
                 },
             )
@@ -414,7 +415,7 @@ class PostgresJournal(CallJournal):
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
-                    to_json(approval) if approval else None,
+                    _jsonb(approval) if approval else None,
                     time.time(),
                     self._owner,
                     key.session,
@@ -474,7 +475,7 @@ class PostgresJournal(CallJournal):
             await conn.execute(
                 "INSERT INTO toolbridge_runs VALUES (%s, %s::jsonb, %s) ON CONFLICT (session) "
                 "DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                (session, to_json(state), time.time()),
+                (session, _jsonb(state), time.time()),
             )
 
         await self._submit(op)
@@ -611,6 +612,20 @@ def _key_columns(keys: list[CallKey]) -> dict[str, list[str]]:
         "c": [key.call_id for key in keys],
         "h": [key.args_hash for key in keys],
     }
+
+
+_NUL_ESCAPE = re.compile(r"(\\+)u0000")
+
+
+def _jsonb(value: Any) -> str:
+    """`to_json` text that JSONB accepts: JSONB refuses NUL (``\\u0000``) in a string, so
+    it is stored as U+FFFD, like the lone surrogates `to_json` replaces."""
+    text = to_json(value)
+    if "\\u0000" in text:
+        # An odd run of backslashes before u0000 is the escape of NUL; an even run is
+        # escaped backslashes followed by the letters "u0000".
+        return _NUL_ESCAPE.sub(lambda m: m[0] if len(m[1]) % 2 == 0 else m[1] + "ufffd", text)
+    return text
 
 
 def _qualified(columns: str) -> str:
