@@ -267,3 +267,21 @@ async def test_an_outcome_with_text_the_database_cannot_hold_costs_no_other_outc
             "name \ufffd and \ufffd nul, not an escape: \\u0000"
         )
         assert replays[0].entry.outcome == {"text": "ok"}
+
+
+@pytest.mark.parametrize(("session", "call_id"), [("\udcffsession", "c1"), ("s1", "call\udcff")])
+async def test_a_call_the_journal_cannot_store_is_refused_alone(
+    journal_target: str, session: str, call_id: str
+) -> None:
+    # A session named from a non-UTF-8 command line, or a model's odd call id: the journal
+    # cannot store it, so that claim is refused, clearly; the rest of its batch runs.
+    async with await open_journal(journal_target) as journal:
+        odd = CallKey(session, call_id, "h")
+        good, refused = await asyncio.gather(
+            journal.claim(KEY, "t", {}), journal.claim(odd, "t", {}), return_exceptions=True
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "cannot be stored in the journal" in str(refused)
+        assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
+        await journal.finish(KEY, {"text": "ok"})
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.REPLAY

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 
-from toolbridge.journal import CallKey, ClaimAction, open_journal
+from toolbridge.journal import CallKey, ClaimAction, JournalError, open_journal
 from toolbridge.journal.postgres import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -58,3 +59,19 @@ async def test_a_call_another_open_journal_runs_is_busy_and_taken_over_once_it_c
         assert entry.attempt == 2
         await second.finish(key, {"text": "done"})
         assert (await second.claim(key, "echo", {})).action is ClaimAction.REPLAY
+
+
+async def test_a_call_id_with_nul_is_refused_alone(postgres_url: str) -> None:
+    # PostgreSQL's text holds no NUL (SQLite's does): that claim is refused, not its batch.
+    async with await open_journal(postgres_url) as journal:
+        key = CallKey("s1", "c1", "h")
+        good, refused = await asyncio.gather(
+            journal.claim(key, "t", {}),
+            journal.claim(CallKey("s1", "nul\x00id", "h"), "t", {}),
+            return_exceptions=True,
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "cannot be stored in the journal" in str(refused)
+        assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
+        with pytest.raises(JournalError, match="its tool name holds NUL"):
+            await journal.claim(CallKey("s1", "c2", "h"), "t\x00", {})

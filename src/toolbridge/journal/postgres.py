@@ -31,6 +31,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_storable,
     entry_from_row,
     running_entry,
 )
@@ -380,6 +381,7 @@ class PostgresJournal(CallJournal):
         *,
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
+        check_storable(key, tool, nul=False)
         result: Claim = await self._submit(_Claim(key, tool, arguments, approval))
         return result
 

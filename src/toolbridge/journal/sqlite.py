@@ -37,6 +37,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_storable,
     entry_from_row,
     interrupted,
     running_entry,
@@ -335,11 +336,15 @@ class SQLiteJournal(CallJournal):
             if self._finishes:
                 self._conn.executemany(_FINISH, self._finishes)
             self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except Exception as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             held.difference_update(self._taken)
-            error = self._error(exc, "record calls")
+            if isinstance(exc, sqlite3.Error):
+                error = self._error(exc, "record calls")
+            else:
+                logger.exception("journal batch failed on %s", self.path)
+                error = JournalError(f"the journal {self.path} failed: {exc!r}")
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
@@ -376,6 +381,7 @@ class SQLiteJournal(CallJournal):
         *,
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
+        check_storable(key, tool, nul=True)
         args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
         owner = self._owner
 
