@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -227,3 +228,33 @@ async def test_closing_in_the_tick_of_a_claim_still_answers_it(db: Path) -> None
     await asyncio.sleep(0)  # the claim is queued for the writer, not handed over yet
     await journal.close()
     assert (await asyncio.wait_for(claim, 5)).action is ClaimAction.RUN
+
+
+def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
+    db: Path,
+) -> None:
+    # `AgentRunner.run_sync` runs each turn in its own `asyncio.run`: a run stopped while a
+    # claim was in flight closes that loop before the writer answers. The writer thread
+    # died of "Event loop is closed", and every later call waited forever.
+    journal = SQLiteJournal(db)
+    gate = threading.Event()
+
+    async def stopped_mid_claim() -> None:
+        held = asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
+        claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
+        await asyncio.sleep(0.05)  # both in the writer's hands; then the loop ends
+        assert not (held.done() or claim.done())
+
+    asyncio.run(stopped_mid_claim())
+    gate.set()
+
+    async def next_run() -> None:
+        other = CallKey("s1", "call-2", "hash-b")
+        assert (await asyncio.wait_for(journal.claim(other, "t", {}), 30)).action is (
+            ClaimAction.RUN
+        )
+        # Nobody heard the claim of the stopped run, so it never ran: it was undone.
+        assert await journal.entry(KEY) is None
+        await journal.close()
+
+    asyncio.run(next_run())

@@ -95,6 +95,13 @@ class _Job:
     claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
 
 
+def _undo(job: _Job, answer: Any) -> _Job:
+    """The job that undoes what `job` did, whose `answer` nobody heard."""
+    undo = job.undo
+    assert undo is not None
+    return _Job(lambda conn: undo(conn, answer), job.loop, None)
+
+
 class _Owner:
     """This journal's identity in running rows: a byte of the side file it keeps locked, and
     the calls it runs now (`held`, touched on the writer thread only)."""
@@ -299,9 +306,7 @@ class SQLiteJournal(CallJournal):
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
-                for job in jobs:
-                    if job.future is not None:
-                        job.loop.call_soon_threadsafe(self._settle, job, False, error)
+                self._answer([(job, False, error) for job in jobs if job.future is not None])
             if stop:
                 break
         self._conn.close()
@@ -348,12 +353,25 @@ class SQLiteJournal(CallJournal):
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
-        answers: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
-        for job, (ok, value) in zip(jobs, results, strict=True):
-            if job.future is not None:
-                answers.setdefault(job.loop, []).append((job, ok, value))
-        for loop, batch in answers.items():  # one wake-up of each loop, not one per call
-            loop.call_soon_threadsafe(self._settle_all, batch)
+        self._answer(
+            [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
+             if job.future is not None]
+        )  # fmt: skip
+
+    def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
+        """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
+        A loop closed meanwhile (its ``asyncio.run`` ended) hears nothing: what its jobs
+        took is undone here, and the writer goes on serving the other loops."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
+        for answer in answers:
+            by_loop.setdefault(answer[0].loop, []).append(answer)
+        for loop, batch in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(self._settle_all, batch)
+            except RuntimeError:  # the loop is closed
+                for job, ok, value in batch:
+                    if ok and job.undo is not None:
+                        self._jobs.put([_undo(job, value)])
 
     def _settle_all(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         for job, ok, value in answers:
@@ -368,8 +386,7 @@ class SQLiteJournal(CallJournal):
             else:
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
-            undo = job.undo
-            self._jobs.put([_Job(lambda conn: undo(conn, value), job.loop, None)])
+            self._jobs.put([_undo(job, value)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
