@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -285,3 +287,37 @@ async def test_a_call_the_journal_cannot_store_is_refused_alone(
         assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
         await journal.finish(KEY, {"text": "ok"})
         assert (await journal.claim(KEY, "t", {})).action is ClaimAction.REPLAY
+
+
+async def test_a_damaged_row_fails_its_own_claim_not_the_batch(journal_target: str) -> None:
+    # One record damaged on disk (edited, or written by a buggy tool) must not refuse the
+    # whole batch it is claimed in, nor leave the batch's new calls owned with nobody
+    # running them (they answered "busy" to every later claim).
+    damaged = CallKey("s1", "damaged", "h")
+    async with await open_journal(journal_target) as journal:
+        await journal.claim(damaged, "t", {})
+        await journal.finish(damaged, {"text": "ok"})
+    await asyncio.to_thread(damage_state, journal_target, damaged)
+    async with await open_journal(journal_target) as journal:
+        fresh, refused = await asyncio.gather(
+            journal.claim(KEY, "t", {}), journal.claim(damaged, "t", {}), return_exceptions=True
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "holds a record of call 'damaged' (session 's1') it cannot read" in str(refused)
+        assert not isinstance(fresh, BaseException) and fresh.action is ClaimAction.RUN
+        await journal.finish(KEY, {"text": "ran once"})
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.REPLAY
+
+
+def damage_state(target: str, key: CallKey) -> None:
+    """Write a state no toolbridge writes into the row of `key`, behind the journal's back."""
+    query = "UPDATE toolbridge_calls SET state = 'bogus' WHERE call_id = "
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(query + "%s", (key.call_id,))
+    else:
+        with contextlib.closing(sqlite3.connect(target)) as conn:
+            conn.execute(query + "?", (key.call_id,))
+            conn.commit()

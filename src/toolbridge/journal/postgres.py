@@ -236,7 +236,7 @@ class PostgresJournal(CallJournal):
             delete = value.action is ClaimAction.RUN
             self._jobs.put_nowait(_Job(_Release([value.entry.key], delete=delete), None))
 
-    async def _claims(self, ops: list[_Claim]) -> list[Claim]:
+    async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
         """Insert every call not stored yet (they are this journal's now); ask about the rest."""
         now = time.time()
         cursor = await self._conn.execute(
@@ -256,7 +256,7 @@ class PostgresJournal(CallJournal):
         )
         inserted = {CallKey(*row) for row in await cursor.fetchall()}
         self._held |= inserted
-        answers: list[Claim | None] = []
+        answers: list[Claim | JournalError | None] = []
         for op in ops:
             if op.key in inserted:
                 inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
@@ -267,19 +267,22 @@ class PostgresJournal(CallJournal):
         contested = [op for op, answer in zip(ops, answers, strict=True) if answer is None]
         if contested:
             decided = iter(await self._contested(contested, now))
-            answers = [answer or next(decided) for answer in answers]
+            return [answer or next(decided) for answer in answers]
         return [answer for answer in answers if answer is not None]
 
-    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim]:
+    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
         """Claims of calls already stored: replay, busy (a live owner runs it), or take over
-        an interrupted one (its owner died, or let go of it)."""
+        an interrupted one (its owner died, or let go of it); a record that cannot be read
+        is the error of its own claim."""
         rows = await self._owned_rows([op.key for op in ops])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
-        answers: list[Claim] = []
+        answers: list[Claim | JournalError] = []
         for op in ops:
             entry, owner = rows.get(op.key, (None, None))
-            if entry is None:  # removed since the insert (an unheard claim undone): ask again
+            if isinstance(entry, JournalError):
+                answers.append(entry)
+            elif entry is None:  # removed since the insert (an unheard claim undone): ask again
                 busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
                 answers.append(Claim(ClaimAction.BUSY, busy))
             elif entry.state is CallState.FINISHED:
@@ -294,16 +297,19 @@ class PostgresJournal(CallJournal):
 
     async def _owned_rows(
         self, keys: list[CallKey]
-    ) -> dict[CallKey, tuple[JournalEntry, int | None]]:
+    ) -> dict[CallKey, tuple[JournalEntry | JournalError, int | None]]:
         cursor = await self._conn.execute(
             f"SELECT {_qualified(COLUMNS)}, c.owner FROM {_KEYS} AS u(s, c, h) "
             f"JOIN toolbridge_calls AS c ON {_KEY}",
             _key_columns(keys),
         )
-        found = {}
+        found: dict[CallKey, tuple[JournalEntry | JournalError, int | None]] = {}
         for row in await cursor.fetchall():
-            entry = entry_from_row(row, _as_is)
-            found[entry.key] = (entry, row[-1])
+            try:
+                entry: JournalEntry | JournalError = entry_from_row(row, _as_is)
+            except JournalError as exc:
+                entry = exc
+            found[CallKey(row[0], row[1], row[2])] = (entry, row[-1])
         return found
 
     async def _alive(self, owners: set[int]) -> set[int]:
