@@ -69,3 +69,25 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     assert done.returncode == 3
     assert done.stderr.startswith(f"Error: the journal {corrupt} is corrupt")
     assert "Traceback" not in done.stderr
+
+
+def test_names_with_square_brackets_are_shown_as_they_are(tmp_path: Path) -> None:
+    # Session names, call ids and tool names are data: rich read "[/b]" as markup and the
+    # command died with a traceback (or styled "[bold]x" and hid the brackets).
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+
+    async def odd() -> None:
+        async with SQLiteJournal(path) as journal:
+            for session in ("a[/b]", "[bold red]x"):
+                key = CallKey(session, "[/call]", "h")
+                await journal.claim(key, "[/tool]", {})
+                await journal.finish(key, {"text": "ok"})
+
+    asyncio.run(odd())
+    listed = run_cli("list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "a[/b]" in listed.stdout and "[bold red]x" in listed.stdout
+    shown = run_cli("show", "[bold red]x", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "[/call]" in shown.stdout and "[/tool]" in shown.stdout

@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
 from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
@@ -72,7 +73,9 @@ def list_command(
         sessions = _with_journal(workspace, journal, use)
     table = Table("session", "calls", "last change")
     for name, when, count in sessions:
-        table.add_row(name, str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)))
+        table.add_row(
+            Text(name), str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+        )
     out.print(table)
 
 
@@ -95,7 +98,7 @@ def show_command(
             else ""
         )
         table.add_row(
-            entry.key.call_id, entry.tool, entry.state, str(entry.attempt),
+            Text(entry.key.call_id), Text(entry.tool), entry.state, str(entry.attempt),
             entry.error_kind or "", took,
         )  # fmt: skip
     out.print(table)
