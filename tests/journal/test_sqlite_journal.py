@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,24 +143,6 @@ def test_a_foreign_sqlite_file_is_refused(db: Path) -> None:
     conn.commit()
     with pytest.raises(JournalError, match="holds other tables and no toolbridge journal"):
         SQLiteJournal(db)
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 200 KiB file system (tmpfs): the journal fills it up for real."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, f"mounting a small tmpfs needs root: {done.stderr}"
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 async def test_a_full_disk_is_a_clear_error_and_the_journal_stays_usable(small_disk: Path) -> None:

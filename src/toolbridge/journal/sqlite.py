@@ -505,8 +505,10 @@ class SQLiteJournal(CallJournal):
     async def abandon(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             if key in self._owner.held:  # left running without an owner: interrupted
+                # Let go at once, even if this batch fails (a full disk): a call of ours
+                # that we do not hold is found interrupted by our next claim of it.
+                self._owner.held.discard(key)
                 _set_owner(conn, key, None)
-                self._let_go.append(key)
 
         await self._submit(op)
 
