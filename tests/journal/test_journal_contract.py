@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import signal
 import sqlite3
 import subprocess
@@ -321,3 +322,36 @@ def damage_state(target: str, key: CallKey) -> None:
         with contextlib.closing(sqlite3.connect(target)) as conn:
             conn.execute(query + "?", (key.call_id,))
             conn.commit()
+
+
+async def test_an_outcome_json_cannot_hold_as_is_costs_no_other_outcome(
+    journal_target: str,
+) -> None:
+    # NaN and infinities (a mean of nothing, from a data tool) have no JSON number and
+    # PostgreSQL's JSONB refuses them; a value that holds itself has no JSON at all. Either
+    # is its own call's problem: the other outcomes of the batch are stored.
+    looped: dict[str, Any] = {"text": "loop"}
+    looped["self"] = looped
+    outcomes: list[dict[str, Any]] = [
+        {"value": [math.nan, math.inf, -math.inf]},
+        looped,
+        {"text": "ok"},
+    ]
+    async with await open_journal(journal_target) as journal:
+        keys = [CallKey("numbers", f"c{index}", "h") for index in range(3)]
+        await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+        done = await asyncio.gather(
+            *(journal.finish(key, outcome) for key, outcome in zip(keys, outcomes, strict=True)),
+            return_exceptions=True,
+        )
+        assert done[0] is None and done[2] is None, done
+        assert isinstance(done[1], JournalError), done[1]
+        assert "cannot be stored in the journal as JSON" in str(done[1])
+        assert (await journal.entry(keys[2])) is not None
+        stored = await journal.claim(keys[0], "t", {})
+        assert stored.action is ClaimAction.REPLAY and stored.entry.outcome is not None
+        assert [str(number) for number in stored.entry.outcome["value"]] in (
+            ["nan", "inf", "-inf"],  # SQLite's text holds them as Python writes them
+            ["NaN", "Infinity", "-Infinity"],  # JSONB: by name
+        )
+        assert (await journal.claim(keys[2], "t", {})).entry.outcome == {"text": "ok"}

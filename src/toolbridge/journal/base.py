@@ -11,11 +11,12 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry
+from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry, JournalError
 
 __all__ = ["CallJournal", "Durability", "to_json"]
 
@@ -30,17 +31,48 @@ BUSY_POLL_MAX = 0.25
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def to_json(value: Any) -> str:
+def to_json(value: Any, *, finite: bool = False) -> str:
     """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr.
 
     A lone surrogate (text decoded with ``surrogateescape``, such as a file name that is
     not UTF-8) cannot be UTF-8, so no database stores it: it is stored as U+FFFD, the
-    character of undecodable text, rather than failing the batch its outcome is in.
+    character of undecodable text, rather than failing the batch its outcome is in. With
+    `finite`, NaN and infinities (no JSON number; PostgreSQL's JSONB refuses them) are
+    stored by name, as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``. A value
+    with no JSON at all (one that holds itself) is a `JournalError` of its own call.
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    try:
+        try:
+            text = _dumps(value, allow_nan=not finite)
+        except ValueError:
+            if not finite:
+                raise
+            text = _dumps(_named_numbers(value), allow_nan=False)
+    except (ValueError, RecursionError) as exc:
+        raise JournalError(
+            f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
+            "(objects, arrays, text, numbers) that does not contain itself"
+        ) from None
     if not text.isascii() and _SURROGATE.search(text) is not None:
         return _SURROGATE.sub("\ufffd", text)
     return text
+
+
+def _dumps(value: Any, *, allow_nan: bool) -> str:
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=allow_nan
+    )
+
+
+def _named_numbers(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by its name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _named_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_named_numbers(item) for item in value]
+    return value
 
 
 class CallJournal(abc.ABC):

@@ -88,12 +88,15 @@ class _Claim:
     tool: str
     arguments: Any
     approval: Mapping[str, Any] | None
+    # As JSONB text, written by the caller: a value that cannot be stored fails its call only.
+    arguments_text: str
+    approval_text: str | None
 
 
 @dataclass(slots=True)
 class _Finish:
     key: CallKey
-    outcome: Mapping[str, Any]
+    outcome_text: str
     error_kind: str | None
 
 
@@ -250,8 +253,8 @@ class PostgresJournal(CallJournal):
                 "owner": self._owner,
                 **_key_columns([op.key for op in ops]),
                 "t": [op.tool for op in ops],
-                "a": [_jsonb(op.arguments) for op in ops],
-                "p": [_jsonb(op.approval) if op.approval else None for op in ops],
+                "a": [op.arguments_text for op in ops],
+                "p": [op.approval_text for op in ops],
             },
         )
         inserted = {CallKey(*row) for row in await cursor.fetchall()}
@@ -351,7 +354,7 @@ class PostgresJournal(CallJournal):
                     "now": time.time(),
                     "owner": self._owner,
                     **_key_columns([op.key for op in owned]),
-                    "o": [_jsonb(op.outcome) for op in owned],
+                    "o": [op.outcome_text for op in owned],
                     "e": [op.error_kind for op in owned],
                 },
             )
@@ -388,7 +391,8 @@ class PostgresJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
         check_storable(key, tool, nul=False)
-        result: Claim = await self._submit(_Claim(key, tool, arguments, approval))
+        texts = _jsonb(arguments), _jsonb(approval) if approval else None
+        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts))
         return result
 
     async def restart(self, key: CallKey) -> JournalEntry:
@@ -412,6 +416,8 @@ class PostgresJournal(CallJournal):
     async def retry(
         self, key: CallKey, *, approval: Mapping[str, Any] | None = None
     ) -> JournalEntry | None:
+        approval_text = _jsonb(approval) if approval else None
+
         async def op(conn: AsyncConnection[Any]) -> Claim | None:
             if key in self._held:
                 return None
@@ -423,7 +429,7 @@ class PostgresJournal(CallJournal):
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
-                    _jsonb(approval) if approval else None,
+                    approval_text,
                     time.time(),
                     self._owner,
                     key.session,
@@ -444,7 +450,7 @@ class PostgresJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        error = await self._submit(_Finish(key, outcome, error_kind))
+        error = await self._submit(_Finish(key, _jsonb(outcome), error_kind))
         assert error is None
 
     async def abandon(self, key: CallKey) -> None:
@@ -479,11 +485,13 @@ class PostgresJournal(CallJournal):
         return result
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
+        text = _jsonb(state)
+
         async def op(conn: AsyncConnection[Any]) -> None:
             await conn.execute(
                 "INSERT INTO toolbridge_runs VALUES (%s, %s::jsonb, %s) ON CONFLICT (session) "
                 "DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                (session, _jsonb(state), time.time()),
+                (session, text, time.time()),
             )
 
         await self._submit(op)
@@ -626,9 +634,9 @@ _NUL_ESCAPE = re.compile(r"(\\+)u0000")
 
 
 def _jsonb(value: Any) -> str:
-    """`to_json` text that JSONB accepts: JSONB refuses NUL (``\\u0000``) in a string, so
-    it is stored as U+FFFD, like the lone surrogates `to_json` replaces."""
-    text = to_json(value)
+    """`to_json` text that JSONB accepts: numbers JSON has not by name, and NUL
+    (``\\u0000``, which JSONB refuses in a string) as U+FFFD, like lone surrogates."""
+    text = to_json(value, finite=True)
     if "\\u0000" in text:
         # An odd run of backslashes before u0000 is the escape of NUL; an even run is
         # escaped backslashes followed by the letters "u0000".
