@@ -355,3 +355,32 @@ async def test_an_outcome_json_cannot_hold_as_is_costs_no_other_outcome(
             ["NaN", "Infinity", "-Infinity"],  # JSONB: by name
         )
         assert (await journal.claim(keys[2], "t", {})).entry.outcome == {"text": "ok"}
+
+
+async def test_two_processes_taking_over_the_same_interrupted_calls_run_each_once(
+    journal_target: str, tmp_path: Path
+) -> None:
+    # Calls left running by a dead process, and calls finished as interrupted whose retry
+    # the user approved: two processes reach for all of them at once.
+    count = 40
+    async with await open_journal(journal_target) as journal:
+        for index in range(count):
+            key = CallKey("orphans", f"call-{index}", "h")
+            await journal.claim(key, "effect", {"index": index})
+            if index % 2:
+                await journal.finish(key, {"text": "?"}, error_kind="interrupted")
+            else:
+                await journal.abandon(key)
+    effects = tmp_path / "effects.txt"
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), "orphans", journal_target, str(effects), str(count),
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    outputs = [(await process.communicate())[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    lines = (await asyncio.to_thread(effects.read_text)).splitlines()
+    assert sorted(int(line.split()[0]) for line in lines) == list(range(count))  # each once
+    assert sum(int(output) for output in outputs) == count
