@@ -239,3 +239,37 @@ def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
         await journal.close()
 
     asyncio.run(next_run())
+
+
+async def test_a_row_whose_text_is_not_utf8_fails_its_own_claim_not_the_batch(db: Path) -> None:
+    # Bytes that are not UTF-8 in one row (a damaged disk, another tool): reading it failed
+    # the whole batch ("failed to record calls", the row's full text in the message, no
+    # call named), so a batch holding that call could never run again.
+    damaged, kept = CallKey("s1", "damaged", "h"), CallKey("s1", "kept", "h")
+    async with SQLiteJournal(db) as journal:
+        for key in (damaged, kept):
+            await journal.claim(key, "t", {})
+            await journal.finish(key, {"text": "ok " * 10_000})
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE toolbridge_calls SET outcome = CAST(x'7b2274657874223a22ff227d' AS TEXT) "
+        "WHERE call_id = 'damaged'"
+    )  # {"text":"\xff"}
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        replay, refused, fresh = await asyncio.gather(
+            journal.claim(kept, "t", {}),
+            journal.claim(damaged, "t", {}),
+            journal.claim(KEY, "t", {}),
+            return_exceptions=True,
+        )
+        assert isinstance(refused, JournalError), refused
+        assert str(refused).startswith(
+            "the journal holds a record of call 'damaged' (session 's1') it cannot read"
+        )
+        assert len(str(refused)) < 500
+        assert not isinstance(replay, BaseException) and replay.action is ClaimAction.REPLAY
+        assert not isinstance(fresh, BaseException) and fresh.action is ClaimAction.RUN
+        with pytest.raises(JournalError, match="record of call 'damaged'"):
+            await journal.entries()

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry, JournalError
 
-__all__ = ["CallJournal", "Durability", "to_json"]
+__all__ = ["SURROGATE", "CallJournal", "Durability", "to_json"]
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -28,7 +28,8 @@ BUSY_POLL_START = 0.01
 BUSY_POLL_MAX = 0.25
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: text decoded with ``surrogateescape``, never UTF-8."""
 
 
 def to_json(value: Any, *, finite: bool = False) -> str:
@@ -53,8 +54,8 @@ def to_json(value: Any, *, finite: bool = False) -> str:
             f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
             "(objects, arrays, text, numbers) that does not contain itself"
         ) from None
-    if not text.isascii() and _SURROGATE.search(text) is not None:
-        return _SURROGATE.sub("\ufffd", text)
+    if not text.isascii() and SURROGATE.search(text) is not None:
+        return SURROGATE.sub("\ufffd", text)
     return text
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import CallJournal, Durability, to_json
+from toolbridge.journal.base import SURROGATE, CallJournal, Durability, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SESSIONS_QUERY,
@@ -191,6 +191,7 @@ class SQLiteJournal(CallJournal):
             )  # fmt: skip
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
+        conn.text_factory = _text
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
         while True:
             try:
@@ -405,9 +406,9 @@ class SQLiteJournal(CallJournal):
         def op(conn: sqlite3.Connection) -> Claim:
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
-                return Claim(ClaimAction.REPLAY, entry_from_row(row, json.loads))
+                return Claim(ClaimAction.REPLAY, entry_from_row(row, _loads))
             if key in owner.held:  # running in this journal already
-                stored = entry_from_row(row, json.loads) if row is not None else None
+                stored = entry_from_row(row, _loads) if row is not None else None
                 return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
             if row is None:
                 now = time.time()
@@ -417,7 +418,7 @@ class SQLiteJournal(CallJournal):
                 )  # fmt: skip
                 self._own(key)
                 return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
-            entry = entry_from_row(row, json.loads)
+            entry = entry_from_row(row, _loads)
             if owner.elsewhere(row[_OWNER]):
                 return Claim(ClaimAction.BUSY, entry)
             _set_owner(conn, key, owner.number)  # its owner is gone: interrupted, ours now
@@ -453,7 +454,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (time.time(), key.session, key.call_id, key.args_hash),
             )
-            return entry_from_row(_select(conn, key), json.loads)
+            return entry_from_row(_select(conn, key), _loads)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -467,7 +468,7 @@ class SQLiteJournal(CallJournal):
             row = _select(conn, key)
             if row is None or key in self._owner.held:
                 return None
-            if not interrupted(entry_from_row(row, json.loads)):
+            if not interrupted(entry_from_row(row, _loads)):
                 return None
             conn.execute(
                 "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
@@ -478,7 +479,7 @@ class SQLiteJournal(CallJournal):
                  key.args_hash),
             )  # fmt: skip
             self._own(key)
-            return entry_from_row(_select(conn, key), json.loads)
+            return entry_from_row(_select(conn, key), _loads)
 
         def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
@@ -526,7 +527,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (key.session, key.call_id, key.args_hash),
             ).fetchone()
-            return entry_from_row(row, json.loads) if row is not None else None
+            return entry_from_row(row, _loads) if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -543,7 +544,7 @@ class SQLiteJournal(CallJournal):
                 "ORDER BY created_at, rowid LIMIT ?",
                 (*params, -1 if limit is None else limit),
             ).fetchall()
-            return [entry_from_row(row, json.loads) for row in rows]
+            return [entry_from_row(row, _loads) for row in rows]
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -565,7 +566,7 @@ class SQLiteJournal(CallJournal):
             row = conn.execute(
                 "SELECT state FROM toolbridge_runs WHERE session = ?", (session,)
             ).fetchone()
-            return json.loads(row[0]) if row is not None else None
+            return _loads(row[0]) if row is not None else None
 
         result: dict[str, Any] | None = await self._submit(op)
         return result
@@ -648,6 +649,19 @@ def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
         ):
             found[CallKey(row[0], row[1], row[2])] = row
     return found
+
+
+def _text(data: bytes) -> str:
+    """Stored text as `str`. Bytes that are not UTF-8 (a damaged row) arrive as lone
+    surrogates, which `_loads` refuses: the call they are in fails, not the whole batch."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _loads(text: str) -> Any:
+    """A stored JSON value; a ValueError for text that was not UTF-8 on disk."""
+    if not text.isascii() and SURROGATE.search(text) is not None:
+        raise ValueError("its text is not UTF-8")
+    return json.loads(text)
 
 
 def _statements(script: str) -> list[str]:
