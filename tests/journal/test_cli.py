@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from toolbridge.journal import CallKey, SQLiteJournal
 
 
@@ -91,3 +93,26 @@ def test_names_with_square_brackets_are_shown_as_they_are(tmp_path: Path) -> Non
     shown = run_cli("show", "[bold red]x", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "[/call]" in shown.stdout and "[/tool]" in shown.stdout
+
+
+def test_prune_refuses_negative_amounts_and_deletes_nothing(tmp_path: Path) -> None:
+    # "--keep-sessions -1" deleted the oldest session and "--older-than-days -1" every
+    # finished call, whatever its age: a typo that erased the audit trail.
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+    asyncio.run(fill(path))
+    for option in ("--keep-sessions", "--older-than-days"):
+        done = run_cli("prune", option, "-1", cwd=tmp_path)
+        assert done.returncode == 2, done.stdout
+        assert f"Invalid value for '{option}'" in done.stderr
+        assert "greater than or equal to 0" in done.stderr
+    exported = run_cli("export", cwd=tmp_path)
+    assert len(exported.stdout.splitlines()) == 4
+
+
+async def test_the_library_refuses_negative_prune_amounts_too(tmp_path: Path) -> None:
+    async with SQLiteJournal(tmp_path / "j.sqlite3") as journal:
+        with pytest.raises(ValueError, match="keep_sessions must be 0 or more, not -1"):
+            await journal.prune(keep_sessions=-1)
+        with pytest.raises(ValueError, match="older_than must be 0 or more seconds, not -5"):
+            await journal.prune(older_than=-5)

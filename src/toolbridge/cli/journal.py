@@ -122,10 +122,12 @@ def prune_command(
     workspace: WorkspaceOption = None,
     journal: JournalOption = None,
     older_than_days: Annotated[
-        float | None, typer.Option("--older-than-days", help="Delete finished calls older.")
+        float | None,
+        typer.Option("--older-than-days", min=0, help="Delete finished calls older."),
     ] = None,
     keep_sessions: Annotated[
-        int | None, typer.Option("--keep-sessions", help="Keep only the newest N sessions.")
+        int | None,
+        typer.Option("--keep-sessions", min=0, help="Keep only the newest N sessions."),
     ] = None,
 ) -> None:
     """Delete old finished calls; running ones always stay."""

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry, JournalError
 
-__all__ = ["SURROGATE", "CallJournal", "Durability", "to_json"]
+__all__ = ["SURROGATE", "CallJournal", "Durability", "check_prune", "to_json"]
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -57,6 +57,15 @@ def to_json(value: Any, *, finite: bool = False) -> str:
     if not text.isascii() and SURROGATE.search(text) is not None:
         return SURROGATE.sub("\ufffd", text)
     return text
+
+
+def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
+    """Refuse a negative amount to `CallJournal.prune`: it would delete what it was asked
+    to keep (every finished call, or the oldest sessions)."""
+    if older_than is not None and not older_than >= 0:
+        raise ValueError(f"older_than must be 0 or more seconds, not {older_than}")
+    if keep_sessions is not None and keep_sessions < 0:
+        raise ValueError(f"keep_sessions must be 0 or more, not {keep_sessions}")
 
 
 def _dumps(value: Any, *, allow_nan: bool) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, to_json
+from toolbridge.journal.base import CallJournal, Durability, check_prune, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SESSIONS_QUERY,
@@ -518,6 +518,7 @@ class PostgresJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
+        check_prune(older_than, keep_sessions)
         sessions = await self.sessions() if keep_sessions is not None else []
         dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
 

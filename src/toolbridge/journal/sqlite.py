@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import SURROGATE, CallJournal, Durability, to_json
+from toolbridge.journal.base import SURROGATE, CallJournal, Durability, check_prune, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SESSIONS_QUERY,
@@ -582,6 +582,7 @@ class SQLiteJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
+        check_prune(older_than, keep_sessions)
         sessions = await self.sessions() if keep_sessions is not None else []
         dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
 
