@@ -22,6 +22,7 @@ import sqlite3
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,7 @@ class _Owner:
             if _lock(self.fd, self.number, fcntl.F_WRLCK):
                 break
         self.held: set[CallKey] = set()
+        _OPEN_OWNERS.add(self)
 
     def elsewhere(self, number: int | None) -> bool:
         """Whether another open journal owns the calls whose owner is `number` (this one's
@@ -121,7 +123,26 @@ class _Owner:
 
     def close(self) -> None:
         self.held.clear()
-        os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
+        _OPEN_OWNERS.discard(self)
+        if self.fd >= 0:
+            os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
+            self.fd = -1
+
+
+# Owners open in this process. A child forked without exec (a tool's multiprocessing
+# worker) inherits their descriptors, and with them the open file description an OFD lock
+# belongs to: the lock would outlive this process for as long as the child lives, and its
+# calls would look busy instead of interrupted. The child closes its copies (the parent's
+# lock stays: it goes with the last descriptor).
+_OPEN_OWNERS: weakref.WeakSet[_Owner] = weakref.WeakSet()
+
+
+def _forget_owners_in_child() -> None:
+    for owner in list(_OPEN_OWNERS):
+        owner.close()
+
+
+os.register_at_fork(after_in_child=_forget_owners_in_child)
 
 
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
