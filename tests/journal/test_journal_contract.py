@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import signal
 import sqlite3
 import subprocess
@@ -384,3 +385,23 @@ async def test_two_processes_taking_over_the_same_interrupted_calls_run_each_onc
     lines = (await asyncio.to_thread(effects.read_text)).splitlines()
     assert sorted(int(line.split()[0]) for line in lines) == list(range(count))  # each once
     assert sum(int(output) for output in outputs) == count
+
+
+async def test_a_child_the_process_forked_does_not_keep_its_calls_owned(
+    journal_target: str,
+) -> None:
+    # A tool's multiprocessing worker is forked, not executed: it inherited the owner lock's
+    # descriptor, so after the process was killed its calls stayed "busy" for as long as
+    # the worker lived, instead of being found interrupted.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), "fork", journal_target, "c1", stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    child = int(await process.stdout.readline())
+    try:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        async with await open_journal(journal_target) as journal:
+            await wait_for_action(journal, CallKey("crash", "c1", "h"), ClaimAction.INTERRUPTED)
+    finally:
+        os.kill(child, signal.SIGKILL)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -275,22 +273,3 @@ async def test_a_row_whose_text_is_not_utf8_fails_its_own_claim_not_the_batch(db
         assert not isinstance(fresh, BaseException) and fresh.action is ClaimAction.RUN
         with pytest.raises(JournalError, match="record of call 'damaged'"):
             await journal.entries()
-
-
-async def test_a_child_the_process_forked_does_not_keep_its_calls_owned(db: Path) -> None:
-    # A tool's multiprocessing worker is forked, not executed: it inherited the owner lock's
-    # descriptor, so after the process was killed its calls stayed "busy" for as long as
-    # the worker lived, instead of being found interrupted.
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(WORKER), "fork", str(db), "c1", stdout=subprocess.PIPE
-    )
-    assert process.stdout is not None
-    child = int(await process.stdout.readline())
-    try:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
-        async with SQLiteJournal(db) as journal:
-            claim = await journal.claim(CallKey("crash", "c1", "h"), "slow", {})
-            assert claim.action is ClaimAction.INTERRUPTED
-    finally:
-        os.kill(child, signal.SIGKILL)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -125,6 +127,7 @@ class PostgresJournal(CallJournal):
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
         self._closed = False
+        _OPEN_JOURNALS.add(self)
 
     @classmethod
     async def connect(cls, conninfo: str, *, durability: Durability = "process") -> PostgresJournal:
@@ -551,6 +554,28 @@ class PostgresJournal(CallJournal):
         self._jobs.put_nowait(None)
         await self._writer
         await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
+        _OPEN_JOURNALS.discard(self)
+
+
+# Journals open in this process. A child forked without exec (a tool's multiprocessing
+# worker) inherits the connection's socket: the server would see the connection, and the
+# owner lock, alive for as long as the child lives, and the calls of a killed parent busy
+# instead of interrupted. The child points its copy of the socket at /dev/null (the
+# number stays taken, so the driver never writes to another file through it).
+_OPEN_JOURNALS: weakref.WeakSet[PostgresJournal] = weakref.WeakSet()
+
+
+def _forget_connections_in_child() -> None:
+    for journal in list(_OPEN_JOURNALS):
+        if journal._conn.closed:  # nothing inherited
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, journal._conn.pgconn.socket)
+        os.close(null)
+    _OPEN_JOURNALS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
 async def _migrate(conn: AsyncConnection[Any], description: str) -> None:
