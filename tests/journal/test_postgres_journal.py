@@ -75,3 +75,34 @@ async def test_a_call_id_with_nul_is_refused_alone(postgres_url: str) -> None:
         assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
         with pytest.raises(JournalError, match="its tool name holds NUL"):
             await journal.claim(CallKey("s1", "c2", "h"), "t\x00", {})
+
+
+async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_interrupted(
+    postgres_url: str,
+) -> None:
+    keys = [CallKey("s1", f"c{n}", "h") for n in range(20)]
+    journal = await open_journal(postgres_url)
+    await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+    pid = await backend_pid(journal)
+    # The writer is in a statement when the server ends its connection; finishes queue up.
+    slow = asyncio.ensure_future(journal._submit(lambda conn: conn.execute("SELECT pg_sleep(30)")))  # type: ignore[attr-defined]
+    await asyncio.sleep(0.1)
+    finishes = [asyncio.ensure_future(journal.finish(key, {"text": "ok"})) for key in keys]
+    await asyncio.sleep(0.1)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    answers = await asyncio.wait_for(asyncio.gather(slow, *finishes, return_exceptions=True), 20)
+    assert all(isinstance(answer, JournalError) for answer in answers), answers
+    assert "terminating connection" in str(answers[0])
+    with pytest.raises(JournalError, match="the connection is closed"):
+        await asyncio.wait_for(journal.claim(CallKey("s1", "late", "h"), "t", {}), 20)
+    await asyncio.wait_for(journal.close(), 20)
+    async with await open_journal(postgres_url) as reopened:
+        claims = [await reopened.claim(key, "t", {}) for key in keys]
+    assert {claim.action for claim in claims} == {ClaimAction.INTERRUPTED}
+
+
+async def backend_pid(journal: object) -> int:
+    cursor = await journal._conn.execute("SELECT pg_backend_pid()")  # type: ignore[attr-defined]
+    row = await cursor.fetchone()
+    return int(row[0])
