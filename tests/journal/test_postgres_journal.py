@@ -106,3 +106,24 @@ async def backend_pid(journal: object) -> int:
     cursor = await journal._conn.execute("SELECT pg_backend_pid()")  # type: ignore[attr-defined]
     row = await cursor.fetchone()
     return int(row[0])
+
+
+async def test_a_first_version_journal_is_migrated_with_its_running_and_finished_calls(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for statement in filter(None, (part.strip() for part in MIGRATIONS[0].split(";"))):
+            conn.execute(statement)  # type: ignore[call-overload]
+        conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '1')")
+        conn.execute(
+            "INSERT INTO toolbridge_calls VALUES ('s1', 'done', 'h', 't', '{}', 'finished', 1, "
+            "'{\"text\": \"from v1\"}', NULL, NULL, 1.0, 1.0, 2.0), ('s1', 'left', 'h', 't', "
+            "'{}', 'running', 1, NULL, NULL, NULL, 1.0, 1.0, NULL)"
+        )
+    async with await open_journal(postgres_url) as journal:
+        done = await journal.claim(CallKey("s1", "done", "h"), "t", {})
+        assert (done.action, done.entry.outcome) == (ClaimAction.REPLAY, {"text": "from v1"})
+        left = await journal.claim(CallKey("s1", "left", "h"), "t", {})
+        assert left.action is ClaimAction.INTERRUPTED
+        await journal.save_run("s1", {"turn": 1})  # the table version 2 added
+        assert await journal.load_run("s1") == {"turn": 1}
