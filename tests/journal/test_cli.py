@@ -116,3 +116,26 @@ async def test_the_library_refuses_negative_prune_amounts_too(tmp_path: Path) ->
             await journal.prune(keep_sessions=-1)
         with pytest.raises(ValueError, match="older_than must be 0 or more seconds, not -5"):
             await journal.prune(older_than=-5)
+
+
+def test_export_is_strict_json_even_for_outcomes_with_nan(tmp_path: Path) -> None:
+    # A data tool's NaN was stored as the bare word NaN, which no JSON parser but Python's
+    # reads: `toolbridge journal export | jq` failed on the audit's first such line.
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+
+    async def nan() -> None:
+        async with SQLiteJournal(path) as journal:
+            key = CallKey("s", "c", "h")
+            await journal.claim(key, "stats", {})
+            await journal.finish(key, {"value": [float("nan"), float("inf")]})
+
+    asyncio.run(nan())
+    exported = run_cli("export", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+
+    def refuse(word: str) -> None:
+        raise ValueError(f"{word} is not JSON")
+
+    [row] = [json.loads(line, parse_constant=refuse) for line in exported.stdout.splitlines()]
+    assert row["outcome"] == {"value": ["NaN", "Infinity"]}

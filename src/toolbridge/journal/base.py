@@ -32,23 +32,21 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 """A lone surrogate: text decoded with ``surrogateescape``, never UTF-8."""
 
 
-def to_json(value: Any, *, finite: bool = False) -> str:
+def to_json(value: Any) -> str:
     """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr.
 
-    A lone surrogate (text decoded with ``surrogateescape``, such as a file name that is
-    not UTF-8) cannot be UTF-8, so no database stores it: it is stored as U+FFFD, the
-    character of undecodable text, rather than failing the batch its outcome is in. With
-    `finite`, NaN and infinities (no JSON number; PostgreSQL's JSONB refuses them) are
-    stored by name, as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``. A value
-    with no JSON at all (one that holds itself) is a `JournalError` of its own call.
+    What JSON has no form for is stored in the nearest form it has, the same on every
+    backend, so the stored text is JSON any reader (jq, PostgreSQL's JSONB) accepts: NaN
+    and infinities by name (the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``), and
+    a lone surrogate (text decoded with ``surrogateescape``, such as a file name that is
+    not UTF-8) as U+FFFD, the character of undecodable text. A value with no JSON at all
+    (one that holds itself) is a `JournalError` of its own call.
     """
     try:
         try:
-            text = _dumps(value, allow_nan=not finite)
-        except ValueError:
-            if not finite:
-                raise
-            text = _dumps(_named_numbers(value), allow_nan=False)
+            text = _dumps(value)
+        except ValueError:  # NaN or an infinity, or a value that holds itself
+            text = _dumps(_named_numbers(value))
     except (ValueError, RecursionError) as exc:
         raise JournalError(
             f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
@@ -68,9 +66,9 @@ def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
         raise ValueError(f"keep_sessions must be 0 or more, not {keep_sessions}")
 
 
-def _dumps(value: Any, *, allow_nan: bool) -> str:
+def _dumps(value: Any) -> str:
     return json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=allow_nan
+        value, ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=False
     )
 
 

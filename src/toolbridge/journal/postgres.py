@@ -660,9 +660,9 @@ _NUL_ESCAPE = re.compile(r"(\\+)u0000")
 
 
 def _jsonb(value: Any) -> str:
-    """`to_json` text that JSONB accepts: numbers JSON has not by name, and NUL
-    (``\\u0000``, which JSONB refuses in a string) as U+FFFD, like lone surrogates."""
-    text = to_json(value, finite=True)
+    """`to_json` text that JSONB accepts: NUL (``\\u0000``, which JSONB refuses in a
+    string) as U+FFFD, like lone surrogates."""
+    text = to_json(value)
     if "\\u0000" in text:
         # An odd run of backslashes before u0000 is the escape of NUL; an even run is
         # escaped backslashes followed by the letters "u0000".
