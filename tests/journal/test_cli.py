@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from toolbridge.journal import CallKey, SQLiteJournal
 
 
@@ -69,3 +71,71 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     assert done.returncode == 3
     assert done.stderr.startswith(f"Error: the journal {corrupt} is corrupt")
     assert "Traceback" not in done.stderr
+
+
+def test_names_with_square_brackets_are_shown_as_they_are(tmp_path: Path) -> None:
+    # Session names, call ids and tool names are data: rich read "[/b]" as markup and the
+    # command died with a traceback (or styled "[bold]x" and hid the brackets).
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+
+    async def odd() -> None:
+        async with SQLiteJournal(path) as journal:
+            for session in ("a[/b]", "[bold red]x"):
+                key = CallKey(session, "[/call]", "h")
+                await journal.claim(key, "[/tool]", {})
+                await journal.finish(key, {"text": "ok"})
+
+    asyncio.run(odd())
+    listed = run_cli("list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "a[/b]" in listed.stdout and "[bold red]x" in listed.stdout
+    shown = run_cli("show", "[bold red]x", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "[/call]" in shown.stdout and "[/tool]" in shown.stdout
+
+
+def test_prune_refuses_negative_amounts_and_deletes_nothing(tmp_path: Path) -> None:
+    # "--keep-sessions -1" deleted the oldest session and "--older-than-days -1" every
+    # finished call, whatever its age: a typo that erased the audit trail.
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+    asyncio.run(fill(path))
+    for option in ("--keep-sessions", "--older-than-days"):
+        done = run_cli("prune", option, "-1", cwd=tmp_path)
+        assert done.returncode == 2, done.stdout
+        assert f"Invalid value for '{option}'" in done.stderr
+        assert "greater than or equal to 0" in done.stderr
+    exported = run_cli("export", cwd=tmp_path)
+    assert len(exported.stdout.splitlines()) == 4
+
+
+async def test_the_library_refuses_negative_prune_amounts_too(tmp_path: Path) -> None:
+    async with SQLiteJournal(tmp_path / "j.sqlite3") as journal:
+        with pytest.raises(ValueError, match="keep_sessions must be 0 or more, not -1"):
+            await journal.prune(keep_sessions=-1)
+        with pytest.raises(ValueError, match="older_than must be 0 or more seconds, not -5"):
+            await journal.prune(older_than=-5)
+
+
+def test_export_is_strict_json_even_for_outcomes_with_nan(tmp_path: Path) -> None:
+    # A data tool's NaN was stored as the bare word NaN, which no JSON parser but Python's
+    # reads: `toolbridge journal export | jq` failed on the audit's first such line.
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+
+    async def nan() -> None:
+        async with SQLiteJournal(path) as journal:
+            key = CallKey("s", "c", "h")
+            await journal.claim(key, "stats", {})
+            await journal.finish(key, {"value": [float("nan"), float("inf")]})
+
+    asyncio.run(nan())
+    exported = run_cli("export", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+
+    def refuse(word: str) -> None:
+        raise ValueError(f"{word} is not JSON")
+
+    [row] = [json.loads(line, parse_constant=refuse) for line in exported.stdout.splitlines()]
+    assert row["outcome"] == {"value": ["NaN", "Infinity"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sqlite3
@@ -289,3 +290,33 @@ async def test_a_call_the_journal_holds_is_not_asked_about_again(workspace: Path
     assert interrupted.kind is ErrorKind.INTERRUPTED
     assert interrupted.approval is not None and interrupted.approval.retry
     assert ran == ["ann"]
+
+
+async def test_a_call_whose_outcome_could_not_be_stored_is_interrupted_not_busy_forever(
+    workspace: Path, small_disk: Path
+) -> None:
+    # The disk fills up while a call runs, so its outcome cannot be stored ("free space,
+    # then retry"). Run again once there is space: the call is interrupted (it ran, its
+    # outcome is lost). It stayed owned by this journal: every later claim waited forever.
+    filler = small_disk / "filler"
+    ran: list[str] = []
+
+    @tool
+    async def fill(label: str) -> str:
+        """Side effect: fills the disk the journal is on."""
+        ran.append(label)
+        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
+            while True:
+                file.write(b"x" * 4096)
+        return "filled " + "y" * 20_000
+
+    registry = ToolRegistry([fill], context=ToolContext(workspace=workspace, session="s"))
+    call = ToolCallRequest("c", "fill", {"label": "a"})
+    async with SQLiteJournal(small_disk / "j.sqlite3") as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        [first] = await executor.run([call])
+        assert first.result.metadata["toolbridge.journal"]["recorded"] is False
+        filler.unlink()  # space again
+        [again] = await asyncio.wait_for(executor.run([call]), 30)
+    assert again.kind is ErrorKind.INTERRUPTED
+    assert ran == ["a"]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -238,3 +242,163 @@ async def test_prune_by_age_and_by_session_count(journal_target: str) -> None:
         assert remaining == {("mid", "finished"), ("new", "finished"), ("new", "running")}
         assert await journal.prune(older_than=0) == 6
         assert [e.key for e in await journal.entries()] == [running]
+
+
+async def test_an_outcome_with_text_the_database_cannot_hold_costs_no_other_outcome(
+    journal_target: str,
+) -> None:
+    # A tool's text can hold a lone surrogate (a file name decoded with surrogateescape) or
+    # NUL (`find -print0`): neither fits PostgreSQL's JSONB, and no lone surrogate fits
+    # UTF-8. Storing one must not fail the other calls of its batch (they ran).
+    hostile = "name \udcff and \x00 nul, not an escape: \\u0000"
+    async with await open_journal(journal_target) as journal:
+        keys = [CallKey("hostile", f"c{index}", "h") for index in range(3)]
+        claims = await asyncio.gather(
+            *(
+                journal.claim(key, "t", {"text": hostile if key is keys[1] else "ok"})
+                for key in keys
+            )
+        )
+        assert [claim.action for claim in claims] == [ClaimAction.RUN] * 3
+        await asyncio.gather(
+            *(journal.finish(key, {"text": hostile if key is keys[1] else "ok"}) for key in keys)
+        )
+        replays = [await journal.claim(key, "t", {}) for key in keys]
+        assert [claim.action for claim in replays] == [ClaimAction.REPLAY] * 3
+        stored = replays[1].entry.outcome
+        assert stored is not None
+        assert stored["text"].replace("\x00", "\ufffd") == (
+            "name \ufffd and \ufffd nul, not an escape: \\u0000"
+        )
+        assert replays[0].entry.outcome == {"text": "ok"}
+
+
+@pytest.mark.parametrize(("session", "call_id"), [("\udcffsession", "c1"), ("s1", "call\udcff")])
+async def test_a_call_the_journal_cannot_store_is_refused_alone(
+    journal_target: str, session: str, call_id: str
+) -> None:
+    # A session named from a non-UTF-8 command line, or a model's odd call id: the journal
+    # cannot store it, so that claim is refused, clearly; the rest of its batch runs.
+    async with await open_journal(journal_target) as journal:
+        odd = CallKey(session, call_id, "h")
+        good, refused = await asyncio.gather(
+            journal.claim(KEY, "t", {}), journal.claim(odd, "t", {}), return_exceptions=True
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "cannot be stored in the journal" in str(refused)
+        assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
+        await journal.finish(KEY, {"text": "ok"})
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.REPLAY
+
+
+async def test_a_damaged_row_fails_its_own_claim_not_the_batch(journal_target: str) -> None:
+    # One record damaged on disk (edited, or written by a buggy tool) must not refuse the
+    # whole batch it is claimed in, nor leave the batch's new calls owned with nobody
+    # running them (they answered "busy" to every later claim).
+    damaged = CallKey("s1", "damaged", "h")
+    async with await open_journal(journal_target) as journal:
+        await journal.claim(damaged, "t", {})
+        await journal.finish(damaged, {"text": "ok"})
+    await asyncio.to_thread(damage_state, journal_target, damaged)
+    async with await open_journal(journal_target) as journal:
+        fresh, refused = await asyncio.gather(
+            journal.claim(KEY, "t", {}), journal.claim(damaged, "t", {}), return_exceptions=True
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "holds a record of call 'damaged' (session 's1') it cannot read" in str(refused)
+        assert not isinstance(fresh, BaseException) and fresh.action is ClaimAction.RUN
+        await journal.finish(KEY, {"text": "ran once"})
+        assert (await journal.claim(KEY, "t", {})).action is ClaimAction.REPLAY
+
+
+def damage_state(target: str, key: CallKey) -> None:
+    """Write a state no toolbridge writes into the row of `key`, behind the journal's back."""
+    query = "UPDATE toolbridge_calls SET state = 'bogus' WHERE call_id = "
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(query + "%s", (key.call_id,))
+    else:
+        with contextlib.closing(sqlite3.connect(target)) as conn:
+            conn.execute(query + "?", (key.call_id,))
+            conn.commit()
+
+
+async def test_an_outcome_json_cannot_hold_as_is_costs_no_other_outcome(
+    journal_target: str,
+) -> None:
+    # NaN and infinities (a mean of nothing, from a data tool) have no JSON number and
+    # PostgreSQL's JSONB refuses them; a value that holds itself has no JSON at all. Either
+    # is its own call's problem: the other outcomes of the batch are stored.
+    looped: dict[str, Any] = {"text": "loop"}
+    looped["self"] = looped
+    outcomes: list[dict[str, Any]] = [
+        {"value": [math.nan, math.inf, -math.inf]},
+        looped,
+        {"text": "ok"},
+    ]
+    async with await open_journal(journal_target) as journal:
+        keys = [CallKey("numbers", f"c{index}", "h") for index in range(3)]
+        await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+        done = await asyncio.gather(
+            *(journal.finish(key, outcome) for key, outcome in zip(keys, outcomes, strict=True)),
+            return_exceptions=True,
+        )
+        assert done[0] is None and done[2] is None, done
+        assert isinstance(done[1], JournalError), done[1]
+        assert "cannot be stored in the journal as JSON" in str(done[1])
+        assert (await journal.entry(keys[2])) is not None
+        stored = await journal.claim(keys[0], "t", {})
+        assert stored.action is ClaimAction.REPLAY and stored.entry.outcome is not None
+        assert stored.entry.outcome["value"] == ["NaN", "Infinity", "-Infinity"]  # by name
+        assert (await journal.claim(keys[2], "t", {})).entry.outcome == {"text": "ok"}
+
+
+async def test_two_processes_taking_over_the_same_interrupted_calls_run_each_once(
+    journal_target: str, tmp_path: Path
+) -> None:
+    # Calls left running by a dead process, and calls finished as interrupted whose retry
+    # the user approved: two processes reach for all of them at once.
+    count = 40
+    async with await open_journal(journal_target) as journal:
+        for index in range(count):
+            key = CallKey("orphans", f"call-{index}", "h")
+            await journal.claim(key, "effect", {"index": index})
+            if index % 2:
+                await journal.finish(key, {"text": "?"}, error_kind="interrupted")
+            else:
+                await journal.abandon(key)
+    effects = tmp_path / "effects.txt"
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), "orphans", journal_target, str(effects), str(count),
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    outputs = [(await process.communicate())[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    lines = (await asyncio.to_thread(effects.read_text)).splitlines()
+    assert sorted(int(line.split()[0]) for line in lines) == list(range(count))  # each once
+    assert sum(int(output) for output in outputs) == count
+
+
+async def test_a_child_the_process_forked_does_not_keep_its_calls_owned(
+    journal_target: str,
+) -> None:
+    # A tool's multiprocessing worker is forked, not executed: it inherited the owner lock's
+    # descriptor, so after the process was killed its calls stayed "busy" for as long as
+    # the worker lived, instead of being found interrupted.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), "fork", journal_target, "c1", stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    child = int(await process.stdout.readline())
+    try:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        async with await open_journal(journal_target) as journal:
+            await wait_for_action(journal, CallKey("crash", "c1", "h"), ClaimAction.INTERRUPTED)
+    finally:
+        os.kill(child, signal.SIGKILL)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 
-from toolbridge.journal import CallKey, ClaimAction, open_journal
+from toolbridge.journal import CallKey, ClaimAction, JournalError, open_journal
 from toolbridge.journal.postgres import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -58,3 +59,71 @@ async def test_a_call_another_open_journal_runs_is_busy_and_taken_over_once_it_c
         assert entry.attempt == 2
         await second.finish(key, {"text": "done"})
         assert (await second.claim(key, "echo", {})).action is ClaimAction.REPLAY
+
+
+async def test_a_call_id_with_nul_is_refused_alone(postgres_url: str) -> None:
+    # PostgreSQL's text holds no NUL (SQLite's does): that claim is refused, not its batch.
+    async with await open_journal(postgres_url) as journal:
+        key = CallKey("s1", "c1", "h")
+        good, refused = await asyncio.gather(
+            journal.claim(key, "t", {}),
+            journal.claim(CallKey("s1", "nul\x00id", "h"), "t", {}),
+            return_exceptions=True,
+        )
+        assert isinstance(refused, JournalError), refused
+        assert "cannot be stored in the journal" in str(refused)
+        assert not isinstance(good, BaseException) and good.action is ClaimAction.RUN
+        with pytest.raises(JournalError, match="its tool name holds NUL"):
+            await journal.claim(CallKey("s1", "c2", "h"), "t\x00", {})
+
+
+async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_interrupted(
+    postgres_url: str,
+) -> None:
+    keys = [CallKey("s1", f"c{n}", "h") for n in range(20)]
+    journal = await open_journal(postgres_url)
+    await asyncio.gather(*(journal.claim(key, "t", {}) for key in keys))
+    pid = await backend_pid(journal)
+    # The writer is in a statement when the server ends its connection; finishes queue up.
+    slow = asyncio.ensure_future(journal._submit(lambda conn: conn.execute("SELECT pg_sleep(30)")))  # type: ignore[attr-defined]
+    await asyncio.sleep(0.1)
+    finishes = [asyncio.ensure_future(journal.finish(key, {"text": "ok"})) for key in keys]
+    await asyncio.sleep(0.1)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    answers = await asyncio.wait_for(asyncio.gather(slow, *finishes, return_exceptions=True), 20)
+    assert all(isinstance(answer, JournalError) for answer in answers), answers
+    assert "terminating connection" in str(answers[0])
+    with pytest.raises(JournalError, match="the connection is closed"):
+        await asyncio.wait_for(journal.claim(CallKey("s1", "late", "h"), "t", {}), 20)
+    await asyncio.wait_for(journal.close(), 20)
+    async with await open_journal(postgres_url) as reopened:
+        claims = [await reopened.claim(key, "t", {}) for key in keys]
+    assert {claim.action for claim in claims} == {ClaimAction.INTERRUPTED}
+
+
+async def backend_pid(journal: object) -> int:
+    cursor = await journal._conn.execute("SELECT pg_backend_pid()")  # type: ignore[attr-defined]
+    row = await cursor.fetchone()
+    return int(row[0])
+
+
+async def test_a_first_version_journal_is_migrated_with_its_running_and_finished_calls(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for statement in filter(None, (part.strip() for part in MIGRATIONS[0].split(";"))):
+            conn.execute(statement)  # type: ignore[call-overload]
+        conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '1')")
+        conn.execute(
+            "INSERT INTO toolbridge_calls VALUES ('s1', 'done', 'h', 't', '{}', 'finished', 1, "
+            "'{\"text\": \"from v1\"}', NULL, NULL, 1.0, 1.0, 2.0), ('s1', 'left', 'h', 't', "
+            "'{}', 'running', 1, NULL, NULL, NULL, 1.0, 1.0, NULL)"
+        )
+    async with await open_journal(postgres_url) as journal:
+        done = await journal.claim(CallKey("s1", "done", "h"), "t", {})
+        assert (done.action, done.entry.outcome) == (ClaimAction.REPLAY, {"text": "from v1"})
+        left = await journal.claim(CallKey("s1", "left", "h"), "t", {})
+        assert left.action is ClaimAction.INTERRUPTED
+        await journal.save_run("s1", {"turn": 1})  # the table version 2 added
+        assert await journal.load_run("s1") == {"turn": 1}

@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,24 +145,6 @@ def test_a_foreign_sqlite_file_is_refused(db: Path) -> None:
         SQLiteJournal(db)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 200 KiB file system (tmpfs): the journal fills it up for real."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, f"mounting a small tmpfs needs root: {done.stderr}"
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 async def test_a_full_disk_is_a_clear_error_and_the_journal_stays_usable(small_disk: Path) -> None:
     journal = SQLiteJournal(small_disk / "journal.sqlite3")
     big = "x" * 20_000
@@ -227,3 +209,67 @@ async def test_closing_in_the_tick_of_a_claim_still_answers_it(db: Path) -> None
     await asyncio.sleep(0)  # the claim is queued for the writer, not handed over yet
     await journal.close()
     assert (await asyncio.wait_for(claim, 5)).action is ClaimAction.RUN
+
+
+def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
+    db: Path,
+) -> None:
+    # `AgentRunner.run_sync` runs each turn in its own `asyncio.run`: a run stopped while a
+    # claim was in flight closes that loop before the writer answers. The writer thread
+    # died of "Event loop is closed", and every later call waited forever.
+    journal = SQLiteJournal(db)
+    gate = threading.Event()
+
+    async def stopped_mid_claim() -> None:
+        held = asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
+        claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
+        await asyncio.sleep(0.05)  # both in the writer's hands; then the loop ends
+        assert not (held.done() or claim.done())
+
+    asyncio.run(stopped_mid_claim())
+    gate.set()
+
+    async def next_run() -> None:
+        other = CallKey("s1", "call-2", "hash-b")
+        assert (await asyncio.wait_for(journal.claim(other, "t", {}), 30)).action is (
+            ClaimAction.RUN
+        )
+        # Nobody heard the claim of the stopped run, so it never ran: it was undone.
+        assert await journal.entry(KEY) is None
+        await journal.close()
+
+    asyncio.run(next_run())
+
+
+async def test_a_row_whose_text_is_not_utf8_fails_its_own_claim_not_the_batch(db: Path) -> None:
+    # Bytes that are not UTF-8 in one row (a damaged disk, another tool): reading it failed
+    # the whole batch ("failed to record calls", the row's full text in the message, no
+    # call named), so a batch holding that call could never run again.
+    damaged, kept = CallKey("s1", "damaged", "h"), CallKey("s1", "kept", "h")
+    async with SQLiteJournal(db) as journal:
+        for key in (damaged, kept):
+            await journal.claim(key, "t", {})
+            await journal.finish(key, {"text": "ok " * 10_000})
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE toolbridge_calls SET outcome = CAST(x'7b2274657874223a22ff227d' AS TEXT) "
+        "WHERE call_id = 'damaged'"
+    )  # {"text":"\xff"}
+    conn.commit()
+    conn.close()
+    async with SQLiteJournal(db) as journal:
+        replay, refused, fresh = await asyncio.gather(
+            journal.claim(kept, "t", {}),
+            journal.claim(damaged, "t", {}),
+            journal.claim(KEY, "t", {}),
+            return_exceptions=True,
+        )
+        assert isinstance(refused, JournalError), refused
+        assert str(refused).startswith(
+            "the journal holds a record of call 'damaged' (session 's1') it cannot read"
+        )
+        assert len(str(refused)) < 500
+        assert not isinstance(replay, BaseException) and replay.action is ClaimAction.REPLAY
+        assert not isinstance(fresh, BaseException) and fresh.action is ClaimAction.RUN
+        with pytest.raises(JournalError, match="record of call 'damaged'"):
+            await journal.entries()

@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
 from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
@@ -72,7 +73,9 @@ def list_command(
         sessions = _with_journal(workspace, journal, use)
     table = Table("session", "calls", "last change")
     for name, when, count in sessions:
-        table.add_row(name, str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)))
+        table.add_row(
+            Text(name), str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+        )
     out.print(table)
 
 
@@ -96,8 +99,8 @@ def show_command(
             else ""
         )
         table.add_row(
-            entry.key.call_id, entry.tool, entry.state, str(entry.attempt),
-            entry.error_kind or "", took, approved_by(entry),
+            Text(entry.key.call_id), Text(entry.tool), entry.state, str(entry.attempt),
+            entry.error_kind or "", took, Text(approved_by(entry)),
         )  # fmt: skip
     out.print(table)
 
@@ -120,10 +123,12 @@ def prune_command(
     workspace: WorkspaceOption = None,
     journal: JournalOption = None,
     older_than_days: Annotated[
-        float | None, typer.Option("--older-than-days", help="Delete finished calls older.")
+        float | None,
+        typer.Option("--older-than-days", min=0, help="Delete finished calls older."),
     ] = None,
     keep_sessions: Annotated[
-        int | None, typer.Option("--keep-sessions", help="Keep only the newest N sessions.")
+        int | None,
+        typer.Option("--keep-sessions", min=0, help="Keep only the newest N sessions."),
     ] = None,
 ) -> None:
     """Delete old finished calls; running ones always stay."""

@@ -14,13 +14,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import re
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, to_json
+from toolbridge.journal.base import CallJournal, Durability, check_prune, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SESSIONS_QUERY,
@@ -30,6 +33,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_storable,
     entry_from_row,
     running_entry,
 )
@@ -86,12 +90,15 @@ class _Claim:
     tool: str
     arguments: Any
     approval: Mapping[str, Any] | None
+    # As JSONB text, written by the caller: a value that cannot be stored fails its call only.
+    arguments_text: str
+    approval_text: str | None
 
 
 @dataclass(slots=True)
 class _Finish:
     key: CallKey
-    outcome: Mapping[str, Any]
+    outcome_text: str
     error_kind: str | None
 
 
@@ -120,6 +127,7 @@ class PostgresJournal(CallJournal):
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
         self._closed = False
+        _OPEN_JOURNALS.add(self)
 
     @classmethod
     async def connect(cls, conninfo: str, *, durability: Durability = "process") -> PostgresJournal:
@@ -234,7 +242,7 @@ class PostgresJournal(CallJournal):
             delete = value.action is ClaimAction.RUN
             self._jobs.put_nowait(_Job(_Release([value.entry.key], delete=delete), None))
 
-    async def _claims(self, ops: list[_Claim]) -> list[Claim]:
+    async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
         """Insert every call not stored yet (they are this journal's now); ask about the rest."""
         now = time.time()
         cursor = await self._conn.execute(
@@ -248,13 +256,13 @@ class PostgresJournal(CallJournal):
                 "owner": self._owner,
                 **_key_columns([op.key for op in ops]),
                 "t": [op.tool for op in ops],
-                "a": [to_json(op.arguments) for op in ops],
-                "p": [to_json(op.approval) if op.approval else None for op in ops],
+                "a": [op.arguments_text for op in ops],
+                "p": [op.approval_text for op in ops],
             },
         )
         inserted = {CallKey(*row) for row in await cursor.fetchall()}
         self._held |= inserted
-        answers: list[Claim | None] = []
+        answers: list[Claim | JournalError | None] = []
         for op in ops:
             if op.key in inserted:
                 inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
@@ -265,19 +273,22 @@ class PostgresJournal(CallJournal):
         contested = [op for op, answer in zip(ops, answers, strict=True) if answer is None]
         if contested:
             decided = iter(await self._contested(contested, now))
-            answers = [answer or next(decided) for answer in answers]
+            return [answer or next(decided) for answer in answers]
         return [answer for answer in answers if answer is not None]
 
-    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim]:
+    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
         """Claims of calls already stored: replay, busy (a live owner runs it), or take over
-        an interrupted one (its owner died, or let go of it)."""
+        an interrupted one (its owner died, or let go of it); a record that cannot be read
+        is the error of its own claim."""
         rows = await self._owned_rows([op.key for op in ops])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
-        answers: list[Claim] = []
+        answers: list[Claim | JournalError] = []
         for op in ops:
             entry, owner = rows.get(op.key, (None, None))
-            if entry is None:  # removed since the insert (an unheard claim undone): ask again
+            if isinstance(entry, JournalError):
+                answers.append(entry)
+            elif entry is None:  # removed since the insert (an unheard claim undone): ask again
                 busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
                 answers.append(Claim(ClaimAction.BUSY, busy))
             elif entry.state is CallState.FINISHED:
@@ -292,16 +303,19 @@ class PostgresJournal(CallJournal):
 
     async def _owned_rows(
         self, keys: list[CallKey]
-    ) -> dict[CallKey, tuple[JournalEntry, int | None]]:
+    ) -> dict[CallKey, tuple[JournalEntry | JournalError, int | None]]:
         cursor = await self._conn.execute(
             f"SELECT {_qualified(COLUMNS)}, c.owner FROM {_KEYS} AS u(s, c, h) "
             f"JOIN toolbridge_calls AS c ON {_KEY}",
             _key_columns(keys),
         )
-        found = {}
+        found: dict[CallKey, tuple[JournalEntry | JournalError, int | None]] = {}
         for row in await cursor.fetchall():
-            entry = entry_from_row(row, _as_is)
-            found[entry.key] = (entry, row[-1])
+            try:
+                entry: JournalEntry | JournalError = entry_from_row(row, _as_is)
+            except JournalError as exc:
+                entry = exc
+            found[CallKey(row[0], row[1], row[2])] = (entry, row[-1])
         return found
 
     async def _alive(self, owners: set[int]) -> set[int]:
@@ -343,7 +357,7 @@ class PostgresJournal(CallJournal):
                     "now": time.time(),
                     "owner": self._owner,
                     **_key_columns([op.key for op in owned]),
-                    "o": [to_json(op.outcome) for op in owned],
+                    "o": [op.outcome_text for op in owned],
                     "e": [op.error_kind for op in owned],
                 },
             )
@@ -379,7 +393,9 @@ class PostgresJournal(CallJournal):
         *,
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
-        result: Claim = await self._submit(_Claim(key, tool, arguments, approval))
+        check_storable(key, tool, nul=False)
+        texts = _jsonb(arguments), _jsonb(approval) if approval else None
+        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts))
         return result
 
     async def restart(self, key: CallKey) -> JournalEntry:
@@ -403,6 +419,8 @@ class PostgresJournal(CallJournal):
     async def retry(
         self, key: CallKey, *, approval: Mapping[str, Any] | None = None
     ) -> JournalEntry | None:
+        approval_text = _jsonb(approval) if approval else None
+
         async def op(conn: AsyncConnection[Any]) -> Claim | None:
             if key in self._held:
                 return None
@@ -414,7 +432,7 @@ class PostgresJournal(CallJournal):
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
-                    to_json(approval) if approval else None,
+                    approval_text,
                     time.time(),
                     self._owner,
                     key.session,
@@ -435,7 +453,7 @@ class PostgresJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        error = await self._submit(_Finish(key, outcome, error_kind))
+        error = await self._submit(_Finish(key, _jsonb(outcome), error_kind))
         assert error is None
 
     async def abandon(self, key: CallKey) -> None:
@@ -470,11 +488,13 @@ class PostgresJournal(CallJournal):
         return result
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
+        text = _jsonb(state)
+
         async def op(conn: AsyncConnection[Any]) -> None:
             await conn.execute(
                 "INSERT INTO toolbridge_runs VALUES (%s, %s::jsonb, %s) ON CONFLICT (session) "
                 "DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                (session, to_json(state), time.time()),
+                (session, text, time.time()),
             )
 
         await self._submit(op)
@@ -501,6 +521,7 @@ class PostgresJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
+        check_prune(older_than, keep_sessions)
         sessions = await self.sessions() if keep_sessions is not None else []
         dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
 
@@ -533,6 +554,28 @@ class PostgresJournal(CallJournal):
         self._jobs.put_nowait(None)
         await self._writer
         await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
+        _OPEN_JOURNALS.discard(self)
+
+
+# Journals open in this process. A child forked without exec (a tool's multiprocessing
+# worker) inherits the connection's socket: the server would see the connection, and the
+# owner lock, alive for as long as the child lives, and the calls of a killed parent busy
+# instead of interrupted. The child points its copy of the socket at /dev/null (the
+# number stays taken, so the driver never writes to another file through it).
+_OPEN_JOURNALS: weakref.WeakSet[PostgresJournal] = weakref.WeakSet()
+
+
+def _forget_connections_in_child() -> None:
+    for journal in list(_OPEN_JOURNALS):
+        if journal._conn.closed:  # nothing inherited
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, journal._conn.pgconn.socket)
+        os.close(null)
+    _OPEN_JOURNALS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
 async def _migrate(conn: AsyncConnection[Any], description: str) -> None:
@@ -611,6 +654,20 @@ def _key_columns(keys: list[CallKey]) -> dict[str, list[str]]:
         "c": [key.call_id for key in keys],
         "h": [key.args_hash for key in keys],
     }
+
+
+_NUL_ESCAPE = re.compile(r"(\\+)u0000")
+
+
+def _jsonb(value: Any) -> str:
+    """`to_json` text that JSONB accepts: NUL (``\\u0000``, which JSONB refuses in a
+    string) as U+FFFD, like lone surrogates."""
+    text = to_json(value)
+    if "\\u0000" in text:
+        # An odd run of backslashes before u0000 is the escape of NUL; an even run is
+        # escaped backslashes followed by the letters "u0000".
+        return _NUL_ESCAPE.sub(lambda m: m[0] if len(m[1]) % 2 == 0 else m[1] + "ufffd", text)
+    return text
 
 
 def _qualified(columns: str) -> str:

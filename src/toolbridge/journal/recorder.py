@@ -127,10 +127,19 @@ class CallRecorder:
 
     async def finish(self, recording: Recording, result: ToolResult) -> None:
         """Store `result` as the outcome; durable when this returns. A journal failure is
-        logged and raised: the caller decides whether the run can go on."""
-        await self.journal.finish(
-            recording.key, result_to_json(result), error_kind=result.error_kind
-        )
+        raised (the caller decides whether the run can go on), and the call is let go:
+        it ran and its outcome is lost, so the next claim finds it interrupted rather
+        than waiting for this process to finish it."""
+        try:
+            await self.journal.finish(
+                recording.key, result_to_json(result), error_kind=result.error_kind
+            )
+        except JournalError:
+            try:
+                await self.journal.abandon(recording.key)
+            except JournalError as exc:
+                logger.error("could not mark call %r interrupted: %s", recording.key.call_id, exc)
+            raise
 
     async def abandon(self, recording: Recording) -> None:
         """The call was stopped mid-way: leave it interrupted for whoever claims it next."""

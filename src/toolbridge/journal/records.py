@@ -25,6 +25,7 @@ __all__ = [
     "ClaimAction",
     "JournalEntry",
     "JournalError",
+    "check_storable",
     "entry_from_row",
     "interrupted",
     "running_entry",
@@ -120,6 +121,29 @@ def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
         started_at=float(row[11]) if row[11] is not None else None,
         finished_at=float(row[12]) if row[12] is not None else None,
     )
+
+
+def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
+    """Refuse, before it reaches the database, a claim whose session, call id or tool name
+    the database cannot store: a lone surrogate (text decoded with ``surrogateescape``)
+    is never UTF-8, and PostgreSQL's text holds no NUL (`nul` False). Storing it changed
+    would let two calls share one record, so it is an error of that claim alone."""
+    for part, text in (("session", key.session), ("call id", key.call_id), ("tool name", tool)):
+        if text.isascii() and (nul or "\x00" not in text):
+            continue
+        if not nul and "\x00" in text:
+            problem = "holds NUL, which this database cannot store"
+        else:
+            try:
+                text.encode("utf-8")
+                continue
+            except UnicodeEncodeError:
+                problem = "is not valid Unicode (a lone surrogate: text decoded from bytes "
+                problem += "that are not UTF-8)"
+        raise JournalError(
+            f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
+            f"journal: its {part} {problem}. Use text that is valid UTF-8."
+        )
 
 
 def interrupted(entry: JournalEntry | None) -> bool:

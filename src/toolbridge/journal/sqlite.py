@@ -22,12 +22,13 @@ import sqlite3
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import CallJournal, Durability, to_json
+from toolbridge.journal.base import SURROGATE, CallJournal, Durability, check_prune, to_json
 from toolbridge.journal.records import (
     COLUMNS,
     SESSIONS_QUERY,
@@ -37,6 +38,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_storable,
     entry_from_row,
     interrupted,
     running_entry,
@@ -94,6 +96,13 @@ class _Job:
     claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
 
 
+def _undo(job: _Job, answer: Any) -> _Job:
+    """The job that undoes what `job` did, whose `answer` nobody heard."""
+    undo = job.undo
+    assert undo is not None
+    return _Job(lambda conn: undo(conn, answer), job.loop, None)
+
+
 class _Owner:
     """This journal's identity in running rows: a byte of the side file it keeps locked, and
     the calls it runs now (`held`, touched on the writer thread only)."""
@@ -105,6 +114,7 @@ class _Owner:
             if _lock(self.fd, self.number, fcntl.F_WRLCK):
                 break
         self.held: set[CallKey] = set()
+        _OPEN_OWNERS.add(self)
 
     def elsewhere(self, number: int | None) -> bool:
         """Whether another open journal owns the calls whose owner is `number` (this one's
@@ -113,7 +123,26 @@ class _Owner:
 
     def close(self) -> None:
         self.held.clear()
-        os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
+        _OPEN_OWNERS.discard(self)
+        if self.fd >= 0:
+            os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
+            self.fd = -1
+
+
+# Owners open in this process. A child forked without exec (a tool's multiprocessing
+# worker) inherits their descriptors, and with them the open file description an OFD lock
+# belongs to: the lock would outlive this process for as long as the child lives, and its
+# calls would look busy instead of interrupted. The child closes its copies (the parent's
+# lock stays: it goes with the last descriptor).
+_OPEN_OWNERS: weakref.WeakSet[_Owner] = weakref.WeakSet()
+
+
+def _forget_owners_in_child() -> None:
+    for owner in list(_OPEN_OWNERS):
+        owner.close()
+
+
+os.register_at_fork(after_in_child=_forget_owners_in_child)
 
 
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
@@ -183,6 +212,7 @@ class SQLiteJournal(CallJournal):
             )  # fmt: skip
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
+        conn.text_factory = _text
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
         while True:
             try:
@@ -298,9 +328,7 @@ class SQLiteJournal(CallJournal):
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
-                for job in jobs:
-                    if job.future is not None:
-                        job.loop.call_soon_threadsafe(self._settle, job, False, error)
+                self._answer([(job, False, error) for job in jobs if job.future is not None])
             if stop:
                 break
         self._conn.close()
@@ -335,20 +363,37 @@ class SQLiteJournal(CallJournal):
             if self._finishes:
                 self._conn.executemany(_FINISH, self._finishes)
             self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except Exception as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             held.difference_update(self._taken)
-            error = self._error(exc, "record calls")
+            if isinstance(exc, sqlite3.Error):
+                error = self._error(exc, "record calls")
+            else:
+                logger.exception("journal batch failed on %s", self.path)
+                error = JournalError(f"the journal {self.path} failed: {exc!r}")
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
-        answers: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
-        for job, (ok, value) in zip(jobs, results, strict=True):
-            if job.future is not None:
-                answers.setdefault(job.loop, []).append((job, ok, value))
-        for loop, batch in answers.items():  # one wake-up of each loop, not one per call
-            loop.call_soon_threadsafe(self._settle_all, batch)
+        self._answer(
+            [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
+             if job.future is not None]
+        )  # fmt: skip
+
+    def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
+        """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
+        A loop closed meanwhile (its ``asyncio.run`` ended) hears nothing: what its jobs
+        took is undone here, and the writer goes on serving the other loops."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
+        for answer in answers:
+            by_loop.setdefault(answer[0].loop, []).append(answer)
+        for loop, batch in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(self._settle_all, batch)
+            except RuntimeError:  # the loop is closed
+                for job, ok, value in batch:
+                    if ok and job.undo is not None:
+                        self._jobs.put([_undo(job, value)])
 
     def _settle_all(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         for job, ok, value in answers:
@@ -363,8 +408,7 @@ class SQLiteJournal(CallJournal):
             else:
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
-            undo = job.undo
-            self._jobs.put([_Job(lambda conn: undo(conn, value), job.loop, None)])
+            self._jobs.put([_undo(job, value)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
@@ -376,15 +420,16 @@ class SQLiteJournal(CallJournal):
         *,
         approval: Mapping[str, Any] | None = None,
     ) -> Claim:
+        check_storable(key, tool, nul=True)
         args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
         owner = self._owner
 
         def op(conn: sqlite3.Connection) -> Claim:
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
-                return Claim(ClaimAction.REPLAY, entry_from_row(row, json.loads))
+                return Claim(ClaimAction.REPLAY, entry_from_row(row, _loads))
             if key in owner.held:  # running in this journal already
-                stored = entry_from_row(row, json.loads) if row is not None else None
+                stored = entry_from_row(row, _loads) if row is not None else None
                 return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
             if row is None:
                 now = time.time()
@@ -394,7 +439,7 @@ class SQLiteJournal(CallJournal):
                 )  # fmt: skip
                 self._own(key)
                 return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
-            entry = entry_from_row(row, json.loads)
+            entry = entry_from_row(row, _loads)
             if owner.elsewhere(row[_OWNER]):
                 return Claim(ClaimAction.BUSY, entry)
             _set_owner(conn, key, owner.number)  # its owner is gone: interrupted, ours now
@@ -430,7 +475,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (time.time(), key.session, key.call_id, key.args_hash),
             )
-            return entry_from_row(_select(conn, key), json.loads)
+            return entry_from_row(_select(conn, key), _loads)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -444,7 +489,7 @@ class SQLiteJournal(CallJournal):
             row = _select(conn, key)
             if row is None or key in self._owner.held:
                 return None
-            if not interrupted(entry_from_row(row, json.loads)):
+            if not interrupted(entry_from_row(row, _loads)):
                 return None
             conn.execute(
                 "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
@@ -455,7 +500,7 @@ class SQLiteJournal(CallJournal):
                  key.args_hash),
             )  # fmt: skip
             self._own(key)
-            return entry_from_row(_select(conn, key), json.loads)
+            return entry_from_row(_select(conn, key), _loads)
 
         def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
@@ -482,8 +527,10 @@ class SQLiteJournal(CallJournal):
     async def abandon(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             if key in self._owner.held:  # left running without an owner: interrupted
+                # Let go at once, even if this batch fails (a full disk): a call of ours
+                # that we do not hold is found interrupted by our next claim of it.
+                self._owner.held.discard(key)
                 _set_owner(conn, key, None)
-                self._let_go.append(key)
 
         await self._submit(op)
 
@@ -501,7 +548,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (key.session, key.call_id, key.args_hash),
             ).fetchone()
-            return entry_from_row(row, json.loads) if row is not None else None
+            return entry_from_row(row, _loads) if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -518,7 +565,7 @@ class SQLiteJournal(CallJournal):
                 "ORDER BY created_at, rowid LIMIT ?",
                 (*params, -1 if limit is None else limit),
             ).fetchall()
-            return [entry_from_row(row, json.loads) for row in rows]
+            return [entry_from_row(row, _loads) for row in rows]
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -540,7 +587,7 @@ class SQLiteJournal(CallJournal):
             row = conn.execute(
                 "SELECT state FROM toolbridge_runs WHERE session = ?", (session,)
             ).fetchone()
-            return json.loads(row[0]) if row is not None else None
+            return _loads(row[0]) if row is not None else None
 
         result: dict[str, Any] | None = await self._submit(op)
         return result
@@ -556,6 +603,7 @@ class SQLiteJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
+        check_prune(older_than, keep_sessions)
         sessions = await self.sessions() if keep_sessions is not None else []
         dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
 
@@ -623,6 +671,19 @@ def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
         ):
             found[CallKey(row[0], row[1], row[2])] = row
     return found
+
+
+def _text(data: bytes) -> str:
+    """Stored text as `str`. Bytes that are not UTF-8 (a damaged row) arrive as lone
+    surrogates, which `_loads` refuses: the call they are in fails, not the whole batch."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _loads(text: str) -> Any:
+    """A stored JSON value; a ValueError for text that was not UTF-8 on disk."""
+    if not text.isascii() and SURROGATE.search(text) is not None:
+        raise ValueError("its text is not UTF-8")
+    return json.loads(text)
 
 
 def _statements(script: str) -> list[str]:
