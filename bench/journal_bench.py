@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from toolbridge.journal.base import to_json  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 
 CALLS = 200
+SESSION = f"w5-{uuid.uuid4().hex}"
 FLOOR = "PostgreSQL's own INSERT + UPDATE of 200 rows"
 ENCODING = "the data a journal stores, prepared for 200 calls"
 
@@ -56,7 +58,9 @@ async def wait_5ms(n: int) -> int:
 
 
 async def batch_ms(workspace: Path, journal: CallJournal | None, round_no: int) -> float:
-    registry = ToolRegistry([wait_5ms], context=ToolContext(workspace=workspace, session="w5"))
+    # A session of this run's own: against a database kept from an earlier run (--postgres),
+    # the same call ids would replay instead of run.
+    registry = ToolRegistry([wait_5ms], context=ToolContext(workspace=workspace, session=SESSION))
     policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
     executor = ToolExecutor(registry, policy, journal=journal)
     calls = [ToolCallRequest(f"r{round_no}-{i}", "wait_5ms", {"n": i}) for i in range(CALLS)]
