@@ -37,11 +37,14 @@ ApprovalRule = Callable[[Tool, Mapping[str, Any]], bool]
 """Decides whether a prepared call must be approved before it runs."""
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
+)  # made once: `json.dumps` with options builds an encoder per call
+
+
 def canonical_arguments(args: Mapping[str, Any]) -> str:
     """The arguments as canonical JSON: sorted keys, no spaces, models and dataclasses dumped."""
-    return json.dumps(
-        args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
-    )
+    return _CANONICAL.encode(args)
 
 
 def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:

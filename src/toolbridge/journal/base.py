@@ -66,10 +66,13 @@ def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
         raise ValueError(f"keep_sessions must be 0 or more, not {keep_sessions}")
 
 
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=False
+)  # made once: `json.dumps` with options builds an encoder per call
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=False
-    )
+    return _ENCODER.encode(value)
 
 
 def _named_numbers(value: Any) -> Any:

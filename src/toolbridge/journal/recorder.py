@@ -71,9 +71,13 @@ class CallRecorder:
         approved a retry of these exact arguments), and then only once, in one process.
         """
         key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
-        stored = self.redact(tool.name, arguments) if self.redact else dict(arguments)
+        stored = self.redact(tool.name, arguments) if self.redact else arguments
         try:
-            claim = await self.journal.claim_when_free(key, tool.name, stored, approval=approval)
+            claim = await self.journal.claim(key, tool.name, stored, approval=approval)
+            if claim.action is ClaimAction.BUSY:  # another live process runs it: wait for it
+                claim = await self.journal.claim_when_free(
+                    key, tool.name, stored, approval=approval
+                )
             if claim.action is ClaimAction.REPLAY and interrupted(claim.entry) and retry_approved:
                 grant = {**(approval or {}), "approved": True, "retry": True,
                          "digest": key.args_hash}  # fmt: skip
