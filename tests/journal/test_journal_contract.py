@@ -402,3 +402,23 @@ async def test_a_child_the_process_forked_does_not_keep_its_calls_owned(
             await wait_for_action(journal, CallKey("crash", "c1", "h"), ClaimAction.INTERRUPTED)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+async def test_entries_come_in_pages_and_sessions_are_counted(journal_target: str) -> None:
+    # An export of a large journal reads it a page at a time, in one stable order.
+    async with await open_journal(journal_target) as journal:
+        for n in range(7):
+            key = CallKey("s1" if n % 2 else "s2", f"c{n}", "h")
+            await journal.claim(key, "t", {"n": n})
+            await journal.finish(key, {"text": str(n)})
+        everything = await journal.entries()
+        paged = [entry async for entry in journal.iter_entries(page=2)]
+        assert [e.key for e in paged] == [e.key for e in everything] and len(paged) == 7
+        only = [entry async for entry in journal.iter_entries(session="s1", page=2)]
+        assert [e.key.call_id for e in only] == ["c1", "c3", "c5"]
+        assert [e.key.call_id for e in await journal.entries(limit=2, after=everything[4])] == [
+            e.key.call_id for e in everything[5:7]
+        ]
+        assert await journal.counts() == {"s1": 3, "s2": 4}
+        with pytest.raises(ValueError, match="limit must be 0 or more"):
+            await journal.entries(limit=-1)

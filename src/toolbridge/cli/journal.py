@@ -65,9 +65,8 @@ def list_command(
     """List the sessions in the journal, most recent first."""
 
     async def use(store: CallJournal) -> list[tuple[str, float, int]]:
-        sessions = await store.sessions()
-        counts = [len(await store.entries(session=name)) for name, _ in sessions]
-        return [(name, when, count) for (name, when), count in zip(sessions, counts, strict=True)]
+        sessions, counts = await store.sessions(), await store.counts()
+        return [(name, when, counts.get(name, 0)) for name, when in sessions]
 
     with reporting(verbose=False):
         sessions = _with_journal(workspace, journal, use)
@@ -112,10 +111,13 @@ def export_command(
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
 ) -> None:
     """Print every stored call as one JSON object per line (JSON Lines), oldest first."""
+
+    async def use(store: CallJournal) -> None:
+        async for entry in store.iter_entries(session=session):  # a page in memory at a time
+            typer.echo(json.dumps(_as_json(entry), ensure_ascii=False))
+
     with reporting(verbose=False):
-        entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
-    for entry in entries:
-        typer.echo(json.dumps(_as_json(entry), ensure_ascii=False))
+        _with_journal(workspace, journal, use)
 
 
 @journal_app.command("prune")

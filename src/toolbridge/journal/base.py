@@ -13,12 +13,12 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry, JournalError
 
-__all__ = ["SURROGATE", "CallJournal", "Durability", "check_prune", "to_json"]
+__all__ = ["SURROGATE", "CallJournal", "Durability", "check_limit", "check_prune", "to_json"]
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -55,6 +55,12 @@ def to_json(value: Any) -> str:
     if not text.isascii() and SURROGATE.search(text) is not None:
         return SURROGATE.sub("\ufffd", text)
     return text
+
+
+def check_limit(limit: int | None) -> None:
+    """Refuse a negative `limit` to `CallJournal.entries` (None means no limit)."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be 0 or more (None for no limit), not {limit}")
 
 
 def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
@@ -152,9 +158,32 @@ class CallJournal(abc.ABC):
 
     @abc.abstractmethod
     async def entries(
-        self, *, session: str | None = None, limit: int | None = None
+        self,
+        *,
+        session: str | None = None,
+        limit: int | None = None,
+        after: JournalEntry | None = None,
     ) -> list[JournalEntry]:
-        """Stored calls, oldest first (of one session, or all)."""
+        """Stored calls, oldest first (of one session, or all): at most `limit`, from the
+        one after `after` on (a page; see `iter_entries`)."""
+
+    async def iter_entries(
+        self, *, session: str | None = None, page: int = 1000
+    ) -> AsyncIterator[JournalEntry]:
+        """Every stored call, oldest first, read `page` at a time: an export of a large
+        journal holds one page in memory, not the journal."""
+        after: JournalEntry | None = None
+        while True:
+            entries = await self.entries(session=session, limit=page, after=after)
+            for entry in entries:
+                yield entry
+            if len(entries) < page:
+                return
+            after = entries[-1]
+
+    @abc.abstractmethod
+    async def counts(self) -> dict[str, int]:
+        """How many calls each session has stored."""
 
     @abc.abstractmethod
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:

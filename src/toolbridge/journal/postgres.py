@@ -23,9 +23,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, check_prune, to_json
+from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune, to_json
 from toolbridge.journal.records import (
     COLUMNS,
+    LISTING_ORDER,
     SESSIONS_QUERY,
     CallKey,
     CallState,
@@ -473,18 +474,40 @@ class PostgresJournal(CallJournal):
         return result
 
     async def entries(
-        self, *, session: str | None = None, limit: int | None = None
+        self,
+        *,
+        session: str | None = None,
+        limit: int | None = None,
+        after: JournalEntry | None = None,
     ) -> list[JournalEntry]:
+        check_limit(limit)
+        page = "" if after is None else f"AND ({LISTING_ORDER}) > (%(t)s, %(as)s, %(ac)s, %(ah)s) "
+        params: dict[str, Any] = {"s": session, "n": limit}
+        if after is not None:
+            key = after.key
+            params.update(t=after.created_at, **{"as": key.session, "ac": key.call_id,
+                                                 "ah": key.args_hash})  # fmt: skip
+
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
                 f"SELECT {COLUMNS} FROM toolbridge_calls "
-                "WHERE %(s)s::text IS NULL OR session = %(s)s "
-                "ORDER BY created_at, session, call_id LIMIT %(n)s",
-                {"s": session, "n": limit},
+                f"WHERE (%(s)s::text IS NULL OR session = %(s)s) {page}"
+                f"ORDER BY {LISTING_ORDER} LIMIT %(n)s",
+                params,
             )
             return [entry_from_row(row, _as_is) for row in await cursor.fetchall()]
 
         result: list[JournalEntry] = await self._submit(op)
+        return result
+
+    async def counts(self) -> dict[str, int]:
+        async def op(conn: AsyncConnection[Any]) -> dict[str, int]:
+            cursor = await conn.execute(
+                "SELECT session, COUNT(*) FROM toolbridge_calls GROUP BY session"
+            )
+            return {str(name): int(count) for name, count in await cursor.fetchall()}
+
+        result: dict[str, int] = await self._submit(op)
         return result
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from toolbridge.errors import ErrorKind, ToolbridgeError
 
 __all__ = [
     "COLUMNS",
+    "LISTING_ORDER",
     "SESSIONS_QUERY",
     "CallKey",
     "CallState",
@@ -82,6 +83,10 @@ COLUMNS = (
     "approval, created_at, started_at, finished_at"
 )
 """The stored columns of a call, in the order `entry_from_row` reads them."""
+
+LISTING_ORDER = "created_at, session, call_id, args_hash"
+"""The order of a listing (oldest first), the same on both backends; a page goes on after
+the last entry of the one before by comparing these columns as a row."""
 
 SESSIONS_QUERY = (
     "SELECT session, MAX(t) FROM ("

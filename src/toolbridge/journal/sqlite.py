@@ -28,9 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import SURROGATE, CallJournal, Durability, check_prune, to_json
+from toolbridge.journal.base import (
+    SURROGATE,
+    CallJournal,
+    Durability,
+    check_limit,
+    check_prune,
+    to_json,
+)
 from toolbridge.journal.records import (
     COLUMNS,
+    LISTING_ORDER,
     SESSIONS_QUERY,
     CallKey,
     CallState,
@@ -554,20 +562,40 @@ class SQLiteJournal(CallJournal):
         return result
 
     async def entries(
-        self, *, session: str | None = None, limit: int | None = None
+        self,
+        *,
+        session: str | None = None,
+        limit: int | None = None,
+        after: JournalEntry | None = None,
     ) -> list[JournalEntry]:
-        where = "WHERE session = ?" if session is not None else ""
-        params: tuple[Any, ...] = (session,) if session is not None else ()
+        check_limit(limit)
+        conditions: list[str] = []
+        params: list[Any] = []
+        if session is not None:
+            conditions.append("session = ?")
+            params.append(session)
+        if after is not None:
+            conditions.append(f"({LISTING_ORDER}) > (?, ?, ?, ?)")
+            key = after.key
+            params += [after.created_at, key.session, key.call_id, key.args_hash]
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
 
         def op(conn: sqlite3.Connection) -> list[JournalEntry]:
             rows = conn.execute(
-                f"SELECT {COLUMNS} FROM toolbridge_calls {where} "
-                "ORDER BY created_at, rowid LIMIT ?",
+                f"SELECT {COLUMNS} FROM toolbridge_calls {where} ORDER BY {LISTING_ORDER} LIMIT ?",
                 (*params, -1 if limit is None else limit),
             ).fetchall()
             return [entry_from_row(row, _loads) for row in rows]
 
         result: list[JournalEntry] = await self._submit(op)
+        return result
+
+    async def counts(self) -> dict[str, int]:
+        def op(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute("SELECT session, COUNT(*) FROM toolbridge_calls GROUP BY session")
+            return {str(name): int(count) for name, count in rows}
+
+        result: dict[str, int] = await self._submit(op)
         return result
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
