@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from toolbridge.formats.text import (
@@ -157,3 +159,38 @@ def test_an_end_token_inside_a_json_string_belongs_to_the_call() -> None:
     parsed = parse_text_calls(text, "llama3_json")
     assert parsed.problems == ()
     assert [(call.name, call.arguments) for call in parsed.calls] == [("f", {"<|eom_id|>": "x"})]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text"),
+    [
+        ("auto", '<tool_call>{"name": "x", "arguments": {"</think>": null}}</tool_call>'),
+        ("hermes", '<tool_call>{"name": "x", "arguments": {"</think>": null}}</tool_call>'),
+        ("qwen3", '<tool_call>{"name": "x", "arguments": {"</think>": null}}</tool_call>'),
+        ("mistral", '[TOOL_CALLS]x[ARGS]{"</think>": null}'),
+    ],
+)
+def test_a_closing_think_tag_inside_a_call_is_an_argument_not_the_end_of_reasoning(
+    dialect: str, text: str
+) -> None:
+    # Found by the property test: a call whose arguments hold "</think>" was cut there, as
+    # if the reply had been reasoning (opening tag in the prompt) up to that point.
+    parsed = parse_text_calls(text, dialect)
+    (call,) = parsed.calls
+    arguments = json.loads(call.arguments) if isinstance(call.arguments, str) else call.arguments
+    assert (call.name, arguments) == ("x", {"</think>": None})
+    assert parsed.problems == () and parsed.reasoning == ""
+
+
+def test_reasoning_that_mentions_a_call_tag_still_ends_at_its_closing_tag() -> None:
+    text = 'I will use <tool_call> soon.</think>\n<tool_call>{"name": "x", "arguments": {}}'
+    text += "</tool_call>"
+    parsed = parse_text_calls(text, "qwen3")
+    assert [(call.name, call.arguments) for call in parsed.calls] == [("x", {})]
+    assert parsed.reasoning == "I will use <tool_call> soon."
+
+
+def test_a_call_written_inside_reasoning_is_still_never_read() -> None:
+    text = 'Maybe <tool_call>{"name": "rm", "arguments": {}}</tool_call>? No.</think>\nDone.'
+    parsed = parse_text_calls(text, "qwen3")
+    assert parsed.calls == () and parsed.text == "Done."

@@ -91,17 +91,34 @@ def parse_text_calls(text: str, dialect: str = "auto", *, id_salt: str = "") -> 
     """
     if not isinstance(text, str):
         raise TypeError(f"expected the model's text as a str, got {type(text).__name__}")
+    parsed, closing = _parse(text, dialect, id_salt, implicit=True)
+    if closing is not None and (parsed.problems or not parsed.calls):
+        # A bare closing tag was taken for the end of reasoning whose opening tag was in
+        # the prompt. If the reply read whole has clean calls and that tag is not in its
+        # text, the tag sat inside a call (an argument holding "</think>"): that reading
+        # wins. A call written in reasoning still never counts: there the tag is text.
+        whole, _ = _parse(text, dialect, id_salt, implicit=False)
+        if whole.calls and not whole.problems and closing not in whole.text:
+            return whole
+    return parsed
+
+
+def _parse(
+    text: str, dialect: str, id_salt: str, *, implicit: bool
+) -> tuple[TextCalls, str | None]:
+    """One reading of the reply, and the closing tag if it took reasoning without an
+    opening one."""
     reader = Reader(text, id_salt)
     if dialect == "auto":
-        read_reasoning(reader, MAGISTRAL + THINK)
+        took = read_reasoning(reader, MAGISTRAL + THINK, implicit=implicit)
         detected = detect_dialect(text[reader.pos :])
         if detected is None:
-            return reader.result()
+            return reader.result(), took
         chosen = DIALECTS[detected]
     else:
         chosen = resolve_dialect(dialect)
-        read_reasoning(reader, chosen.reasoning)
+        took = read_reasoning(reader, chosen.reasoning, implicit=implicit)
     reader.alphanumeric9_ids = chosen.alphanumeric9_ids
     reader.end_tokens = chosen.end_tokens
     chosen.read(reader)
-    return reader.result(chosen.name)
+    return reader.result(chosen.name), took

@@ -18,16 +18,18 @@ THINK: ReasoningTags = (("<think>", "</think>"),)
 MAGISTRAL: ReasoningTags = (("[THINK]", "[/THINK]"),)
 
 
-def read_reasoning(reader: Reader, tags: ReasoningTags) -> None:
-    """Account for the reasoning at the start of the reply (if any) as reasoning and markup.
+def read_reasoning(reader: Reader, tags: ReasoningTags, *, implicit: bool = True) -> str | None:
+    """Account for the reasoning at the start of the reply (if any) as reasoning and markup;
+    the closing tag when it was taken without an opening tag (the `implicit` rule).
 
     The reasoning is what follows an opening tag that starts the reply, up to its
     closing tag (or the end of a cut-off reply); without an opening tag, everything
-    before the first closing tag (the opening tag was in the prompt). The whitespace
-    after the closing tag is the template's separator, not reply text.
+    before the first closing tag (the opening tag was in the prompt), unless `implicit`
+    is False. The whitespace after the closing tag is the template's separator, not
+    reply text.
     """
     if not tags:
-        return
+        return None
     source = reader.source
     start = skip_space(source, reader.pos)
     for opening, closing in tags:
@@ -36,11 +38,15 @@ def read_reasoning(reader: Reader, tags: ReasoningTags) -> None:
             end = source.find(closing, reader.pos)
             if end == -1:
                 reader.reasoning(len(source))
-                return
+                return None
             reader.reasoning(end)
             reader.markup(skip_space(source, end + len(closing)))
-            return
+            return None
+    if not implicit:
+        return None
     end, closing = first_of(source, tuple(close for _, close in tags), reader.pos)
-    if closing:
-        reader.reasoning(end)
-        reader.markup(skip_space(source, end + len(closing)))
+    if not closing:
+        return None
+    reader.reasoning(end)
+    reader.markup(skip_space(source, end + len(closing)))
+    return closing
