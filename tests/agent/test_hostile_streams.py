@@ -45,6 +45,18 @@ def malformed(provider: str) -> Reply:
     return Reply(events=[(first[0][0], '{"type": "oops", "x": ')])
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_that_ends_before_the_model_finished_is_an_error(
+    server: ScriptedServer, provider: str
+) -> None:
+    server.add(cut_short(provider))
+    runner = AgentRunner(adapter(provider, server.url))
+    with pytest.raises(ModelResponseError, match="ended before the model finished") as caught:
+        await runner.run("What is the answer?")
+    state = caught.value.state
+    assert state is not None and state.conversation == [UserMessage("What is the answer?")]
+
+
 @pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "bedrock"])
 async def test_an_event_that_is_not_json_is_an_error(server: ScriptedServer, provider: str) -> None:
     server.add(malformed(provider))

@@ -187,6 +187,13 @@ class StreamDriver:
         return out
 
     def finish(self) -> list[ModelEvent]:
+        result = self.adapter.result()
+        if result.finish_reason is None:  # every provider ends a whole answer with one
+            raise ModelResponseError(
+                f"the {self.format} stream ended before the model finished its answer (no "
+                "finish reason came): the connection was closed early, or the server is not "
+                f"a {self.format} endpoint; nothing of this turn was used"
+            )
         out: list[ModelEvent] = [ToolCallReady(c, self.turn) for c in self.adapter.close()]
         result = self.adapter.result()
         message = AssistantMessage(
