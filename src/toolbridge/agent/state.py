@@ -230,7 +230,24 @@ class RunState:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> RunState:
-        """A state from `to_json`'s data or its JSON text; ValueError names what is off."""
+        """A state from `to_json`'s data or its JSON text; ValueError names what is off.
+
+        A saved state may have been edited: any field of the wrong type or missing is
+        that ValueError too, never an error from deep inside the parsing.
+        """
+        try:
+            return cls._from_json(data)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, KeyError):
+                detail = f"the field {exc} is missing"
+            elif isinstance(exc, ValueError):
+                detail = str(exc)
+            else:
+                detail = f"a field has the wrong type ({exc})"
+            raise ValueError(f"cannot read the saved run state: {detail}") from None
+
+    @classmethod
+    def _from_json(cls, data: Mapping[str, Any] | str) -> RunState:
         from toolbridge.agent.messages import AssistantMessage, ToolResultsMessage
 
         if isinstance(data, str):
@@ -241,14 +258,15 @@ class RunState:
                 f"not a toolbridge run state of version {STATE_VERSION} (got version "
                 f"{version!r}); save states with RunState.to_json()"
             )
-        conversation = [message_from_json(item) for item in data["conversation"]]
-        settled_message = message_from_json({"role": "tool", "results": data.get("settled", [])})
+        conversation = [message_from_json(item) for item in _list(data, "conversation")]
+        settled = _list(data, "settled", required=False)
+        settled_message = message_from_json({"role": "tool", "results": settled})
         assert isinstance(settled_message, ToolResultsMessage)
         calls: dict[str, ToolCallRequest] = {}
         if conversation and isinstance(conversation[-1], AssistantMessage):
             calls = {call.id: call for call in conversation[-1].calls}
         pending = []
-        for item in data.get("pending", []):
+        for item in _list(data, "pending", required=False):
             call = calls.get(str(item["call_id"]))
             if call is None:
                 raise ValueError(
@@ -283,6 +301,16 @@ class RunState:
             str(data.get("id_salt", "")),
             _prompts(data.get("prompts", [])),
         )
+
+
+def _list(data: Mapping[str, Any], key: str, *, required: bool = True) -> list[Any]:
+    """The list stored under `key` (empty when an optional one is absent)."""
+    if key not in data and not required:
+        return []
+    value = data[key]
+    if not isinstance(value, list):
+        raise ValueError(f"{key!r} must be a list, got {type(value).__name__}")
+    return value
 
 
 def _prompts(value: Any) -> list[str]:
