@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,23 @@ def test_yes_approves_calls_but_not_the_retry_of_an_interrupted_one(
     sent = server.bodies()[1]["messages"][-1]
     assert sent["role"] == "tool" and "interrupted" in sent["content"]
     assert "--yes approves calls, not retries" in sent["content"]
+
+
+def test_a_stored_run_that_cannot_be_read_is_one_line(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    server.add(openai_chat_stream(text="Hello."))
+    first = agent(server.url, workspace, "hi", "--session", "s")
+    assert first.returncode == 0, first.stderr
+    database = sqlite3.connect(workspace / ".toolbridge" / "journal.sqlite3")
+    with database:  # another tool (or a person) edited the stored run
+        stored = json.loads(database.execute("SELECT state FROM toolbridge_runs").fetchone()[0])
+        stored["usage"] = "lots"
+        database.execute("UPDATE toolbridge_runs SET state = ?", (json.dumps(stored),))
+    database.close()
+    again = agent(server.url, workspace, "go on", "--session", "s")
+    assert again.returncode == 2, again.stderr
+    assert "Traceback" not in again.stderr
+    [line] = again.stderr.strip().splitlines()
+    assert "session 's'" in line and "usage" in line
+    assert len(server.requests) == 1  # the model was not asked with a broken history

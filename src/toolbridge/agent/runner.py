@@ -497,7 +497,13 @@ class AgentRunner:
         stored = None
         if self.journal is not None and (input is None or isinstance(input, str)):
             data = await self.journal.load_run(session)
-            stored = RunState.from_json(data) if data is not None else None
+            try:
+                stored = RunState.from_json(data) if data is not None else None
+            except ValueError as exc:
+                raise ValueError(
+                    f"the run stored for session {session!r} cannot be resumed ({exc}); "
+                    "go on under another session name"
+                ) from None
         if input is None:
             if self.journal is None:
                 raise ValueError(

@@ -294,9 +294,9 @@ class RunState:
             conversation,
             pending,
             list(settled_message.results),
-            int(data.get("turns", 0)),
-            int(data.get("tool_calls", 0)),
-            Usage.from_json(data.get("usage", {})),
+            _count(data, "turns"),
+            _count(data, "tool_calls"),
+            _usage(data.get("usage", {})),
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
             _prompts(data.get("prompts", [])),
@@ -311,6 +311,21 @@ def _list(data: Mapping[str, Any], key: str, *, required: bool = True) -> list[A
     if not isinstance(value, list):
         raise ValueError(f"{key!r} must be a list, got {type(value).__name__}")
     return value
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key!r} must be a count (an integer >= 0), got {value!r}")
+    return value
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(count, int) and not isinstance(count, bool) for count in value.values()
+    ):
+        raise ValueError(f"'usage' must be an object of token counts, got {value!r}")
+    return Usage.from_json(value)
 
 
 def _prompts(value: Any) -> list[str]:

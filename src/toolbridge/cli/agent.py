@@ -313,6 +313,9 @@ def agent_command(
     except JournalError as exc:
         err.print(f"Error: {exc}", markup=False, highlight=False)
         raise typer.Exit(ExitCode.CONFIG) from None
+    except ValueError as exc:  # the runner refused its input: a stored run it cannot read
+        err.print(f"Error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(ExitCode.USAGE) from None
     except ModelError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
