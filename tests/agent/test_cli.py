@@ -240,3 +240,27 @@ def test_a_stored_run_that_cannot_be_read_is_one_line(
     [line] = again.stderr.strip().splitlines()
     assert "session 's'" in line and "usage" in line
     assert len(server.requests) == 1  # the model was not asked with a broken history
+
+
+def bare_agent(workspace: Path, model: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command with `model` and no provider key or region in the environment."""
+    keep = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "AWS_"))
+    }
+    keep.update(env, HOME=str(workspace.parent))  # no ~/.aws config either
+    keep["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *sys.path])
+    command = [sys.executable, "-m", "toolbridge", "agent", "hi", "--model", model]
+    command += ["--workspace", str(workspace), "--no-skills"]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=keep, timeout=120, check=False
+    )
+
+
+def test_a_missing_anthropic_key_is_one_line(workspace: Path) -> None:
+    done = bare_agent(workspace, "anthropic:claude-sonnet-4-5")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "ANTHROPIC_API_KEY" in line
