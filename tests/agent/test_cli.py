@@ -264,3 +264,16 @@ def test_a_missing_anthropic_key_is_one_line(workspace: Path) -> None:
     assert "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "ANTHROPIC_API_KEY" in line
+
+
+def test_bedrock_without_a_region_is_one_line(workspace: Path) -> None:
+    done = bare_agent(
+        workspace,
+        "bedrock:anthropic.claude-sonnet-4-5",
+        AWS_CONFIG_FILE=str(workspace / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(workspace / "none"),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "region" in line and "AWS_REGION" in line
