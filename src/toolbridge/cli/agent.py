@@ -10,9 +10,12 @@ one line, not a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -149,6 +152,41 @@ class _Printer:
             )
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C ends a prompt that blocks the event loop: ``asyncio.run``'s own handler only
+    cancels the main task, which a blocked prompt never sees (it kept waiting). Click turns
+    the interrupt into `typer.Abort`, as it does the end of input: only the interrupt
+    becomes KeyboardInterrupt (exit 130)."""
+    pressed = False
+
+    def interrupt(signum: int, frame: Any) -> None:
+        nonlocal pressed
+        pressed = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    except typer.Abort:
+        if pressed:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _read_prompt() -> str | None:
+    """The next line of an interactive session, None at the end of input. It blocks the
+    event loop on purpose: nothing runs between turns, and a prompt in a worker thread
+    cannot be interrupted (Ctrl-C left it waiting)."""
+    try:
+        with _interruptible():
+            return input("> ")
+    except EOFError:
+        return None
+
+
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
     """Ask about each pending call (``--yes`` approves them all but retries, which only a
     person at a terminal approves: the call may have partly run)."""
@@ -171,7 +209,9 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
             question = RETRY_QUESTION
         else:
             question = f"Allow {call.tool_name}({shown})?"
-        if typer.confirm(question, default=False, err=True):
+        with _interruptible():
+            approved = typer.confirm(question, default=False, err=True)
+        if approved:
             decisions.append(call.approve(by=prompt_approver()))
         else:
             decisions.append(call.deny("the user declined this call"))
@@ -207,13 +247,7 @@ async def _session(
     lines = iter([prompt]) if prompt is not None else None
     result = None
     while True:
-        if lines is not None:
-            line = next(lines, None)
-        else:
-            try:
-                line = await asyncio.to_thread(input, "> ")
-            except EOFError:
-                line = None
+        line = next(lines, None) if lines is not None else _read_prompt()
         if line is None or line.strip() in ("exit", "quit"):
             return result
         if not line.strip():
