@@ -89,3 +89,31 @@ def test_ctrl_c_at_an_approval_question_exits_130_and_the_session_resumes(
     assert "Allow write_file" in resumed.stderr
     assert (workspace / "b.txt").read_text() == "beta"
     assert len(server.requests) == 2  # the paused turn was not asked for again
+
+
+def test_a_session_in_use_by_another_command_is_refused(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    # Two commands going on from one stored run would each save their own turns over the
+    # other's: the second is refused while the first holds the session.
+    from tests.agent.test_cli import agent
+
+    write = [("c1", "write_file", '{"path": "b.txt", "content": "beta"}')]
+    server.add(openai_chat_stream(calls=write))
+    first = Terminal(server.url, workspace, "Write b.txt", "--session", "s")
+    first.read_until(b"[y/N]")
+    second = agent(server.url, workspace, "something else", "--session", "s", "--yes")
+    server.add(openai_chat_stream(text="Hi."))
+    other = agent(server.url, workspace, "hi", "--session", "t")
+    assert first.interrupt() == 130
+    assert second.returncode == 2, second.stderr
+    [line] = second.stderr.strip().splitlines()
+    assert "session 's' is in use" in line
+    assert not (workspace / "b.txt").exists()  # the first's paused call was not run
+    assert other.returncode == 0, other.stderr  # another session is free meanwhile
+    assert other.stdout.strip() == "Hi."
+
+    server.add(openai_chat_stream(text="Written."))
+    resumed = agent(server.url, workspace, "go on", "--session", "s", stdin="y\n")
+    assert resumed.returncode == 0, resumed.stderr  # free again once the first ended
+    assert (workspace / "b.txt").read_text() == "beta"

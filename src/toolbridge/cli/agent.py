@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
+import hashlib
 import json
 import signal
 import sys
@@ -43,6 +45,7 @@ from toolbridge.agent.state import PendingCall
 from toolbridge.approval import writes_need_approval
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
+    CliError,
     ConfigOption,
     ExitCode,
     ScopeOption,
@@ -174,6 +177,26 @@ def _interruptible() -> Iterator[None]:
         raise
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _session_held(root: Path, session: str) -> Iterator[None]:
+    """Hold `session` for this command, or refuse: two commands going on from one stored
+    run would each save their own turns over the other's (and both decide its paused
+    calls). One lock byte per session name in ``.toolbridge/agent-sessions.lock``; the
+    system releases it when the process ends, even killed."""
+    path = root / ".toolbridge" / "agent-sessions.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    offset = int.from_bytes(hashlib.sha256(session.encode()).digest()[:4], "big") >> 1
+    with path.open("a+b") as file:
+        try:
+            fcntl.lockf(file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+        except OSError:
+            raise CliError(
+                f"session {session!r} is in use by another toolbridge agent in this "
+                "workspace; wait for it to end, or use another --session"
+            ) from None
+        yield
 
 
 def _read_prompt() -> str | None:
@@ -318,7 +341,10 @@ def agent_command(
     skill_set = SkillSet.discover(root) if skills else None
     policy = ExecutionPolicy(approval=writes_need_approval)
     journal: CallJournal | None = None
+    held = contextlib.ExitStack()
     if session is not None:  # calls journaled under the session: none runs twice
+        with reporting(verbose):
+            held.enter_context(_session_held(root, session))
         context = dataclasses.replace(registry.context, session=session)  # the tools see it
         registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose):
@@ -343,7 +369,8 @@ def agent_command(
                 await journal.close()
 
     try:
-        result = asyncio.run(run())
+        with held:
+            result = asyncio.run(run())
     except JournalError as exc:
         err.print(f"Error: {exc}", markup=False, highlight=False)
         raise typer.Exit(ExitCode.CONFIG) from None
