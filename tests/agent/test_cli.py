@@ -277,3 +277,23 @@ def test_bedrock_without_a_region_is_one_line(workspace: Path) -> None:
     assert "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "region" in line and "AWS_REGION" in line
+
+
+def test_the_config_files_executor_policy_applies(server: ScriptedServer, workspace: Path) -> None:
+    # [executor] applies to the agent's calls as to `tools call` and `mcp serve`; the
+    # agent still asks before every call that writes.
+    (workspace / "big.txt").write_text("a line of the file\n" * 1000)
+    config = workspace / "toolbridge.toml"
+    config.write_text("[executor]\nmax_result_chars = 2000\npreview_chars = 500\n")
+    read = [("c1", "read_file", '{"path": "big.txt"}')]
+    write = [("c2", "write_file", '{"path": "c.txt", "content": "x"}')]
+    server.add(
+        openai_chat_stream(calls=read + write),
+        openai_chat_stream(text="Read it."),
+    )
+    done = agent(server.url, workspace, "Read big.txt", "--config", str(config), stdin="n\n")
+    assert done.returncode == 0, done.stderr
+    assert "Allow write_file" in done.stderr
+    sent = server.bodies()[1]["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert len(results["c1"]) < 2000, len(results["c1"])  # 24 kB uncapped

@@ -58,7 +58,6 @@ from toolbridge.cli.app import (
 )
 from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
 from toolbridge.cli.loading import LoadOptions, load_tools
-from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
@@ -335,11 +334,12 @@ def agent_command(
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
     with reporting(verbose):
-        registry = load_tools(
-            LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec)
-        ).registry
+        loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
+    registry = loaded.registry
     skill_set = SkillSet.discover(root) if skills else None
-    policy = ExecutionPolicy(approval=writes_need_approval)
+    # The config file's [executor] policy, asking before every call that writes (the
+    # command's promise, whatever its approval rule says).
+    policy = dataclasses.replace(loaded.policy, approval=writes_need_approval)
     journal: CallJournal | None = None
     held = contextlib.ExitStack()
     if session is not None:  # calls journaled under the session: none runs twice
