@@ -381,6 +381,6 @@ def agent_command(
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     if result is not None and result.stop_reason is StopReason.APPROVAL_REQUIRED:
-        raise typer.Exit(3)
+        raise typer.Exit(ExitCode.CALL_FAILED)  # stopped on calls nobody approved
