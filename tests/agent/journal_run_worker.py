@@ -5,7 +5,7 @@
 
 ``start`` asks a scripted model that calls `effect` for e0, e1, e2 in one turn (each call
 appends its label to effects.txt; the one labelled HANG_AT hangs after its effect; with
-HANG_AT ``model``, the model hangs in its second turn).
+HANG_AT ``model``, the model hangs in its second turn; with ``first``, in its first).
 ``resume`` goes on with the session's stored run, where the model only answers; with
 ``approve`` or ``deny`` it decides on the calls the run paused for, and resumes again.
 Prints one JSON line per run: its stop reason, output, pending calls, and what the model
@@ -63,6 +63,8 @@ async def main() -> None:
         calls = tuple(ToolCallRequest(f"c{i}", "effect", {"label": f"e{i}"}) for i in range(3))
         second = hang if ARG == "model" else AssistantMessage(text="all done")
         turns = [AssistantMessage(calls=calls), second]
+        if ARG == "first":
+            turns = [hang]
     else:
         turns = [AssistantMessage(text="all done")]
     model = ScriptedModel(turns)

@@ -9,6 +9,7 @@ Also provides builders for OpenAI chat chunks and Anthropic stream events.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -317,7 +318,7 @@ def responses_stream(
     """A streamed response from whole output items (``reasoning``, ``message`` with one
     output_text part, ``function_call``): added, deltas, done per item, then
     ``response.completed`` (or ``response.incomplete`` with `incomplete` as reason)."""
-    sequence = iter(range(10_000))
+    sequence = itertools.count()
     events: list[tuple[str | None, Any]] = []
 
     def emit(kind: str, **fields: Any) -> None:

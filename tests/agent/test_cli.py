@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,80 @@ def test_yes_approves_calls_but_not_the_retry_of_an_interrupted_one(
     sent = server.bodies()[1]["messages"][-1]
     assert sent["role"] == "tool" and "interrupted" in sent["content"]
     assert "--yes approves calls, not retries" in sent["content"]
+
+
+def test_a_stored_run_that_cannot_be_read_is_one_line(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    server.add(openai_chat_stream(text="Hello."))
+    first = agent(server.url, workspace, "hi", "--session", "s")
+    assert first.returncode == 0, first.stderr
+    database = sqlite3.connect(workspace / ".toolbridge" / "journal.sqlite3")
+    with database:  # another tool (or a person) edited the stored run
+        stored = json.loads(database.execute("SELECT state FROM toolbridge_runs").fetchone()[0])
+        stored["usage"] = "lots"
+        database.execute("UPDATE toolbridge_runs SET state = ?", (json.dumps(stored),))
+    database.close()
+    again = agent(server.url, workspace, "go on", "--session", "s")
+    assert again.returncode == 2, again.stderr
+    assert "Traceback" not in again.stderr
+    [line] = again.stderr.strip().splitlines()
+    assert "session 's'" in line and "usage" in line
+    assert len(server.requests) == 1  # the model was not asked with a broken history
+
+
+def bare_agent(workspace: Path, model: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command with `model` and no provider key or region in the environment."""
+    keep = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "AWS_"))
+    }
+    keep.update(env, HOME=str(workspace.parent))  # no ~/.aws config either
+    keep["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *sys.path])
+    command = [sys.executable, "-m", "toolbridge", "agent", "hi", "--model", model]
+    command += ["--workspace", str(workspace), "--no-skills"]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=keep, timeout=120, check=False
+    )
+
+
+def test_a_missing_anthropic_key_is_one_line(workspace: Path) -> None:
+    done = bare_agent(workspace, "anthropic:claude-sonnet-4-5")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "ANTHROPIC_API_KEY" in line
+
+
+def test_bedrock_without_a_region_is_one_line(workspace: Path) -> None:
+    done = bare_agent(
+        workspace,
+        "bedrock:anthropic.claude-sonnet-4-5",
+        AWS_CONFIG_FILE=str(workspace / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(workspace / "none"),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "region" in line and "AWS_REGION" in line
+
+
+def test_the_config_files_executor_policy_applies(server: ScriptedServer, workspace: Path) -> None:
+    # [executor] applies to the agent's calls as to `tools call` and `mcp serve`; the
+    # agent still asks before every call that writes.
+    (workspace / "big.txt").write_text("a line of the file\n" * 1000)
+    config = workspace / "toolbridge.toml"
+    config.write_text("[executor]\nmax_result_chars = 2000\npreview_chars = 500\n")
+    read = [("c1", "read_file", '{"path": "big.txt"}')]
+    write = [("c2", "write_file", '{"path": "c.txt", "content": "x"}')]
+    server.add(
+        openai_chat_stream(calls=read + write),
+        openai_chat_stream(text="Read it."),
+    )
+    done = agent(server.url, workspace, "Read big.txt", "--config", str(config), stdin="n\n")
+    assert done.returncode == 0, done.stderr
+    assert "Allow write_file" in done.stderr
+    sent = server.bodies()[1]["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert len(results["c1"]) < 2000, len(results["c1"])  # 24 kB uncapped

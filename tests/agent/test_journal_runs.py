@@ -139,6 +139,16 @@ def test_killed_while_the_model_answers_the_run_resumes_at_the_turn_boundary(
     assert effects(workspace) == ["e0", "e1", "e2"]
 
 
+def test_killed_while_the_model_answers_the_first_turn_the_prompt_is_kept(
+    workspace: Path,
+) -> None:
+    kill_when_hanging(workspace, "first")  # the model hangs before it answered anything
+    [done] = worker(workspace, "resume")
+    assert (done["stop"], done["output"]) == ("final", "all done")
+    [sent] = done["requests"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["do the work"]
+
+
 # --- the same in one process ---------------------------------------------------------------
 
 

@@ -142,6 +142,8 @@ def check_schema(provider: str, schema: dict[str, Any]) -> None:
 FAILURES = {
     "invalid_json": ("Oslo: 9 degrees", "not valid JSON"),
     "schema_violation": ('{"city": "Oslo", "high_c": 400}', "high_c"),
+    # Deeper than Python's JSON parser recurses: a told failure, not a RecursionError.
+    "too_deep": ('{"city": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
 }
 
 

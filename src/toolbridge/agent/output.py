@@ -83,6 +83,8 @@ class OutputSpec:
             data = json.loads(text)
         except ValueError as exc:
             return None, f"the answer is not valid JSON ({exc}); {again}"
+        except RecursionError:  # the model's text is hostile input: never crash the run
+            return None, f"the answer's JSON is nested too deeply to read; {again}"
         try:
             if self.wrapped and not (isinstance(data, dict) and _WRAP_KEY in data):
                 return self.adapter.validate_python(data), None

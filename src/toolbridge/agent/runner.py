@@ -9,8 +9,8 @@ scripts. Every run ends with a `RunFinished` carrying an explicit `StopReason`, 
 raises a `ModelError` that carries the conversation and the state to resume from.
 With a `CallJournal`, a run is kept under a session name: its calls go through the
 journal (a call that finished is replayed, never run twice) and its state is saved
-before a turn's calls run, after each turn and when the run stops or pauses, so a
-process that crashed resumes the conversation where it was.
+once a prompt joins it, before a turn's calls run, after each turn and when the run
+stops or pauses, so a process that crashed resumes the conversation where it was.
 """
 
 from __future__ import annotations
@@ -292,10 +292,10 @@ class AgentRunner:
     executor, so not with `executor_factory`), every run is kept under a
     session name (`session`, or ``session=`` per run; default: the registry's context
     session): calls run through the journal and are never run twice, and the run's state
-    is saved at each turn boundary and when it stops or pauses. ``run(prompt,
-    session=...)`` goes on from the stored conversation (once its last turn is answered,
-    which may pause the run first), ``run(None, session=...)`` resumes it as it was
-    (after a crash, or with `decisions` after a pause).
+    is saved once a prompt joins it, at each turn boundary and when it stops or pauses.
+    ``run(prompt, session=...)`` goes on from the stored conversation (once its last turn
+    is answered, which may pause the run first), ``run(None, session=...)`` resumes it as
+    it was (after a crash, or with `decisions` after a pause).
     """
 
     def __init__(
@@ -462,6 +462,8 @@ class AgentRunner:
             if state.prompts:  # the last turn is answered: the prompts sent meanwhile follow
                 state.conversation.extend(UserMessage(prompt) for prompt in state.prompts)
                 state.prompts = []
+            if isinstance(input, str):  # the prompt is kept before the model is asked: a
+                await run.save()  # crash or a model error while it answers loses nothing
             async with aclosing(self._loop(run)) as events:
                 async for event in events:
                     yield event
@@ -497,7 +499,13 @@ class AgentRunner:
         stored = None
         if self.journal is not None and (input is None or isinstance(input, str)):
             data = await self.journal.load_run(session)
-            stored = RunState.from_json(data) if data is not None else None
+            try:
+                stored = RunState.from_json(data) if data is not None else None
+            except ValueError as exc:
+                raise ValueError(
+                    f"the run stored for session {session!r} cannot be resumed ({exc}); "
+                    "go on under another session name"
+                ) from None
         if input is None:
             if self.journal is None:
                 raise ValueError(

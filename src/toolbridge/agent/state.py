@@ -230,7 +230,24 @@ class RunState:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> RunState:
-        """A state from `to_json`'s data or its JSON text; ValueError names what is off."""
+        """A state from `to_json`'s data or its JSON text; ValueError names what is off.
+
+        A saved state may have been edited: any field of the wrong type or missing is
+        that ValueError too, never an error from deep inside the parsing.
+        """
+        try:
+            return cls._from_json(data)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, KeyError):
+                detail = f"the field {exc} is missing"
+            elif isinstance(exc, ValueError):
+                detail = str(exc)
+            else:
+                detail = f"a field has the wrong type ({exc})"
+            raise ValueError(f"cannot read the saved run state: {detail}") from None
+
+    @classmethod
+    def _from_json(cls, data: Mapping[str, Any] | str) -> RunState:
         from toolbridge.agent.messages import AssistantMessage, ToolResultsMessage
 
         if isinstance(data, str):
@@ -241,14 +258,15 @@ class RunState:
                 f"not a toolbridge run state of version {STATE_VERSION} (got version "
                 f"{version!r}); save states with RunState.to_json()"
             )
-        conversation = [message_from_json(item) for item in data["conversation"]]
-        settled_message = message_from_json({"role": "tool", "results": data.get("settled", [])})
+        conversation = [message_from_json(item) for item in _list(data, "conversation")]
+        settled = _list(data, "settled", required=False)
+        settled_message = message_from_json({"role": "tool", "results": settled})
         assert isinstance(settled_message, ToolResultsMessage)
         calls: dict[str, ToolCallRequest] = {}
         if conversation and isinstance(conversation[-1], AssistantMessage):
             calls = {call.id: call for call in conversation[-1].calls}
         pending = []
-        for item in data.get("pending", []):
+        for item in _list(data, "pending", required=False):
             call = calls.get(str(item["call_id"]))
             if call is None:
                 raise ValueError(
@@ -276,13 +294,38 @@ class RunState:
             conversation,
             pending,
             list(settled_message.results),
-            int(data.get("turns", 0)),
-            int(data.get("tool_calls", 0)),
-            Usage.from_json(data.get("usage", {})),
+            _count(data, "turns"),
+            _count(data, "tool_calls"),
+            _usage(data.get("usage", {})),
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
             _prompts(data.get("prompts", [])),
         )
+
+
+def _list(data: Mapping[str, Any], key: str, *, required: bool = True) -> list[Any]:
+    """The list stored under `key` (empty when an optional one is absent)."""
+    if key not in data and not required:
+        return []
+    value = data[key]
+    if not isinstance(value, list):
+        raise ValueError(f"{key!r} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key!r} must be a count (an integer >= 0), got {value!r}")
+    return value
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(count, int) and not isinstance(count, bool) for count in value.values()
+    ):
+        raise ValueError(f"'usage' must be an object of token counts, got {value!r}")
+    return Usage.from_json(value)
 
 
 def _prompts(value: Any) -> list[str]:

@@ -10,9 +10,14 @@ one line, not a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import fcntl
+import hashlib
 import json
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +45,7 @@ from toolbridge.agent.state import PendingCall
 from toolbridge.approval import writes_need_approval
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
+    CliError,
     ConfigOption,
     ExitCode,
     ScopeOption,
@@ -52,7 +58,6 @@ from toolbridge.cli.app import (
 )
 from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
 from toolbridge.cli.loading import LoadOptions, load_tools
-from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
 from toolbridge.registry import ToolRegistry
@@ -149,6 +154,61 @@ class _Printer:
             )
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C ends a prompt that blocks the event loop: ``asyncio.run``'s own handler only
+    cancels the main task, which a blocked prompt never sees (it kept waiting). Click turns
+    the interrupt into `typer.Abort`, as it does the end of input: only the interrupt
+    becomes KeyboardInterrupt (exit 130)."""
+    pressed = False
+
+    def interrupt(signum: int, frame: Any) -> None:
+        nonlocal pressed
+        pressed = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    except typer.Abort:
+        if pressed:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _session_held(root: Path, session: str) -> Iterator[None]:
+    """Hold `session` for this command, or refuse: two commands going on from one stored
+    run would each save their own turns over the other's (and both decide its paused
+    calls). One lock byte per session name in ``.toolbridge/agent-sessions.lock``; the
+    system releases it when the process ends, even killed."""
+    path = root / ".toolbridge" / "agent-sessions.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    offset = int.from_bytes(hashlib.sha256(session.encode()).digest()[:4], "big") >> 1
+    with path.open("a+b") as file:
+        try:
+            fcntl.lockf(file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+        except OSError:
+            raise CliError(
+                f"session {session!r} is in use by another toolbridge agent in this "
+                "workspace; wait for it to end, or use another --session"
+            ) from None
+        yield
+
+
+def _read_prompt() -> str | None:
+    """The next line of an interactive session, None at the end of input. It blocks the
+    event loop on purpose: nothing runs between turns, and a prompt in a worker thread
+    cannot be interrupted (Ctrl-C left it waiting)."""
+    try:
+        with _interruptible():
+            return input("> ")
+    except EOFError:
+        return None
+
+
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
     """Ask about each pending call (``--yes`` approves them all but retries, which only a
     person at a terminal approves: the call may have partly run)."""
@@ -171,7 +231,9 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
             question = RETRY_QUESTION
         else:
             question = f"Allow {call.tool_name}({shown})?"
-        if typer.confirm(question, default=False, err=True):
+        with _interruptible():
+            approved = typer.confirm(question, default=False, err=True)
+        if approved:
             decisions.append(call.approve(by=prompt_approver()))
         else:
             decisions.append(call.deny("the user declined this call"))
@@ -207,13 +269,7 @@ async def _session(
     lines = iter([prompt]) if prompt is not None else None
     result = None
     while True:
-        if lines is not None:
-            line = next(lines, None)
-        else:
-            try:
-                line = await asyncio.to_thread(input, "> ")
-            except EOFError:
-                line = None
+        line = next(lines, None) if lines is not None else _read_prompt()
         if line is None or line.strip() in ("exit", "quit"):
             return result
         if not line.strip():
@@ -278,13 +334,17 @@ def agent_command(
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
     with reporting(verbose):
-        registry = load_tools(
-            LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec)
-        ).registry
+        loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
+    registry = loaded.registry
     skill_set = SkillSet.discover(root) if skills else None
-    policy = ExecutionPolicy(approval=writes_need_approval)
+    # The config file's [executor] policy, asking before every call that writes (the
+    # command's promise, whatever its approval rule says).
+    policy = dataclasses.replace(loaded.policy, approval=writes_need_approval)
     journal: CallJournal | None = None
+    held = contextlib.ExitStack()
     if session is not None:  # calls journaled under the session: none runs twice
+        with reporting(verbose):
+            held.enter_context(_session_held(root, session))
         context = dataclasses.replace(registry.context, session=session)  # the tools see it
         registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose):
@@ -309,14 +369,18 @@ def agent_command(
                 await journal.close()
 
     try:
-        result = asyncio.run(run())
+        with held:
+            result = asyncio.run(run())
     except JournalError as exc:
         err.print(f"Error: {exc}", markup=False, highlight=False)
         raise typer.Exit(ExitCode.CONFIG) from None
+    except ValueError as exc:  # the runner refused its input: a stored run it cannot read
+        err.print(f"Error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(ExitCode.USAGE) from None
     except ModelError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     if result is not None and result.stop_reason is StopReason.APPROVAL_REQUIRED:
-        raise typer.Exit(3)
+        raise typer.Exit(ExitCode.CALL_FAILED)  # stopped on calls nobody approved

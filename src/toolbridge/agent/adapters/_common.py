@@ -187,6 +187,13 @@ class StreamDriver:
         return out
 
     def finish(self) -> list[ModelEvent]:
+        result = self.adapter.result()
+        if result.finish_reason is None:  # every provider ends a whole answer with one
+            raise ModelResponseError(
+                f"the {self.format} stream ended before the model finished its answer (no "
+                "finish reason came): the connection was closed early, or the server is not "
+                f"a {self.format} endpoint; nothing of this turn was used"
+            )
         out: list[ModelEvent] = [ToolCallReady(c, self.turn) for c in self.adapter.close()]
         result = self.adapter.result()
         message = AssistantMessage(
@@ -216,7 +223,9 @@ async def stream_turn(
     comes out.
 
     An exception from the SDK call or its stream is raised as `error(exc)`; one `error`
-    does not map (None) passes unchanged, like the driver's own `ModelResponseError`.
+    does not map (None) passes unchanged, like the driver's own `ModelResponseError`,
+    except while the stream is read: there an unmapped exception (an event that is not
+    JSON, or not the shape the SDK parses) is a `ModelResponseError`.
     """
     driver = StreamDriver(
         stream_adapter(model.format, id_salt=f"{request.id_salt}turn{request.turn}"),
@@ -226,7 +235,19 @@ async def stream_turn(
         deltas=deltas,
     )
     try:
-        async for event in await call():
+        events = aiter(await call())
+        while True:
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:  # the SDK could not read what the provider sent
+                if isinstance(exc, ModelError) or error(exc) is not None:
+                    raise
+                raise ModelResponseError(
+                    f"the {model.format} stream could not be read ({type(exc).__name__}: {exc})",
+                    cause=exc,
+                ) from exc
             for out in driver.feed(event):
                 yield out
         for out in driver.finish():

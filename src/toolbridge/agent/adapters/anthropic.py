@@ -91,6 +91,11 @@ class AnthropicModel:
                     f"cannot make an Anthropic client: {exc} (set ANTHROPIC_API_KEY or pass "
                     "client=)"
                 ) from None
+            if client.api_key is None and client.auth_token is None:  # the SDK would only
+                raise ModelAuthenticationError(  # fail at the first request, with a TypeError
+                    "cannot make an Anthropic client: no API key (set ANTHROPIC_API_KEY or "
+                    "ANTHROPIC_AUTH_TOKEN, or pass api_key= or client=)"
+                )
         self.client = client
         self.model = model
         self.max_tokens = max_tokens

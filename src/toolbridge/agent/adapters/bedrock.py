@@ -111,7 +111,15 @@ class BedrockModel:
         except ImportError:
             raise missing_sdk("boto3", "bedrock") from None
         self._botocore = botocore.exceptions
-        self.client = client or boto3.client("bedrock-runtime", region_name=region)
+        if client is None:
+            try:
+                client = boto3.client("bedrock-runtime", region_name=region)
+            except botocore.exceptions.BotoCoreError as exc:  # no region, a bad profile
+                raise ModelError(
+                    f"cannot make a Bedrock client: {exc} (set AWS_REGION or a profile's "
+                    "region, or pass region= or client=)"
+                ) from None
+        self.client = client
         self.model = model
 
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
