@@ -19,40 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge.formats.schemas import UnsupportedSchema, openai_strict
+
 __all__ = ["NativeOutput"]
 
 Schema = dict[str, Any]
-
-_STRICT_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "anyOf",
-        "enum",
-        "const",
-        "$ref",
-        "$defs",
-        "definitions",
-        "description",
-        "title",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minItems",
-        "maxItems",
-        "default",
-    }
-)
-"""The keywords OpenAI's strict mode accepts (its structured-outputs guide); ``default``
-only ever sits on a property that is not required, which strict mode refuses anyway,
-with a clearer reason."""
 
 _CLOSED_KEYWORDS = frozenset(
     {
@@ -118,11 +89,9 @@ def _close(node: Schema) -> None:
     node["additionalProperties"] = False
 
 
-def _strict_rule(node: Schema) -> Schema:
-    unsupported = sorted(set(node) - _STRICT_KEYWORDS)
-    if unsupported:
-        raise _Inexpressible(f"strict mode does not support {', '.join(unsupported)}")
-    _close(node)
+def _every_property_required(node: Schema) -> Schema:
+    """Refuse optional properties: strict mode would make them required and nullable, and
+    pydantic would then get null where it expects the field's default."""
     if "properties" in node:
         optional = sorted(set(node["properties"]) - set(node.get("required", ())))
         if optional:
@@ -130,6 +99,18 @@ def _strict_rule(node: Schema) -> Schema:
                 f"strict mode requires every property; optional: {', '.join(optional)}"
             )
     return node
+
+
+def _strict_form(schema: Schema) -> tuple[Schema | None, str | None]:
+    """OpenAI's strict form (the tool definitions' own converter), when every property is
+    required; else None and why."""
+    every, problem = _form(schema, _every_property_required)
+    if every is None:
+        return None, problem
+    try:
+        return openai_strict(every), None
+    except UnsupportedSchema as exc:
+        return None, str(exc)
 
 
 def _closed_rule(node: Schema) -> Schema:
@@ -182,7 +163,7 @@ class NativeOutput:
     ) -> NativeOutput:
         """The three forms of `schema`; `name` defaults to its title (a provider-safe name)."""
         full = dict(schema)
-        strict, strict_problem = _form(full, _strict_rule)
+        strict, strict_problem = _strict_form(full)
         closed, closed_problem = _form(full, _closed_rule)
         title = name or str(full.get("title") or "output")
         safe = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] or "output"
