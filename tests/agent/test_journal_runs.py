@@ -13,7 +13,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -422,3 +422,29 @@ def test_to_json_with_a_cache_converts_each_message_once() -> None:
     assert second == state.to_json()  # the same data as without a cache
     assert second["conversation"][0] is first["conversation"][0]  # not converted again
     assert len(cache) == 3
+
+
+async def test_two_runs_of_one_session_at_once_the_second_is_refused(tmp_path: Path) -> None:
+    # Each would save its turns over the other's: the second is refused, the first goes on.
+    from toolbridge.journal import SessionInUse
+
+    asked, gate = asyncio.Event(), asyncio.Event()
+
+    class Waiting(ScriptedModel):
+        async def stream(self, request: Any) -> AsyncIterator[Any]:
+            asked.set()
+            await gate.wait()
+            async for event in super().stream(request):
+                yield event
+
+    model = Waiting([AssistantMessage(text="first")])
+    async with SQLiteJournal(tmp_path / "j.sqlite3") as journal:
+        runner = AgentRunner(model, [], journal=journal, session="s")
+        first = asyncio.ensure_future(runner.run("hello"))
+        await asked.wait()  # the first run is asking its model
+        with pytest.raises(SessionInUse):
+            await AgentRunner(ScriptedModel([]), [], journal=journal, session="s").run("hi")
+        gate.set()
+        assert (await first).output == "first"
+        again = AgentRunner(ScriptedModel([AssistantMessage(text="next")]), [], journal=journal)
+        assert (await again.run("more", session="s")).output == "next"  # free once it ended

@@ -422,3 +422,24 @@ async def test_entries_come_in_pages_and_sessions_are_counted(journal_target: st
         assert await journal.counts() == {"s1": 3, "s2": 4}
         with pytest.raises(ValueError, match="limit must be 0 or more"):
             await journal.entries(limit=-1)
+
+
+async def test_a_session_is_held_by_one_run_at_a_time(journal_target: str) -> None:
+    from toolbridge.journal import SessionInUse
+
+    async with await open_journal(journal_target) as first:
+        async with await open_journal(journal_target) as second:
+            await first.hold_session("s1")
+            with pytest.raises(SessionInUse, match="'s1' is in use by another run"):
+                await second.hold_session("s1")  # another journal (another process)
+            with pytest.raises(SessionInUse):
+                await first.hold_session("s1")  # another run through the same journal
+            await second.hold_session("s2")  # other sessions stay free
+            first.release_session("s1")
+            await first.sessions()  # PostgreSQL lets go through its writer, in order
+            await second.hold_session("s1")
+            second.release_session("s1")
+            second.release_session("s2")
+        await first.close()
+        async with await open_journal(journal_target) as third:
+            await third.hold_session("s1")  # a closed journal holds nothing

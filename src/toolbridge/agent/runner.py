@@ -438,6 +438,26 @@ class AgentRunner:
         if session is not None and self.journal is None:
             raise ValueError("session= names a run kept in a journal: AgentRunner(journal=...)")
         name = session or self.session or self.registry.context.session
+        journal = self.journal
+        if journal is None:
+            async with aclosing(self._stream(input, decisions, name)) as events:
+                async for event in events:
+                    yield event
+            return
+        # One run of a session at a time: two would each save their turns over the other's
+        # (and both decide its paused calls). `SessionInUse` for the second.
+        await journal.hold_session(name)
+        try:
+            async with aclosing(self._stream(input, decisions, name)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            journal.release_session(name)
+
+    async def _stream(
+        self, input: RunInput | None, decisions: Decisions, name: str
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """`stream` of the session `name` (held, for a journaled run)."""
         state = await self._start(input, name)
         run = _Run(state, self._executor_for(name), self.journal, name)
         tracer = self._tracer

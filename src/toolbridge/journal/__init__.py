@@ -16,6 +16,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    SessionInUse,
 )
 from toolbridge.journal.sqlite import SQLiteJournal
 
@@ -29,6 +30,7 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "SQLiteJournal",
+    "SessionInUse",
     "open_journal",
 ]
 

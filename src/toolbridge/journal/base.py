@@ -186,6 +186,18 @@ class CallJournal(abc.ABC):
         """How many calls each session has stored."""
 
     @abc.abstractmethod
+    async def hold_session(self, session: str) -> None:
+        """Hold the run of `session` for this journal until `release_session`, or raise
+        `SessionInUse` when another run holds it (in this process or another, through this
+        journal or another over the same database). Released by the system when the
+        process dies."""
+
+    @abc.abstractmethod
+    def release_session(self, session: str) -> None:
+        """Let go of a session `hold_session` took (synchronous, so a `finally` of an
+        async generator can call it)."""
+
+    @abc.abstractmethod
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
         """Store the state of a session's run (its messages and where it stands), durably."""
 

@@ -37,6 +37,8 @@ from toolbridge.journal.records import (
     check_storable,
     entry_from_row,
     running_entry,
+    session_in_use,
+    session_lock_number,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
+_SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 _OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
@@ -125,6 +128,7 @@ class PostgresJournal(CallJournal):
         self._description = description
         self._owner = owner
         self._held: set[CallKey] = set()
+        self._sessions: set[str] = set()  # runs held by `hold_session`
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
         self._closed = False
@@ -510,6 +514,41 @@ class PostgresJournal(CallJournal):
         result: dict[str, int] = await self._submit(op)
         return result
 
+    async def hold_session(self, session: str) -> None:
+        if session in self._sessions:
+            raise session_in_use(session)
+        self._sessions.add(session)  # before the await: a second run here is refused too
+
+        async def op(conn: AsyncConnection[Any]) -> bool:
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_SESSION_LOCKS, _int4(session))
+            )
+            row = await cursor.fetchone()
+            return bool(row and row[0])
+
+        try:
+            held = await self._submit(op)
+        except BaseException:
+            self._sessions.discard(session)
+            raise
+        if not held:
+            self._sessions.discard(session)
+            raise session_in_use(session)
+
+    def release_session(self, session: str) -> None:
+        if session not in self._sessions:
+            return
+        self._sessions.discard(session)
+        if self._closed:
+            return  # closing the connection let go of it
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(
+                "SELECT pg_advisory_unlock(%s, %s)", (_SESSION_LOCKS, _int4(session))
+            )
+
+        self._jobs.put_nowait(_Job(op, None))  # if it fails, the lock goes with the connection
+
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
         text = _jsonb(state)
 
@@ -700,3 +739,8 @@ def _qualified(columns: str) -> str:
 def _as_is(value: Any) -> Any:
     """JSONB arrives decoded."""
     return value
+
+
+def _int4(session: str) -> int:
+    """The session's lock number as PostgreSQL's signed int4 (the second lock key)."""
+    return (session_lock_number(session) & 0xFFFFFFFF) - (1 << 31)

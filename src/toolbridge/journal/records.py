@@ -9,6 +9,7 @@ interrupted by a crash, or another live process is running it right now.
 from __future__ import annotations
 
 import enum
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ __all__ = [
     "ClaimAction",
     "JournalEntry",
     "JournalError",
+    "SessionInUse",
     "check_storable",
     "entry_from_row",
     "interrupted",
@@ -35,6 +37,11 @@ __all__ = [
 
 class JournalError(ToolbridgeError):
     """The journal cannot be used (corrupt, locked, full, newer): what happened and what to do."""
+
+
+class SessionInUse(JournalError):
+    """Another run (in this process or another) holds the session: two runs going on from
+    one stored conversation would each save their turns over the other's."""
 
 
 class CallState(enum.StrEnum):
@@ -149,6 +156,19 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
             f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
             f"journal: its {part} {problem}. Use text that is valid UTF-8."
         )
+
+
+def session_in_use(session: str) -> SessionInUse:
+    return SessionInUse(
+        f"session {session!r} is in use by another run (this process or another); wait for "
+        "it to end, or use another session"
+    )
+
+
+def session_lock_number(session: str) -> int:
+    """A stable 60-bit number for a session's run lock (collisions only cost a refusal)."""
+    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") >> 4
 
 
 def interrupted(entry: JournalEntry | None) -> bool:

@@ -50,6 +50,8 @@ from toolbridge.journal.records import (
     entry_from_row,
     interrupted,
     running_entry,
+    session_in_use,
+    session_lock_number,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
@@ -153,6 +155,7 @@ def _forget_owners_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_owners_in_child)
 
 
+_SESSION_LOCKS = (1 << 62) + 2  # session lock bytes start past every owner number (1 .. 2**62)
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 _OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 _FLOCK = "@hhqqi4x"  # struct flock: type, whence, start, len, pid
@@ -193,6 +196,7 @@ class SQLiteJournal(CallJournal):
         self._rows: dict[CallKey, Any] = {}
         self._inserts: list[tuple[Any, ...]] = []
         self._finishes: list[tuple[Any, ...]] = []
+        self._sessions: set[str] = set()  # runs held by `hold_session`
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
         self._let_go: list[CallKey] = []  # not owned once this batch commits
         self._conn = self._connect()
@@ -597,6 +601,22 @@ class SQLiteJournal(CallJournal):
 
         result: dict[str, int] = await self._submit(op)
         return result
+
+    async def hold_session(self, session: str) -> None:
+        if self._closed:
+            raise JournalError(f"the journal {self.path} is closed")
+        # A byte of the owners file past every owner number; the set covers runs of this
+        # journal (its own locks never conflict with each other).
+        offset = _SESSION_LOCKS + session_lock_number(session)
+        if session in self._sessions or not _lock(self._owner.fd, offset, fcntl.F_WRLCK):
+            raise session_in_use(session)
+        self._sessions.add(session)
+
+    def release_session(self, session: str) -> None:
+        if session in self._sessions:
+            self._sessions.discard(session)
+            if self._owner.fd >= 0:
+                _lock(self._owner.fd, _SESSION_LOCKS + session_lock_number(session), fcntl.F_UNLCK)
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
         text = to_json(state)
