@@ -69,3 +69,20 @@ def test_an_edited_state_is_a_clear_value_error(name: str) -> None:
     with pytest.raises(ValueError, match="run state") as caught:
         RunState.from_json(data)
     assert type(caught.value) is ValueError or isinstance(caught.value, json.JSONDecodeError)
+
+
+@pytest.mark.parametrize("data", [{}, {"call_id": "c1", "digest": "d"}, {"approved": True}])
+def test_a_stored_decision_that_lacks_a_field_is_a_value_error(data: dict[str, object]) -> None:
+    from toolbridge.agent import ApprovalDecision
+
+    with pytest.raises(ValueError, match="a stored decision lacks"):
+        ApprovalDecision.from_json(data)
+
+
+def test_a_stored_truncated_flag_must_be_a_boolean() -> None:
+    from toolbridge.agent.messages import message_from_json
+
+    stored = {"role": "assistant", "text": "", "truncated": "false"}
+    with pytest.raises(ValueError, match="'truncated' must be true or false"):
+        message_from_json(stored)
+    assert message_from_json({"role": "assistant", "text": "x"}).truncated is False

@@ -272,8 +272,15 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
                 format=data.get("format"),
                 model=data.get("model"),
                 finish_reason=data.get("finish_reason"),
-                truncated=bool(data.get("truncated")),
+                truncated=_flag(data.get("truncated"), "truncated"),
             )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"stored {role} message is incomplete or malformed: {exc!r}") from None
     raise ValueError(f"unknown message role {role!r}: expected system, user, assistant or tool")
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A stored true/false (absent is false); ``"false"`` is not read as true."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise ValueError(f"stored field {name!r} must be true or false, got {value!r}")

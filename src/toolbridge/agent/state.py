@@ -90,6 +90,12 @@ class ApprovalDecision:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ApprovalDecision:
+        """A decision as `to_json` wrote it; anything else is a `ValueError` naming the field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a stored decision must be an object, got {type(data).__name__}")
+        missing = [key for key in ("call_id", "digest", "approved") if key not in data]
+        if missing:
+            raise ValueError(f"a stored decision lacks {', '.join(missing)}")
         approved = data["approved"]
         if not isinstance(approved, bool):  # bool("false") is True: never guess a yes
             raise ValueError(
