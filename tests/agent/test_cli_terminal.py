@@ -1,6 +1,11 @@
 """``toolbridge agent`` at a real terminal (a pseudo-terminal): Ctrl-C while it waits for
 the user (the ``>`` prompt of an interactive session, an approval question) ends the
-command with exit code 130 at once, and a paused session resumes afterwards."""
+command with exit code 130 at once, and a paused session resumes afterwards.
+
+Ctrl-C is sent only once the command is provably waiting for the user: every thread of it
+asleep in the kernel (``/proc/<pid>/task/*/stat``). Seeing the prompt is not enough, as the
+prompt is written just before the blocking read starts; a signal sent in between tests the
+scheduler, not the command."""
 
 from __future__ import annotations
 
@@ -16,6 +21,34 @@ from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
 from tests.agent.test_cli import REPO
 
 WAIT = 30.0  # seconds before a process that never exits counts as hung (a hang guard)
+
+
+def _thread_states(pid: int) -> list[str]:
+    """The scheduler state of each thread of ``pid`` ('R' running, 'S' asleep, ...)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # a thread that ended while we looked
+            continue
+        states.append(stat.rsplit(")", 1)[1].split()[0])  # the field after "(comm)"
+    return states
+
+
+def wait_until_blocked(pid: int) -> None:
+    """Return once every thread of ``pid`` sleeps in the kernel, seen twice in a row: the
+    command has entered the wait for input it showed a prompt for (a thread between the
+    prompt and its read is running or runnable, never asleep)."""
+    end = time.monotonic() + WAIT
+    asleep_before = False
+    while time.monotonic() < end:
+        states = _thread_states(pid)
+        asleep = bool(states) and all(state == "S" for state in states)
+        if asleep and asleep_before:
+            return
+        asleep_before = asleep
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never waited for input: {_thread_states(pid)}")
 
 
 class Terminal:
@@ -47,7 +80,9 @@ class Terminal:
         assert marker in self.shown, self.shown.decode(errors="replace")
 
     def interrupt(self) -> int | None:
-        """Ctrl-C; the exit code, or None when the command did not exit (it is killed)."""
+        """Ctrl-C once the command waits for the user; the exit code, or None when the
+        command did not exit (it is killed)."""
+        wait_until_blocked(self.pid)
         os.kill(self.pid, signal.SIGINT)
         end = time.monotonic() + WAIT
         while time.monotonic() < end:
