@@ -34,6 +34,22 @@ async def nap(seconds: float, label: str) -> str:
     return f"{label} slept"
 
 
+@tool(read_only=True)
+async def meet(label: str, party: int) -> str:
+    """Wait until `party` calls of this tool have started (read-only: runs together with
+    others). It ends only if the calls run at the same time; alone it fails after 30 s."""
+    _log("spans.txt", f"{label} start {time.time()}")
+    _log("met.txt", label)
+    met = current_context().workspace / "met.txt"
+    end = time.monotonic() + 30.0
+    while len(met.read_text().split()) < party:
+        if time.monotonic() > end:
+            raise TimeoutError(f"{label}: only {met.read_text().split()} of {party} ever met")
+        await asyncio.sleep(0.02)
+    _log("spans.txt", f"{label} end {time.time()}")
+    return f"{label} met"
+
+
 @tool
 async def write_step(label: str, seconds: float = 0.05) -> str:
     """Write a step (not read-only: runs alone, in order)."""
@@ -116,15 +132,18 @@ def deploy(target: str) -> str:
 
 def build(ctx: ToolContext) -> list[Tool]:
     return [
-        nap, write_step, boom, block, pid, die_once, die_first_time, SandboxedTool(), where,
+        nap, meet, write_step, boom, block, pid, die_once, die_first_time, SandboxedTool(), where,
         long_text, deploy,
     ]  # fmt: skip
 
 
 def spans(workspace: Path) -> dict[str, tuple[float, float]]:
-    """label -> (start, end) from spans.txt."""
+    """label -> (start, end) from spans.txt; a label that started and never ended (or ran
+    twice) is an AssertionError, not left out."""
     found: dict[str, list[float]] = {}
     for line in (workspace / "spans.txt").read_text().splitlines():
         label, _, stamp = line.split()
         found.setdefault(label, []).append(float(stamp))
-    return {label: (times[0], times[1]) for label, times in found.items() if len(times) == 2}
+    unfinished = {label: times for label, times in found.items() if len(times) != 2}
+    assert not unfinished, f"spans that did not start and end once: {unfinished}"
+    return {label: (times[0], times[1]) for label, times in found.items()}

@@ -18,9 +18,14 @@ from toolbridge.backends.ray import RayBackend, ToolSource
 SOURCE = ToolSource("ray_tools:build")
 
 
+WAIT = 30.0  # seconds before an awaited effect counts as never coming (a hang guard)
+
+
 @pytest.fixture(scope="module")
 def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
-    backend = RayBackend(SOURCE, workers=2, grace=0.5)
+    # A cancelled async call gets a generous grace to stop before its worker is killed: no
+    # test here means to trip it (blocking calls are killed at once, whatever the grace).
+    backend = RayBackend(SOURCE, workers=2, grace=WAIT)
     yield backend
     backend.close()
 
@@ -36,6 +41,19 @@ def executor_for(workspace: Path, backend: ExecutionBackend, session: str = "s")
     registry = SOURCE.registry(ToolContext(workspace=workspace, session=session))
     policy = ExecutionPolicy(persist_results=False, loop_guard=False)
     return ToolExecutor(registry, policy, backend=backend)
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
+
+
+async def appears(path: Path) -> str:
+    """The text of `path` once it exists (written by a worker: some moment later)."""
+    end = asyncio.get_running_loop().time() + WAIT
+    while (text := _text(path)) is None:
+        assert asyncio.get_running_loop().time() < end, f"{path.name} never appeared"
+        await asyncio.sleep(0.05)
+    return text
 
 
 def calls(*specs: tuple[str, dict[str, Any]]) -> list[ToolCallRequest]:
@@ -76,18 +94,19 @@ async def test_safe_calls_run_together_others_alone_in_order(
 ) -> None:
     from ray_tools import spans
 
-    await executor_for(workspace, backend).run(
+    outcomes = await executor_for(workspace, backend).run(
         calls(
-            ("nap", {"seconds": 0.3, "label": "r1"}),
-            ("nap", {"seconds": 0.3, "label": "r2"}),
-            ("nap", {"seconds": 0.3, "label": "r3"}),
+            ("meet", {"party": 3, "label": "r1"}),  # each ends only once all three started
+            ("meet", {"party": 3, "label": "r2"}),
+            ("meet", {"party": 3, "label": "r3"}),
             ("write_step", {"label": "w1"}),
             ("write_step", {"label": "w2"}),
         )
     )
+    assert all(o.ok for o in outcomes), [o.result.text for o in outcomes]
     found = spans(workspace)
     assert overlaps(found["r1"], found["r2"]) and overlaps(found["r2"], found["r3"])
-    assert found["r3"][1] <= found["w1"][0]  # the writes wait for the group
+    assert max(found[r][1] for r in ("r1", "r2", "r3")) <= found["w1"][0]  # writes wait
     assert found["w1"][1] <= found["w2"][0]  # and run one after the other
 
 
@@ -97,30 +116,20 @@ async def test_a_timeout_stops_an_async_call(workspace: Path, backend: Execution
     executor = ToolExecutor(registry, policy, backend=backend)
     [outcome] = await executor.run(calls(("nap", {"seconds": 30, "label": "slow"})))
     assert outcome.kind == "timeout"
-    for _ in range(50):  # the cancellation reaches the tool (on a worker: a moment later)
-        if (workspace / "cancelled.txt").exists():
-            break
-        await asyncio.sleep(0.05)
-    assert (workspace / "cancelled.txt").read_text().split() == ["slow"]
+    # the cancellation reaches the tool (on a worker: a moment later)
+    assert (await appears(workspace / "cancelled.txt")).split() == ["slow"]
 
 
 async def test_cancelling_the_run_stops_the_calls(
     workspace: Path, backend: ExecutionBackend
 ) -> None:
     executor = executor_for(workspace, backend)
-    task = asyncio.create_task(executor.run(calls(("nap", {"seconds": 30, "label": "c"}))))
-    for _ in range(100):
-        if (workspace / "spans.txt").exists():
-            break
-        await asyncio.sleep(0.05)
+    task = asyncio.create_task(executor.run(calls(("nap", {"seconds": 300, "label": "c"}))))
+    await appears(workspace / "spans.txt")  # the call started
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(50):
-        if (workspace / "cancelled.txt").exists():
-            break
-        await asyncio.sleep(0.05)
-    assert (workspace / "cancelled.txt").read_text().split() == ["c"]
+    assert (await appears(workspace / "cancelled.txt")).split() == ["c"]
 
 
 async def test_approval_then_the_approved_call_runs_once(
@@ -170,9 +179,12 @@ async def test_one_at_a_time_when_the_policy_says_so(
     registry = SOURCE.registry(ToolContext(workspace=workspace))
     policy = ExecutionPolicy(persist_results=False, loop_guard=False, max_concurrency=1)
     executor = ToolExecutor(registry, policy, backend=backend)
-    await executor.run(calls(*(("nap", {"seconds": 0.1, "label": f"n{i}"}) for i in range(3))))
+    outcomes = await executor.run(
+        calls(*(("nap", {"seconds": 0.1, "label": f"n{i}"}) for i in range(3)))
+    )
+    assert all(o.ok for o in outcomes), [o.result.text for o in outcomes]
     found = sorted(spans(workspace).values())
-    assert all(a[1] <= b[0] for a, b in itertools.pairwise(found))
+    assert len(found) == 3 and all(a[1] <= b[0] for a, b in itertools.pairwise(found))
 
 
 # --- what only a cluster brings ----------------------------------------------------------
@@ -193,11 +205,10 @@ async def test_a_blocking_call_past_its_limit_is_stopped_for_real(
     [outcome] = await executor.run(calls(("block", {"seconds": 60})))
     assert outcome.kind == "timeout"
     blocked_pid = int((workspace / "pids.txt").read_text().split()[0])
-    for _ in range(100):  # the worker process that was blocked is killed, then replaced
-        if not process_alive(blocked_pid):
-            break
+    end = asyncio.get_running_loop().time() + WAIT
+    while process_alive(blocked_pid):  # the blocked worker process is killed, then replaced
+        assert asyncio.get_running_loop().time() < end, f"worker {blocked_pid} still alive"
         await asyncio.sleep(0.05)
-    assert not process_alive(blocked_pid)
     [after] = await executor.run(calls(("pid", {})))
     assert after.ok and after.value != blocked_pid
 
