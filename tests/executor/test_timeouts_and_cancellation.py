@@ -100,9 +100,10 @@ async def test_an_isolated_blocking_tool_is_killed_on_timeout(
     registry: ToolRegistry, blocking_module: ModuleType, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "worker.pid"
-    # Long enough for a worker to start on a busy 2-core machine; the test waits for
-    # the worker's pid, not for a fixed time, so it does not depend on speed.
-    registry.register(IsolatedFunctionTool(blocking_module.sleep_forever, timeout=5.0))
+    # The limit this test trips also covers starting the worker process and its import of
+    # the tool, which must come first (it writes the pid): generous, as on a busy 2-core
+    # machine, where 5 s was not always enough.
+    registry.register(IsolatedFunctionTool(blocking_module.sleep_forever, timeout=10.0))
     call = ToolCallRequest("t", "sleep_forever", {"pid_file": str(pid_file)})
 
     running = asyncio.create_task(ToolExecutor(registry).run([call]))
