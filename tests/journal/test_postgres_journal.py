@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -86,10 +88,13 @@ async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_in
     pid = await backend_pid(journal)
     # The writer is in a statement when the server ends its connection; finishes queue up.
     slow = asyncio.ensure_future(journal._submit(lambda conn: conn.execute("SELECT pg_sleep(30)")))  # type: ignore[attr-defined]
-    await asyncio.sleep(0.1)
-    finishes = [asyncio.ensure_future(journal.finish(key, {"text": "ok"})) for key in keys]
-    await asyncio.sleep(0.1)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Events, not delays: the server says the writer is in pg_sleep, and the journal's
+        # queue holds every finish.
+        await until(lambda: is_sleeping(conn, pid), "the writer never ran pg_sleep")
+        finishes = [asyncio.ensure_future(journal.finish(key, {"text": "ok"})) for key in keys]
+        queued = journal._jobs  # type: ignore[attr-defined]
+        await until(lambda: queued.qsize() == len(keys), "the finishes never queued")
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
     answers = await asyncio.wait_for(asyncio.gather(slow, *finishes, return_exceptions=True), 20)
     assert all(isinstance(answer, JournalError) for answer in answers), answers
@@ -100,6 +105,22 @@ async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_in
     async with await open_journal(postgres_url) as reopened:
         claims = [await reopened.claim(key, "t", {}) for key in keys]
     assert {claim.action for claim in claims} == {ClaimAction.INTERRUPTED}
+
+
+async def until(check: Callable[[], bool], failure: str) -> None:
+    """Wait until `check()` holds (30 s: a bound against hangs, not a timing assertion)."""
+    end = asyncio.get_running_loop().time() + 30
+    while not check():
+        assert asyncio.get_running_loop().time() < end, failure
+        await asyncio.sleep(0.02)
+
+
+def is_sleeping(conn: psycopg.Connection[Any], pid: int) -> bool:
+    """Whether the server's own view has backend `pid` running pg_sleep right now."""
+    row = conn.execute(
+        "SELECT state, query FROM pg_stat_activity WHERE pid = %s", (pid,)
+    ).fetchone()
+    return row is not None and row[0] == "active" and "pg_sleep" in row[1]
 
 
 async def backend_pid(journal: object) -> int:
