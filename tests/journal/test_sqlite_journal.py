@@ -7,7 +7,9 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from toolbridge.journal import (
     JournalError,
     SQLiteJournal,
 )
+from toolbridge.journal import sqlite as sqlite_journal
 from toolbridge.journal.sqlite import MIGRATIONS, SCHEMA_VERSION, _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
@@ -118,13 +121,32 @@ def test_a_newer_journal_is_refused(db: Path) -> None:
         SQLiteJournal(db)
 
 
-async def test_opening_a_new_file_another_process_is_writing_waits(db: Path) -> None:
+class _RetryClock:
+    """The journal module's `time`, telling when the opener waits to ask again."""
+
+    def __init__(self) -> None:
+        self.retrying = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def sleep(self, seconds: float) -> None:
+        self.retrying.set()
+        time.sleep(seconds)
+
+
+async def test_opening_a_new_file_another_process_is_writing_waits(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # SQLite refuses at once to turn a file to WAL while another connection writes it (two
     # processes creating one journal): opening must ask again, not report it "locked 10 s".
+    clock = _RetryClock()
+    monkeypatch.setattr(sqlite_journal, "time", clock)
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
     opening = asyncio.ensure_future(asyncio.to_thread(SQLiteJournal, db))
-    await asyncio.sleep(0.2)  # let it try while the other writer holds the file
+    # it tried while the other writer held the file, was refused, and waits to ask again
+    assert await asyncio.to_thread(clock.retrying.wait, 30), "the opener never retried"
     writer.execute("COMMIT")
     writer.close()
     async with await asyncio.wait_for(opening, 30) as journal:
@@ -218,12 +240,14 @@ def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
     # claim was in flight closes that loop before the writer answers. The writer thread
     # died of "Event loop is closed", and every later call waited forever.
     journal = SQLiteJournal(db)
-    gate = threading.Event()
+    gate, running = threading.Event(), threading.Event()
 
     async def stopped_mid_claim() -> None:
-        held = asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
+        held = asyncio.ensure_future(journal._submit(lambda conn: (running.set(), gate.wait(30))))
         claim = asyncio.ensure_future(journal.claim(KEY, "t", {}))
-        await asyncio.sleep(0.05)  # both in the writer's hands; then the loop ends
+        # both handed over in one tick: once the writer runs the first, both are in its
+        # hands; then the loop ends
+        assert await asyncio.to_thread(running.wait, 30), "the writer never took the job"
         assert not (held.done() or claim.done())
 
     asyncio.run(stopped_mid_claim())
