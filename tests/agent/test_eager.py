@@ -25,15 +25,29 @@ from toolbridge.agent.events import ModelEvent
 
 
 class SlowStream:
-    """Streams turn one's calls with a pause after each; turn two answers."""
+    """Streams turn one's calls; turn two answers. After each call it waits until the call
+    ran (`early`: those that must start while the stream goes on; 30 s bound) or, for the
+    others, gives a wrong early start a moment to show (a busy machine can only make that
+    miss a bug, never fail a correct run)."""
 
     format = "openai_chat"
     model = "slow"
 
-    def __init__(self, calls: list[ToolCallRequest], *, truncated: bool = False) -> None:
+    def __init__(
+        self, calls: list[ToolCallRequest], *, early: tuple[str, ...] = (), truncated: bool = False
+    ) -> None:
         self.calls = calls
+        self.early = early
         self.truncated = truncated
         self.log: list[str] = []
+
+    async def _ran(self, call: ToolCallRequest) -> None:
+        end = asyncio.get_running_loop().time() + 30
+        while asyncio.get_running_loop().time() < end:
+            if any(line.endswith(f" {call.id}") for line in self.log):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"call {call.id} did not start while the model streamed")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if request.turn > 1:
@@ -41,7 +55,10 @@ class SlowStream:
             return
         for call in self.calls:
             yield ToolCallReady(call, request.turn)
-            await asyncio.sleep(0.05)
+            if call.id in self.early:
+                await self._ran(call)
+            else:
+                await asyncio.sleep(0.05)
             self.log.append(f"streamed {call.id}")
         message = AssistantMessage(
             calls=tuple(self.calls), truncated=self.truncated, finish_reason="length"
@@ -71,7 +88,8 @@ def call(call_id: str, name: str) -> ToolCallRequest:
 
 async def test_leading_read_only_calls_start_during_the_stream(workspace: Path) -> None:
     model = SlowStream(
-        [call("a", "look"), call("b", "look"), call("c", "change"), call("d", "look")]
+        [call("a", "look"), call("b", "look"), call("c", "change"), call("d", "look")],
+        early=("a", "b"),
     )
     runner = AgentRunner(
         model,
@@ -94,7 +112,7 @@ async def test_leading_read_only_calls_start_during_the_stream(workspace: Path) 
 
 
 async def test_a_cut_off_turn_keeps_what_ran_and_runs_nothing_else(workspace: Path) -> None:
-    model = SlowStream([call("a", "look"), call("b", "change")], truncated=True)
+    model = SlowStream([call("a", "look"), call("b", "change")], early=("a",), truncated=True)
     runner = AgentRunner(model, registry(model.log), eager_tools=True)
     result = await runner.run("go")
     assert result.stop_reason is StopReason.MAX_TOKENS
@@ -113,7 +131,7 @@ def test_eager_tools_is_off_with_a_call_budget() -> None:
 
 
 class GatedStream:
-    """Streams call `a`, then waits (up to 5 s) until the consumer saw `a` finish before it
+    """Streams call `a`, then waits (up to 30 s) until the consumer saw `a` finish before it
     streams call `b` and ends the turn; turn two answers."""
 
     format = "openai_chat"
@@ -130,7 +148,7 @@ class GatedStream:
         calls = (call("a", "fast"), call("b", "slow"), call("c", "fast"))
         yield ToolCallReady(calls[0], request.turn)
         try:
-            await asyncio.wait_for(self.seen_a_finish.wait(), 5)
+            await asyncio.wait_for(self.seen_a_finish.wait(), 30)
             self.released_during_stream = True
         except TimeoutError:
             pass  # finishes not live: the assertions below say so
@@ -149,9 +167,9 @@ async def test_early_calls_finish_live_and_results_stay_in_call_order(workspace:
 
     @tool(read_only=True)
     async def slow(key: str) -> str:
-        """Returns once the consumer saw `c` (started after it) finish, or after 5 s."""
+        """Returns once the consumer saw `c` (started after it) finish, or after 30 s."""
         try:
-            await asyncio.wait_for(seen_c.wait(), 5)
+            await asyncio.wait_for(seen_c.wait(), 30)
         except TimeoutError:
             return "late"
         return key
