@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from toolbridge import (
     EventType,
@@ -54,9 +57,16 @@ async def test_progress_reaches_events_and_the_surrounding_sink() -> None:
     report_progress(1)  # no sink at all: a no-op
 
 
-def test_a_failing_sink_does_not_fail_the_reporter() -> None:
+def test_a_failing_sink_does_not_fail_the_reporter(caplog: pytest.LogCaptureFixture) -> None:
+    received: list[ToolProgress] = []
+
     def broken(progress: ToolProgress) -> None:
+        received.append(progress)
         raise RuntimeError("listener bug")
 
-    with progress_sink(broken):
-        report_progress(1, 2)
+    with caplog.at_level(logging.ERROR, logger="toolbridge.progress"), progress_sink(broken):
+        report_progress(1, 2)  # returns: the listener's bug is not the tool's
+    assert received == [ToolProgress(1, 2)]  # the sink was called
+    [record] = [r for r in caplog.records if r.name == "toolbridge.progress"]
+    assert "progress sink" in record.getMessage() and record.exc_info is not None
+    assert "listener bug" in str(record.exc_info[1])  # logged with its traceback, not lost
