@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema_rs
 import pydantic
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from tests.fuzz.conftest import FUZZ_SETTINGS
@@ -384,13 +384,14 @@ def test_values_of_a_recursive_schema_come_back_unchanged(tree: dict[str, Any]) 
 @settings(
     FUZZ_SETTINGS,
     max_examples=max(FUZZ_SETTINGS.max_examples // 6, 20),
-    suppress_health_check=list(HealthCheck),
 )
 @given(generated_schemas, st.data())
 def test_generated_schemas_keep_the_contract(schema: dict[str, Any], data: st.DataObject) -> None:
+    # Every generated schema is a valid tool schema by construction: a refusal is a
+    # finding, not a draw to skip (skipping it hid how much was filtered).
     built = registry_for(schema)
-    assume(built is not None)
-    registry, tool = built  # type: ignore[misc]
+    assert built is not None, f"a valid tool schema was refused: {schema}"
+    registry, tool = built
     check_contract(registry, tool, schema, data.draw(raw_arguments))
     value = data.draw(from_schema(closed(schema)))
     _unchanged(schema, value)
