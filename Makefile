@@ -1,12 +1,13 @@
 # Two entry points, both self-contained on a machine with only Python 3.11:
 #   make run   - the main job, step by step: list the built-in tools and run calls over
 #                this directory (examples/demo.sh; examples/README.md)
-#   make test  - the whole test suite (`make check`: ruff and mypy, as CI runs them)
+#   make test  - the whole test suite (`make check`: ruff and mypy, as CI runs them;
+#                `make test-raced`: the tests that once raced, repeated under CPU load)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check venv clean fuzz prerequisites
+.PHONY: run test test-raced check venv clean fuzz prerequisites
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +34,11 @@ prerequisites:
 test: venv prerequisites
 	@$(BIN)/python -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
+
+# The tests that once raced, 3 times in a row beside a CPU burner on every core (.ci/raced;
+# CI runs it after `make test`): a timing race put back into them fails here.
+test-raced: venv prerequisites
+	@VENV=$(VENV) bash .ci/raced
 
 # The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
 # tens of minutes; `make test` runs the same tests with a short budget.
