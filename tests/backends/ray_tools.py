@@ -65,9 +65,10 @@ async def boom(message: str) -> str:
     raise RuntimeError(message)
 
 
-@tool(timeout=0.5)
+@tool(timeout=10)
 def block(seconds: float) -> str:
-    """Blocks the worker thread: only killing the process stops it."""
+    """Blocks the worker thread: only killing the process stops it. Its limit also covers
+    the dispatch to a worker, which must come first (it writes the pid): generous."""
     _log("pids.txt", str(os.getpid()))
     time.sleep(seconds)
     return "woke up"
