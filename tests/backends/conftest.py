@@ -35,6 +35,7 @@ def ray_runtime() -> Iterator[None]:
             os.pathsep.join([str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]),
         )
         ray.init(
+            address="local",  # a runtime of its own, never another run's (RAY_ADDRESS, ray start)
             num_cpus=2,
             resources={"sandbox": 1},
             include_dashboard=False,
