@@ -33,7 +33,7 @@ from toolbridge.cli.app import (
     terminal_safe,
 )
 from toolbridge.cli.approval import decider, run_calls
-from toolbridge.cli.inputs import decode_utf8, read_json
+from toolbridge.cli.inputs import read_json, read_stdin
 from toolbridge.cli.loading import Loaded, LoadOptions, load_tools
 from toolbridge.executor import ToolExecutor, ToolOutcome
 from toolbridge.formats import FormatError, FormatName, detect_format, provider_format
@@ -109,7 +109,7 @@ def call_command(
     whole ToolResult goes to stdout as JSON either way.
     """
     with reporting(verbose):
-        raw: Any = decode_utf8(sys.stdin.buffer.read(), "stdin") if arguments == "-" else arguments
+        raw: Any = read_stdin() if arguments == "-" else arguments
         options = LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec)
         loaded = load_tools(options)
         call = ToolCallRequest("cli", name, raw)
