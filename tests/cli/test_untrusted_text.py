@@ -313,3 +313,15 @@ def test_mcp_serve_shows_hostile_servers_and_logs_as_text(hostile: Cli, tmp_path
         # stdin is closed at once: the stdio server ends after starting the gateway
         _, err = inert(run(hostile, "mcp", "serve", "--servers", str(config), *verbose), 0)
         assert "[/x]" in err
+
+
+def test_the_approval_question_shows_hostile_arguments_as_text(hostile: Cli) -> None:
+    (hostile.workspace / "approve.toml").write_text('[executor]\napproval = "writes"\n')
+    arguments = json.dumps({"path": "w.txt", "content": HOSTILE})
+    done = hostile("call", "write_file", arguments, "-c", "approve.toml", tty_input="n\n")
+    raw = subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.encode(), done.stderr.encode()
+    )
+    _, err = inert(raw, 1)
+    assert "asks for approval" in err and "[/x] [bold red]" in err
+    assert not (hostile.workspace / "w.txt").exists()
