@@ -20,7 +20,7 @@ from typing import Any
 from toolbridge.calls import Location, format_path
 from toolbridge.errors import ArgumentIssue
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "json_data_issues", "text_may_hide_problems"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "json_data_issues", "nesting", "text_may_hide_problems"]
 
 # Levels of nested objects and arrays accepted in arguments. jsonschema-rs refuses data
 # deeper than 255 levels ("Recursion limit reached"); real arguments nest a few levels.
@@ -99,6 +99,22 @@ def _plain(value: Any) -> bool:
             elif not (cls is bool or item is None):
                 return False
     return True
+
+
+def nesting(value: Any) -> int:
+    """How many levels of objects and arrays (dicts, lists, tuples) `value` nests: 0 for
+    a scalar. Iterative, so a parsed file of any depth can be measured before a
+    recursive step (a copy, an encoder, a schema walk) meets it."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list | tuple):
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 def _location(link: _Link) -> Location:

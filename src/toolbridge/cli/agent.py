@@ -57,9 +57,10 @@ from toolbridge.cli.app import (
     reporting,
 )
 from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
+from toolbridge.cli.display import clean, echo_json, show
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
-from toolbridge.jsontext import to_json_text
+from toolbridge.jsontext import json_default, to_json_text
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
@@ -122,10 +123,10 @@ class _Printer:
 
     def show(self, event: AgentEvent) -> None:
         if self.as_json:
-            out.print(to_json_text(event_json(event)), markup=False, highlight=False)
+            echo_json(event_json(event), default=json_default)
             return
         if isinstance(event, TextDelta):
-            out.print(event.text, end="", markup=False, highlight=False)
+            show(out, event.text, end="")
             self._midline = not event.text.endswith("\n")
             return
         if self._midline:
@@ -134,16 +135,13 @@ class _Printer:
         if isinstance(event, ToolStarted):
             arguments = event.call.arguments
             shown = arguments if isinstance(arguments, str) else to_json_text(arguments)
-            err.print(f"[dim]-> {event.call.name}({shown[:200]})[/dim]", highlight=False)
+            show(err, (f"-> {event.call.name}({shown[:200]})", "dim"))
         elif isinstance(event, ToolFinished):
             outcome = event.outcome
             color = "green" if outcome.ok else "yellow"
             first = outcome.result.text.split("\n", 1)[0][:200]
-            err.print(
-                f"[{color}]<- {outcome.call.name}: {outcome.status.value}[/{color}] "
-                f"[dim]{first}[/dim]",
-                highlight=False,
-                markup=True,
+            show(
+                err, (f"<- {outcome.call.name}: {outcome.status.value}", color), " ", (first, "dim")
             )
         elif isinstance(event, RunFinished):
             usage = event.result.usage
@@ -222,15 +220,14 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
             continue
         shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if call.retry:
-            err.print(
-                f"{call.tool_name}({shown}) was interrupted before it finished: it may have "
-                "partly run.",
-                markup=False,
-                highlight=False,
+            show(
+                err,
+                f"{call.tool_name}({shown}) was interrupted before it finished: "
+                "it may have partly run.",
             )
             question = RETRY_QUESTION
         else:
-            question = f"Allow {call.tool_name}({shown})?"
+            question = clean(f"Allow {call.tool_name}({shown})?")
         with _interruptible():
             approved = typer.confirm(question, default=False, err=True)
         if approved:
@@ -331,7 +328,7 @@ def agent_command(
     try:
         adapter = model_from_string(model, base_url=base_url)
     except (ValueError, ImportError, ModelError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        show(err, ("error:", "red"), f" {exc}")
         raise typer.Exit(2) from None
     with reporting(verbose):
         loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
@@ -372,13 +369,13 @@ def agent_command(
         with held:
             result = asyncio.run(run())
     except JournalError as exc:
-        err.print(f"Error: {exc}", markup=False, highlight=False)
+        show(err, f"Error: {exc}")
         raise typer.Exit(ExitCode.CONFIG) from None
     except ValueError as exc:  # the runner refused its input: a stored run it cannot read
-        err.print(f"Error: {exc}", markup=False, highlight=False)
+        show(err, f"Error: {exc}")
         raise typer.Exit(ExitCode.USAGE) from None
     except ModelError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        show(err, ("error:", "red"), f" {exc}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None

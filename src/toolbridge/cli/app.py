@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import re
 import sys
 import traceback
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import typer
 from rich.console import Console
 
 from toolbridge import __version__
+from toolbridge.cli.display import SafeFormatter, clean
 from toolbridge.errors import ToolConfigError
 
 __all__ = [
@@ -67,15 +67,9 @@ def one_line(text: str) -> str:
     return terminal_safe(" ".join(text.split()))
 
 
-# C0 controls but tab and newline, DEL, and C1 controls: what starts a terminal escape
-# sequence (colours, cursor moves, OSC 52 clipboard writes, window titles).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def terminal_safe(text: str) -> str:
-    """`text` with control characters shown as ``\\xNN``, so printing it cannot drive the
-    terminal: tool output and model-chosen names are untrusted."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` safe to print: untrusted text is shown the one way `display.clean` says."""
+    return clean(text)
 
 
 def _show_version(value: bool) -> None:
@@ -91,8 +85,8 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain click help: flags without a <bool> placeholder
     pretty_exceptions_enable=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, emoji=False)  # ":name:" in printed text stays as written
+err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 @app.callback()
@@ -112,6 +106,7 @@ def _root(
     Exit codes: 0 success, 1 a tool call failed or was not approved, 2 wrong command
     line or input, 3 wrong configuration, 4 internal error, 130 interrupted.
     """
+    configure_logging(verbose=False)  # no raw record reaches stderr through Python's default
 
 
 WorkspaceOption = Annotated[
@@ -163,7 +158,9 @@ def configure_logging(verbose: bool) -> None:
 
     Quiet by default: a `NullHandler` keeps Python's last-resort handler from printing
     warnings and their tracebacks (the command reports problems itself, in one line).
-    With `verbose`, everything from DEBUG up goes to stderr, tracebacks included.
+    With `verbose`, everything from DEBUG up goes to stderr, tracebacks included. Every
+    record shown is cleaned (`SafeFormatter`), also other libraries' warnings, which
+    Python's last-resort handler prints.
     """
     library = logging.getLogger("toolbridge")
     for existing in list(library.handlers):
@@ -172,10 +169,14 @@ def configure_logging(verbose: bool) -> None:
     handler: logging.Handler = logging.NullHandler()
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(SafeFormatter("%(levelname)s %(name)s: %(message)s"))
         library.setLevel(logging.DEBUG)
     handler.set_name(_HANDLER_NAME)
     library.addHandler(handler)
+    last_resort = logging.StreamHandler(sys.stderr)  # other libraries' warnings, cleaned
+    last_resort.setLevel(logging.WARNING)
+    last_resort.setFormatter(SafeFormatter())
+    logging.lastResort = last_resort
 
 
 @contextmanager
@@ -193,7 +194,7 @@ def reporting(verbose: bool) -> Iterator[None]:
         _fail("interrupted", ExitCode.INTERRUPTED)
     except Exception as exc:
         if verbose:
-            traceback.print_exc(file=sys.stderr)
+            sys.stderr.write(clean(traceback.format_exc()))
         hint = "" if verbose else " (run again with -v for the traceback)"
         _fail(f"internal error: {type(exc).__name__}: {exc}{hint}", ExitCode.INTERNAL)
 

@@ -20,10 +20,13 @@ from typing import Any
 from toolbridge.approval import ApprovalRule, requires_approval_flag, writes_need_approval
 from toolbridge.cli.app import CliError, ExitCode
 from toolbridge.executor import ExecutionPolicy
+from toolbridge.jsondata import nesting
 
 __all__ = ["APPROVAL_RULES", "CliConfig", "read_config"]
 
 SECTIONS = ("executor", "tools")
+MAX_CONFIG_BYTES = 1_000_000  # a configuration is a page of settings, not a data file
+MAX_CONFIG_DEPTH = 32  # levels of nested tables and arrays; real configs use three
 APPROVAL_RULES: dict[str, ApprovalRule] = {
     "flag": requires_approval_flag,
     "writes": writes_need_approval,
@@ -63,20 +66,29 @@ def read_config(path: Path | None) -> CliConfig:
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise CliError(f"config file {str(path)!r} does not exist", ExitCode.CONFIG) from None
     except OSError as exc:
         message = f"cannot read config file {str(path)!r}: {exc.strerror or exc}"
         raise CliError(message, ExitCode.CONFIG) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise _bad(str(path), f"larger than {MAX_CONFIG_BYTES:,} bytes; is it the right file?")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _bad(str(path), f"not UTF-8 text (byte {exc.start})") from None
+    too_deep = _bad(str(path), f"nested more than {MAX_CONFIG_DEPTH} levels of tables and arrays")
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _bad(str(path), f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays recursively
+        raise too_deep from None
+    if nesting(data) > MAX_CONFIG_DEPTH:
+        raise too_deep
+    return data
 
 
 def _policy(where: str, table: Mapping[str, Any]) -> ExecutionPolicy:

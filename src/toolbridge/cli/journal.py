@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -12,10 +11,11 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
+from toolbridge.cli.display import echo_json, plain
 from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
+from toolbridge.jsontext import json_default
 
 journal_app = typer.Typer(
     name="journal",
@@ -73,7 +73,7 @@ def list_command(
     table = Table("session", "calls", "last change")
     for name, when, count in sessions:
         table.add_row(
-            Text(name), str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+            plain(name), str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
         )
     out.print(table)
 
@@ -98,8 +98,8 @@ def show_command(
             else ""
         )
         table.add_row(
-            Text(entry.key.call_id), Text(entry.tool), entry.state, str(entry.attempt),
-            entry.error_kind or "", took, Text(approved_by(entry)),
+            plain(entry.key.call_id), plain(entry.tool), plain(entry.state), str(entry.attempt),
+            plain(entry.error_kind or ""), took, plain(approved_by(entry)),
         )  # fmt: skip
     out.print(table)
 
@@ -114,7 +114,7 @@ def export_command(
 
     async def use(store: CallJournal) -> None:
         async for entry in store.iter_entries(session=session):  # a page in memory at a time
-            typer.echo(json.dumps(_as_json(entry), ensure_ascii=False))
+            echo_json(_as_json(entry), default=json_default)
 
     with reporting(verbose=False):
         _with_journal(workspace, journal, use)

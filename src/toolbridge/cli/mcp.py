@@ -23,6 +23,7 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
+from toolbridge.cli.display import SafeFormatter, plain, show
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.errors import ToolbridgeError
 from toolbridge.executor import ExecutionPolicy
@@ -92,14 +93,16 @@ def serve_command(
     ] = None,
 ) -> None:
     """Serve the built-in tools and plugins (and, with --config, other MCP servers' tools)."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)  # servers' and the SDK's warnings, cleaned
+    handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     address = _address(http) if http is not None else None
     if (
         address is not None
         and token is None
         and address[0] not in ("127.0.0.1", "localhost", "::1")
     ):
-        err.print(f"[yellow]warning: serving on {address[0]} without --token[/yellow]")
+        show(err, (f"warning: serving on {address[0]} without --token", "yellow"))
     with reporting(verbose):
         loaded = load_tools(LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec))
     registry = loaded.registry
@@ -109,7 +112,7 @@ def serve_command(
     try:
         asyncio.run(_serve(registry, servers, address, token, policy))
     except ToolbridgeError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        show(err, f"error: {exc}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         pass
@@ -137,7 +140,7 @@ async def _serve(
         await client.start()
         for status in client.status():
             if status.state != "connected":
-                err.print(f"MCP server {status.name!r}: {status.last_error}", markup=False)
+                show(err, f"MCP server {status.name!r}: {status.last_error}")
     try:
         if address is None:
             await server.run_stdio()
@@ -145,7 +148,7 @@ async def _serve(
             host, port = address
 
             def ready(bound: int) -> None:
-                err.print(f"serving MCP on http://{host}:{bound}/mcp", markup=False)
+                show(err, f"serving MCP on http://{host}:{bound}/mcp")
 
             await server.run_http(host, port, token=token, ready=ready)
     finally:
@@ -176,19 +179,19 @@ def servers_command(
     try:
         servers = asyncio.run(connect())
     except ToolbridgeError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        show(err, f"error: {exc}")
         raise typer.Exit(2) from None
     failed = False
     for status, rows in servers:
-        table = Table("tool", "flags", title=f"{status.name}: {status.state}")
+        table = Table("tool", "flags", title=plain(f"{status.name}: {status.state}"))
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*map(plain, row))
         out.print(table)
         for remote, reason in status.skipped:
-            err.print(f"refused {remote!r}: {reason}", markup=False, highlight=False)
+            show(err, f"refused {remote!r}: {reason}")
         if status.state != "connected":
             failed = True
-            err.print(f"{status.name}: {status.last_error}", markup=False, highlight=False)
+            show(err, f"{status.name}: {status.last_error}")
     if failed:
         raise typer.Exit(1)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -18,8 +17,8 @@ from toolbridge.cli.app import (
     err,
     out,
     reporting,
-    terminal_safe,
 )
+from toolbridge.cli.display import echo, echo_json, plain, show
 from toolbridge.skills import SkillSet
 
 skills_app = typer.Typer(
@@ -61,14 +60,14 @@ def _list(workspace: Path | None, paths: list[Path] | None, *, as_json: bool) ->
     ]  # fmt: skip
     if as_json:
         keys = ("name", "status", "description", "folder")
-        typer.echo(json.dumps([dict(zip(keys, row, strict=True)) for row in rows], indent=2))
+        echo_json([dict(zip(keys, row, strict=True)) for row in rows], indent=2)
     else:
         table = Table("name", "status", "description", title=f"{len(skills)} skills available")
         for name, status, description, _ in rows:
-            table.add_row(name, status, terminal_safe(" ".join(description.split())))
+            table.add_row(plain(name), plain(status), plain(" ".join(description.split())))
         out.print(table)
     for problem in skills.problems:
-        err.print(f"invalid: {terminal_safe(str(problem))}", markup=False, highlight=False)
+        show(err, f"invalid: {problem}")
 
 
 @skills_app.command("show")
@@ -88,7 +87,7 @@ def show_command(
             hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
             message = f"skill {name!r} is unavailable: {reason}" if reason else f"no skill {name!r}"
             raise CliError(message + hint, ExitCode.USAGE)
-        typer.echo(terminal_safe(skill.body))
+        echo(skill.body)
 
 
 @skills_app.command("validate")
@@ -98,13 +97,14 @@ def validate_command(
     ],
 ) -> None:
     """Check skill folders against the format; exit 1 with every problem listed."""
-    skills = SkillSet(paths, entry_points=False)
+    with reporting(verbose=False):
+        skills = SkillSet(paths, entry_points=False)
     found = len(skills) + len(skills.unavailable)
     for path in paths:
         if not path.exists():
-            err.print(f"{path}: no such file or directory", markup=False, highlight=False)
+            show(err, f"{path}: no such file or directory")
     for problem in skills.problems:
-        err.print(terminal_safe(str(problem)), markup=False, highlight=False)
+        show(err, str(problem))
     if skills.problems or not all(path.exists() for path in paths):
         raise typer.Exit(ExitCode.CALL_FAILED)
     out.print(f"{found} skill(s) valid", markup=False, highlight=False)

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from toolbridge.calls import Repair, ToolCallRequest
 from toolbridge.cli.app import (
@@ -30,10 +29,10 @@ from toolbridge.cli.app import (
     err,
     out,
     reporting,
-    terminal_safe,
 )
 from toolbridge.cli.approval import decider, run_calls
-from toolbridge.cli.inputs import decode_utf8, read_json
+from toolbridge.cli.display import echo, echo_json, plain, show
+from toolbridge.cli.inputs import read_json, read_stdin
 from toolbridge.cli.loading import Loaded, LoadOptions, load_tools
 from toolbridge.executor import ToolExecutor, ToolOutcome
 from toolbridge.formats import FormatError, FormatName, detect_format, provider_format
@@ -63,10 +62,10 @@ def tools_command(
         registry = load_tools(LoadOptions(workspace, scope, config, verbose)).registry
         if provider is not None:
             definitions: Any = provider_format(provider).definitions(registry)
-            typer.echo(json.dumps(definitions, indent=2, ensure_ascii=False))
+            echo_json(definitions, indent=2)
             return
         if as_json:
-            typer.echo(json.dumps(registry.get_definitions(), indent=2, ensure_ascii=False))
+            echo_json(registry.get_definitions(), indent=2)
             return
         table = Table("name", "flags", "description", title=f"{len(registry)} tools")
         for tool in registry:
@@ -81,7 +80,7 @@ def tools_command(
                 if on
             )
             cells = (tool.name, flags, _first_sentence(tool.description))
-            table.add_row(*(Text(terminal_safe(cell)) for cell in cells))
+            table.add_row(*(plain(cell) for cell in cells))
         out.print(table)
         out.print(f"definitions hash: {registry.definitions_hash[:16]}")
 
@@ -109,7 +108,7 @@ def call_command(
     whole ToolResult goes to stdout as JSON either way.
     """
     with reporting(verbose):
-        raw: Any = decode_utf8(sys.stdin.buffer.read(), "stdin") if arguments == "-" else arguments
+        raw: Any = read_stdin() if arguments == "-" else arguments
         options = LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec)
         loaded = load_tools(options)
         call = ToolCallRequest("cli", name, raw)
@@ -117,10 +116,10 @@ def call_command(
         _report_repairs(outcome.repairs)
         result = outcome.result
         if as_json:
-            typer.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+            echo_json(result_json(result), indent=2)
         else:
             # plain echo: rich would turn the tabs of numbered lines into spaces
-            typer.echo(terminal_safe(result.text), err=not outcome.ok)
+            echo(result.text, err=not outcome.ok)
         if not outcome.ok:
             raise typer.Exit(ExitCode.CALL_FAILED)
 
@@ -167,12 +166,12 @@ def exec_command(
         if parsed.truncated:
             err.print("warning: the response was cut off (length limit); calls may be incomplete")
         if not parsed.calls:
-            err.print(f"{terminal_safe(where)}: the response has no tool calls", markup=False)
+            show(err, f"{where}: the response has no tool calls")
         options = LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec)
         outcomes = _run(load_tools(options), parsed.calls, yes)
         for outcome in outcomes:
-            err.print(terminal_safe(summary_line(outcome)), markup=False, highlight=False)
-        typer.echo(json.dumps(module.result_messages(outcomes), indent=2, ensure_ascii=False))
+            show(err, summary_line(outcome))
+        echo_json(module.result_messages(outcomes), indent=2)
         if not all(outcome.ok for outcome in outcomes):
             raise typer.Exit(ExitCode.CALL_FAILED)
 
@@ -190,11 +189,12 @@ def _run(loaded: Loaded, calls: Sequence[ToolCallRequest], yes: bool) -> list[To
 
 def _report_repairs(repairs: Sequence[Repair]) -> None:
     for repair in repairs:
-        err.print(
-            f"repaired {repair.path}: {repair.action} {repair.before!r} -> {repair.after!r}",
-            style="dim",
-            markup=False,
-            highlight=False,
+        show(
+            err,
+            (
+                f"repaired {repair.path}: {repair.action} {repair.before!r} -> {repair.after!r}",
+                "dim",
+            ),
         )
 
 

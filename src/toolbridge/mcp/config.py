@@ -158,7 +158,9 @@ def load_mcp_config(
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ToolConfigError(f"MCP config {origin} does not exist") from None
-        except json.JSONDecodeError as exc:
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise ToolConfigError(f"MCP config {origin} is nested too deeply") from None
+        except ValueError as exc:  # not JSON, not UTF-8, or a number of 4,300+ digits
             raise ToolConfigError(f"MCP config {origin} is not valid JSON: {exc}") from None
     if not isinstance(data, Mapping):
         raise ToolConfigError(f'{origin}: expected a JSON object with "mcpServers"')

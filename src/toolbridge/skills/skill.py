@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from toolbridge.errors import PolicyViolation, ToolbridgeError, ToolExecutionError
+from toolbridge.jsondata import nesting
 from toolbridge.security.workspace import Workspace
 
 __all__ = [
@@ -34,6 +35,8 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 MAX_SKILL_FILE_BYTES = 1_000_000  # a SKILL.md is prose for a prompt, not a data file
+MAX_FRONT_MATTER_DEPTH = 64  # levels of nested mappings and lists; real ones use two or three
+MAX_FRONT_MATTER_NODES = 100_000  # values, counting each alias (*name) as what it repeats
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,16 +197,79 @@ def _split_front_matter(text: str, problem: Report) -> tuple[dict[str, Any] | No
     source = "".join(lines[1:index])
     body = "".join(lines[index + 1 :]).lstrip("\n")
     try:
-        front = yaml.safe_load(source)
+        front = _load_yaml(source)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 2})" if where is not None else ""
         problem("(front matter)", f"is not valid YAML{at}: {getattr(exc, 'problem', exc)}")
         return None, body
+    except (ValueError, OverflowError) as exc:  # a date like 2024-13-45, a 5,000-digit number
+        problem("(front matter)", f"has a value YAML cannot read: {exc}")
+        return None, body
+    except RecursionError:  # defence in depth: the loader stops far earlier
+        problem("(front matter)", f"must nest at most {MAX_FRONT_MATTER_DEPTH} levels")
+        return None, body
     if not isinstance(front, dict):
         problem("(front matter)", "must be a YAML mapping of fields (name: ..., description: ...)")
         return None, body
     return front, body
+
+
+def _load_yaml(source: str) -> Any:
+    """`yaml.safe_load` with limits: nesting deeper than `MAX_FRONT_MATTER_DEPTH` levels,
+    more than `MAX_FRONT_MATTER_NODES` values (aliases counted as what they repeat, so
+    "billion laughs" is refused) and an alias inside its own anchor are `YAMLError`s,
+    before PyYAML's recursive composer could exhaust the stack."""
+    import yaml
+    from yaml.composer import ComposerError
+
+    class Loader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.depth = 0
+            self.nodes = 0
+            self.sizes: dict[int, int] = {}  # id(node) -> values it expands to
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                node = self.anchors.get(event.anchor)
+                if node is not None and id(node) not in self.sizes:
+                    raise ComposerError(
+                        None, None, f"alias *{event.anchor} is inside its own anchor",
+                        event.start_mark,
+                    )  # fmt: skip
+                self._count(self.sizes.get(id(node), 1), event)
+                return super().compose_node(parent, index)
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            self.depth += 1
+            if self.depth > MAX_FRONT_MATTER_DEPTH:
+                raise ComposerError(
+                    None, None, f"nested more than {MAX_FRONT_MATTER_DEPTH} levels deep",
+                    event.start_mark,
+                )  # fmt: skip
+            start = self.nodes
+            self._count(1, event)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+            self.sizes[id(node)] = self.nodes - start
+            return node
+
+        def _count(self, size: int, event: Any) -> None:
+            self.nodes += size
+            if self.nodes > MAX_FRONT_MATTER_NODES:
+                raise ComposerError(
+                    None, None, f"more than {MAX_FRONT_MATTER_NODES:,} values "
+                    "(aliases counted as what they repeat)", event.start_mark,
+                )  # fmt: skip
+
+    loader = Loader(source)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _string(front: Mapping[str, Any], key: str, problem: Report, *, required: bool = False) -> Any:
@@ -248,8 +314,14 @@ def _metadata(value: Any, problem: Report) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
+        except RecursionError:  # the decoder recurses once per level
+            problem("metadata", f"must nest at most {MAX_FRONT_MATTER_DEPTH} levels")
+            return {}
         except ValueError:
             problem("metadata", "must be a mapping (or a JSON object in a string)")
+            return {}
+        if nesting(value) > MAX_FRONT_MATTER_DEPTH:
+            problem("metadata", f"must nest at most {MAX_FRONT_MATTER_DEPTH} levels")
             return {}
     if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
         problem("metadata", "must be a mapping with string keys")

@@ -1,0 +1,110 @@
+"""How the command line shows text it did not write: as inert, plain text, one way.
+
+Text from a model, a tool, a file, an MCP server, a skill or the journal is data. Every
+command prints it through this module: `clean` writes each control character a terminal
+would act on (C0 but tab and newline, DEL, C1 such as the 8-bit CSI ``\\x9b``) as a
+visible ``\\xNN`` and each bidi override or line separator as ``\\uXXXX``, so it cannot
+move the cursor, set a title, write the clipboard or reorder a line; `plain` makes it a
+rich `Text`, which is never parsed as markup (``[/x]`` stays ``[/x]``, it does not crash)
+nor as emoji codes. `json_text` is the JSON every ``--json`` prints: exact values,
+with the same characters escaped (JSON itself escapes only C0). `SafeFormatter` does
+the same for the log records the command line shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+__all__ = [
+    "SafeFormatter",
+    "clean",
+    "echo",
+    "echo_json",
+    "json_text",
+    "plain",
+    "show",
+]
+
+# What a terminal acts on: C0 controls but tab and newline, DEL, and C1 controls (their
+# 8-bit forms start CSI, OSC and DCS sequences as ESC does); a lone CR would let one
+# line overwrite another.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What reorders or splits what a person reads without being seen: bidi embeddings,
+# overrides and isolates (Trojan Source), and the Unicode line/paragraph separators.
+_INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# In JSON text, the same plus lone surrogates (valid JSON escapes, not encodable text).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def _escape_unicode(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def clean(text: str) -> str:
+    """`text` safe to print: control characters as ``\\xNN``, bidi controls and line
+    separators as ``\\uXXXX``; tab, newline and everything else unchanged (a CR before a
+    newline is a Windows line end, and goes)."""
+    if text.isprintable():  # the common case: nothing to escape (not even a newline)
+        return text
+    text = text.replace("\r\n", "\n")
+    return _INVISIBLE.sub(_escape_unicode, _CONTROL.sub(_escape_control, text))
+
+
+def plain(text: str, style: str = "") -> Text:
+    """`text` cleaned, as a rich `Text`: printed as it is, never read as markup."""
+    return Text(clean(text), style=style)
+
+
+def show(console: Console, *parts: str | tuple[str, str], end: str = "\n") -> None:
+    """Print `parts` on `console` as plain text; a ``(text, style)`` part is styled.
+
+    The one way a command prints a line that holds untrusted text: each part is cleaned
+    and none is parsed as markup or emoji codes.
+    """
+    line = Text()
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        line.append(clean(text), style=style or None)
+    console.print(line, end=end, soft_wrap=True)
+
+
+def echo(text: str, *, err: bool = False) -> None:
+    """Write `text` cleaned, exactly otherwise (tabs kept, no wrapping): a tool's output."""
+    typer.echo(clean(text), err=err)
+
+
+def json_text(
+    value: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None
+) -> str:
+    """`value` as JSON for a terminal or a pipe: exact (a reader gets every character
+    back), readable (non-ASCII text kept), and with every character a terminal would act
+    on written as a ``\\uXXXX`` escape (``json.dumps`` escapes only C0)."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
+    return _JSON_UNSAFE.sub(_escape_unicode, text)
+
+
+def echo_json(
+    value: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None
+) -> None:
+    """Print `value` as `json_text` on stdout."""
+    typer.echo(json_text(value, indent=indent, default=default))
+
+
+class SafeFormatter(logging.Formatter):
+    """A log formatter for the terminal: the formatted record (message, arguments,
+    traceback) cleaned, since a record may quote a tool, a server or a file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return clean(super().format(record))
