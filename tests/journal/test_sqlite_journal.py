@@ -90,7 +90,7 @@ async def test_a_version_2_journal_is_migrated_and_its_running_calls_are_interru
         assert claim.action is ClaimAction.INTERRUPTED  # version 2 left it running, ownerless
         assert (await journal.claim(KEY, "t", {})).action is ClaimAction.BUSY  # ours now
     version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("3",)
+    assert version == (str(SCHEMA_VERSION),) == ("4",)
 
 
 def _locks_on(path: Path) -> list[str]:
