@@ -359,8 +359,9 @@ class SQLiteJournal(CallJournal):
                 "to start a new one; calls it recorded can then run again."
             )
         if "unable to open" in text or "readonly" in text or "read-only" in text:
-            return JournalError(f"the journal {self.path} cannot be opened to {doing} "
-                                f"({text}): {_why_not_writable(self.path)}")  # fmt: skip
+            return JournalError(
+                f"the journal {self.path} cannot {doing} ({text}): {_why_not_writable(self.path)}"
+            )
         if "locked" in text or "busy" in text:
             return JournalError(
                 f"the journal {self.path} stayed locked by another process for "
@@ -923,8 +924,8 @@ def _why_not_writable(path: Path) -> str:
         return (
             f"{folder} is read-only for this process (a read-only file system, or no write "
             "permission), and the journal writes its file and side files (-wal, -shm, "
-            "-owners) there. Make it writable, or keep the journal somewhere writable "
-            "(TOOLBRIDGE_JOURNAL or --journal PATH on the command line)."
+            "-owners) there. Make it writable, or keep the journal in a writable place "
+            "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
         )
     return "check that the file and its folder are readable and writable by this process."
 
