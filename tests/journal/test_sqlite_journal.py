@@ -218,6 +218,7 @@ def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
     # claim was in flight closes that loop before the writer answers. The writer thread
     # died of "Event loop is closed", and every later call waited forever.
     journal = SQLiteJournal(db)
+    journal._inline = False  # batches go to the writer thread (held), not run on the loop
     gate = threading.Event()
 
     async def stopped_mid_claim() -> None:

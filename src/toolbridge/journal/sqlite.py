@@ -1,12 +1,18 @@
-"""The embedded journal: SQLite in WAL mode, written by one thread with group commit.
+"""The embedded journal: SQLite in WAL mode, written a batch at a time with group commit.
 
-Every operation goes to one writer thread, which takes whatever is queued and applies it
-in a single transaction: a batch of 200 claims costs one commit, and the event loop
-never waits on the disk. A running call's row names its owner: a random byte of a side
-file this journal holds an open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX
-locks elsewhere) while it is open. The kernel drops the lock when the process dies, so a
-running call whose owner's byte is free was interrupted; one lock per journal, so a batch
-of any size takes no lock per call.
+The operations submitted in one tick of the event loop are applied at its end in a single
+transaction: a batch of 200 claims costs one commit. With durability "process" a commit
+is a write to the WAL with no fsync, so the batch runs right there on the loop when the
+database is free (no thread hand-off, which on a busy machine cost more than the work;
+the loop waits for that write, and, once per thousand pages, a checkpoint). When another
+process holds the write lock, or with durability "power" (an fsync per commit), the
+batch goes to a writer thread instead, and the loop does not wait.
+
+A running call's row names its owner: a random byte of a side file this journal holds an
+open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX locks elsewhere) while it is
+open. The kernel drops the lock when the process dies, so a running call whose owner's
+byte is free was interrupted; one lock per journal, so a batch of any size takes no lock
+per call.
 """
 
 from __future__ import annotations
@@ -234,6 +240,12 @@ class SQLiteJournal(CallJournal):
                 "Check the path, or the workspace (--workspace) it is read from."
             )
         self._jobs: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        # One batch at a time (on the loop or the writer thread); batches handed to the
+        # thread and not done yet (none: a batch may run on the loop without overtaking).
+        self._writing = threading.Lock()
+        self._handed = 0
+        self._handed_lock = threading.Lock()
+        self._inline = durability == "process"
         # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._closed = False
@@ -407,15 +419,28 @@ class SQLiteJournal(CallJournal):
         return await future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        # One hand-off per tick, not one per call: the 200 claims of a batch wake the writer
-        # once, and it never competes for the interpreter while the loop is still queueing.
+        # One batch per tick, not one per call: the 200 claims of a batch are one commit.
         jobs = self._pending.pop(loop, None)
-        if jobs:  # (`close` may have handed them over already)
-            self._jobs.put(jobs)
+        if not jobs:  # (`close` may have handed them over already)
+            return
+        if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
+            try:  # the database is ours: no thread hand-off (see the module docstring)
+                if self._handed == 0 and self._run_batch(jobs, inline=True):
+                    return
+            finally:
+                self._writing.release()
+        self._put(jobs)
+
+    def _put(self, jobs: list[_Job]) -> None:
+        """Hand `jobs` to the writer thread."""
+        with self._handed_lock:
+            self._handed += 1
+        self._jobs.put(jobs)
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
             jobs = list(first)
+            handed = 1
             stop = False
             while True:
                 try:
@@ -426,19 +451,40 @@ class SQLiteJournal(CallJournal):
                     stop = True
                     break
                 jobs.extend(more)
+                handed += 1
             try:
-                self._run_batch(jobs)
+                with self._writing:
+                    self._run_batch(jobs)
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
                 self._answer([(job, False, error) for job in jobs if job.future is not None])
+            finally:
+                with self._handed_lock:
+                    self._handed -= handed
             if stop:
                 break
         self._conn.close()
         self._owner.close()
 
-    def _run_batch(self, jobs: list[_Job]) -> None:
-        """Apply `jobs` in one transaction; ownership changes only once it has committed."""
+    def _begin_at_once(self) -> bool:
+        """Begin a write transaction if no other process holds the write lock (no wait)."""
+        self._conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False  # busy, or failing: the writer thread tries, and says why
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return True
+
+    def _run_batch(self, jobs: list[_Job], *, inline: bool = False) -> bool:
+        """Apply `jobs` in one transaction; ownership changes only once it has committed.
+
+        `inline` (on the event loop): False, with nothing done, when another process holds
+        the write lock (the writer thread waits for it, not the loop)."""
+        if inline and not self._begin_at_once():
+            return False
         held = self._owner.held
         self._taken.clear()
         self._let_go.clear()
@@ -447,7 +493,8 @@ class SQLiteJournal(CallJournal):
         self._starts.clear()
         results: list[tuple[bool, Any]] = []
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if not inline:
+                self._conn.execute("BEGIN IMMEDIATE")
             self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
                 taken = len(self._taken)
@@ -485,6 +532,7 @@ class SQLiteJournal(CallJournal):
             [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
              if job.future is not None]
         )  # fmt: skip
+        return True
 
     def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
@@ -499,7 +547,7 @@ class SQLiteJournal(CallJournal):
             except RuntimeError:  # the loop is closed
                 for job, ok, value in batch:
                     if ok and job.undo is not None:
-                        self._jobs.put([_undo(job, value)])
+                        self._put([_undo(job, value)])
 
     def _settle_all(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         for job, ok, value in answers:
@@ -514,7 +562,7 @@ class SQLiteJournal(CallJournal):
             else:
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
-            self._jobs.put([_undo(job, value)])
+            self._put([_undo(job, value)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
