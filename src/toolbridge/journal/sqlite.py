@@ -315,6 +315,8 @@ class SQLiteJournal(CallJournal):
                 sync = "FULL" if self.durability == "power" else "NORMAL"
                 conn.execute(f"PRAGMA synchronous={sync}")
                 self._migrate(conn)
+                if self._inline:  # batches on the loop never wait; the thread sets its wait
+                    conn.execute("PRAGMA busy_timeout = 0")
                 return conn
             except sqlite3.OperationalError as exc:
                 # Turning a new file to WAL while another process writes it is refused at
@@ -454,7 +456,13 @@ class SQLiteJournal(CallJournal):
                 handed += 1
             try:
                 with self._writing:
-                    self._run_batch(jobs)
+                    # The loop's batches do not wait for another process: this one may.
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                    try:
+                        self._run_batch(jobs)
+                    finally:
+                        if self._inline:
+                            self._conn.execute("PRAGMA busy_timeout = 0")
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
@@ -468,14 +476,12 @@ class SQLiteJournal(CallJournal):
         self._owner.close()
 
     def _begin_at_once(self) -> bool:
-        """Begin a write transaction if no other process holds the write lock (no wait)."""
-        self._conn.execute("PRAGMA busy_timeout = 0")
+        """Begin a write transaction if no other process holds the write lock (no wait:
+        the connection's busy timeout is 0 outside the writer thread)."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
             return False  # busy, or failing: the writer thread tries, and says why
-        finally:
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return True
 
     def _run_batch(self, jobs: list[_Job], *, inline: bool = False) -> bool:
