@@ -172,3 +172,23 @@ def test_the_cli_refuses_a_linked_journal_too(tmp_path: Path) -> None:
     (tmp_path / ".toolbridge" / "journal.sqlite3").symlink_to(victim)
     done = run_cli("list", cwd=tmp_path)
     assert done.returncode != 0 and "symbolic link" in done.stderr
+
+
+async def test_a_database_user_without_rights_gets_a_journal_error_that_says_what_to_do(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    role = f"no_rights_{os.getpid()}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")  # PostgreSQL 15: no CREATE on public
+    url = postgres_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    try:
+        with pytest.raises(JournalError) as raised:
+            await open_journal(url)
+        text = str(raised.value)
+        assert f"user={role}" in text and "permission denied" in text
+        assert "Grant it the rights" in text
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")
