@@ -129,7 +129,8 @@ def _undo(job: _Job, answer: Any) -> _Job:
 
 class _Owner:
     """This journal's identity in running rows: a byte of the side file it keeps locked, and
-    the calls it runs now (`held`, touched on the writer thread only).
+    the calls it runs now (`held`, touched only by the batch being written, under
+    `SQLiteJournal._writing`).
 
     Opened without `create` and no side file there, it is a reader's: no journal ever
     opened the file, so no owner is alive, and it owns nothing (fd -1, number 0).
@@ -472,7 +473,8 @@ class SQLiteJournal(CallJournal):
                     self._handed -= handed
             if stop:
                 break
-        self._conn.close()
+        with self._writing:  # not under a batch another event loop runs
+            self._conn.close()
         self._owner.close()
 
     def _begin_at_once(self) -> bool:
@@ -480,7 +482,7 @@ class SQLiteJournal(CallJournal):
         the connection's busy timeout is 0 outside the writer thread)."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError:
+        except sqlite3.Error:
             return False  # busy, or failing: the writer thread tries, and says why
         return True
 
