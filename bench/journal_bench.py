@@ -4,9 +4,13 @@
 
 Side by side in one run, rounds interleaved: the executor alone, with a SQLite journal
 (durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
-started here unless --postgres names one). Each round uses new call ids, so every call
-is claimed and finished for real. Reported: median ms per batch and the overhead per
-call (SQLite) and per batch (PostgreSQL) above the executor alone, and, for scale, what
+started here unless --postgres names one), and the same batch with ``max_concurrency=6``
+(calls wait for a slot: claimed queued, marked running when they start) with and without a
+SQLite journal. Each round uses new call ids, so every call is claimed and finished for
+real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
+(the writer thread and SQLite included; PostgreSQL's server is not), the overhead per
+call (SQLite) and per batch (PostgreSQL) above the executor alone, the load average
+before and after, and, for scale, what
 PostgreSQL itself takes to write a batch's rows: one INSERT of 200 rows and one UPDATE of
 them, in a copy of the journal's table, sent by psycopg with no journal around them (the
 floor any layout with one row per call pays), and what preparing the stored data of 200
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -57,18 +62,24 @@ async def wait_5ms(n: int) -> int:
     return n
 
 
-async def batch_ms(workspace: Path, journal: CallJournal | None, round_no: int) -> float:
+async def batch_ms(
+    workspace: Path, journal: CallJournal | None, round_no: int, limit: int | None = None
+) -> tuple[float, float]:
+    """(wall ms, CPU ms of this process) for one batch."""
     # A session of this run's own: against a database kept from an earlier run (--postgres),
     # the same call ids would replay instead of run.
     registry = ToolRegistry([wait_5ms], context=ToolContext(workspace=workspace, session=SESSION))
-    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    policy = ExecutionPolicy(
+        persist_results=False, loop_guard=False, tracing=False, max_concurrency=limit
+    )
     executor = ToolExecutor(registry, policy, journal=journal)
-    calls = [ToolCallRequest(f"r{round_no}-{i}", "wait_5ms", {"n": i}) for i in range(CALLS)]
-    start = time.perf_counter()
+    prefix = f"r{round_no}-{limit}"
+    calls = [ToolCallRequest(f"{prefix}-{i}", "wait_5ms", {"n": i}) for i in range(CALLS)]
+    cpu, start = time.process_time(), time.perf_counter()
     outcomes = await executor.run(calls)
     elapsed = (time.perf_counter() - start) * 1000
     assert all(outcome.ok for outcome in outcomes)
-    return elapsed
+    return elapsed, (time.process_time() - cpu) * 1000
 
 
 def encoding_ms(round_no: int) -> float:
@@ -103,14 +114,26 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
+LIMITED = "max_concurrency=6"
+
+
+async def measure(
+    rounds: int, postgres: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU ms per batch of each runner, rounds interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
-        journals: dict[str, CallJournal | None] = {
-            "executor alone": None,
-            "SQLite (process)": await open_journal(str(workspace / "p.sqlite3")),
-            "SQLite (power)": await open_journal(str(workspace / "f.sqlite3"), durability="power"),
-            "PostgreSQL": await open_journal(postgres),
+        sqlite = await open_journal(str(workspace / "p.sqlite3"))
+        journals: dict[str, tuple[CallJournal | None, int | None]] = {
+            "executor alone": (None, None),
+            "SQLite (process)": (sqlite, None),
+            "SQLite (power)": (
+                await open_journal(str(workspace / "f.sqlite3"), durability="power"),
+                None,
+            ),
+            "PostgreSQL": (await open_journal(postgres), None),
+            f"executor alone, {LIMITED}": (None, 6),
+            f"SQLite (process), {LIMITED}": (sqlite, 6),
         }
         import psycopg
 
@@ -118,23 +141,24 @@ async def measure(rounds: int, postgres: str) -> dict[str, list[float]]:
         await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
         await floor.execute("CREATE TABLE floor_calls (LIKE toolbridge_calls INCLUDING ALL)")
         times: dict[str, list[float]] = {name: [] for name in journals}
+        cpu: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
         times[ENCODING] = []
         for round_no in range(rounds + 1):
-            for name, journal in journals.items():
-                elapsed = await batch_ms(workspace, journal, round_no)
+            for name, (journal, limit) in journals.items():
+                elapsed, used = await batch_ms(workspace, journal, round_no, limit)
                 if round_no:  # the first round warms up
                     times[name].append(elapsed)
+                    cpu[name].append(used)
             elapsed = await floor_ms(floor, round_no)
             if round_no:
                 times[FLOOR].append(elapsed)
                 times[ENCODING].append(encoding_ms(round_no))
         await floor.execute("DROP TABLE floor_calls")
         await floor.close()
-        for journal in journals.values():
-            if journal is not None:
-                await journal.close()
-    return times
+        for journal in {id(j): j for j, _ in journals.values() if j is not None}.values():
+            await journal.close()
+    return times, cpu
 
 
 def main() -> None:
@@ -148,23 +172,35 @@ def main() -> None:
             from conftest import throwaway_cluster
 
             postgres = stack.enter_context(throwaway_cluster()) + " dbname=postgres"
-        times = asyncio.run(measure(args.rounds, postgres))
-    base = statistics.median(times["executor alone"])
+        load_before = os.getloadavg()
+        times, cpu = asyncio.run(measure(args.rounds, postgres))
+        load_after = os.getloadavg()
+    median = statistics.median
     print(f"W5: {CALLS} calls of a 5 ms tool, median of {args.rounds} rounds (interleaved)")
-    print("| runner | ms per batch | above the executor alone |")
-    print("|---|---|---|")
+    print(f"load average (1, 5, 15 min): before {_load(load_before)}, after {_load(load_after)}"
+          f" on {os.cpu_count()} CPUs")  # fmt: skip
+    print("| runner | ms per batch | above the executor alone | CPU ms per batch | CPU above |")
+    print("|---|---|---|---|---|")
     for name, values in times.items():
-        median = statistics.median(values)
         if name in (FLOOR, ENCODING):
-            print(f"| {name} (no executor) | {median:.2f} | - |")
+            print(f"| {name} (no executor) | {median(values):.2f} | - | - | - |")
             continue
-        extra = median - base
-        per = (
-            f"{extra * 1000 / CALLS:+.1f} µs per call"
-            if "SQLite" in name
-            else f"{extra:+.2f} ms per batch"
-        )
-        print(f"| {name} | {median:.2f} | {'-' if name == 'executor alone' else per} |")
+        base_name = f"executor alone, {LIMITED}" if LIMITED in name else "executor alone"
+        extra = median(values) - median(times[base_name])
+        extra_cpu = median(cpu[name]) - median(cpu[base_name])
+        if "SQLite" in name:
+            per = f"{extra * 1000 / CALLS:+.1f} µs per call"
+            per_cpu = f"{extra_cpu * 1000 / CALLS:+.1f} µs per call"
+        else:
+            per = f"{extra:+.2f} ms per batch ({extra / median(times[FLOOR]):.2f}x the floor)"
+            per_cpu = f"{extra_cpu:+.2f} ms per batch"
+        if name == base_name:
+            per = per_cpu = "-"
+        print(f"| {name} | {median(values):.2f} | {per} | {median(cpu[name]):.2f} | {per_cpu} |")
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{value:.1f}" for value in load)
 
 
 if __name__ == "__main__":

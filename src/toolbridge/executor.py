@@ -375,7 +375,7 @@ class ToolExecutor:
         for index, call in enumerate(batch.calls):
             prepared = self._admit(call)
             if isinstance(prepared, ToolOutcome):
-                await self._settle(batch, index, prepared)
+                await self._refuse(batch, index, prepared, call.arguments)
                 continue
             tool = prepared.tool
             assert tool is not None
@@ -490,13 +490,13 @@ class ToolExecutor:
         try:
             screened = self._screen(call, prepared)
             if screened is not None and not await self._journal_answers(screened, prepared):
-                await self._settle(batch, index, screened)
+                await self._refuse(batch, index, screened, prepared.arguments)
                 return
             answer: ToolResult | None = None
             if self._before:
                 steered = await self._steer(call, prepared)
                 if isinstance(steered, ToolOutcome):
-                    await self._settle(batch, index, steered)
+                    await self._refuse(batch, index, steered, prepared.arguments)
                     return
                 if isinstance(steered, ToolResult):
                     answer = steered
@@ -524,10 +524,15 @@ class ToolExecutor:
                         invocation = _answered(tool.name, answer)
                     elif self._limit is not None:
                         async with self._limit:
+                            # Claimed queued: running in the journal only once it starts.
+                            unrecorded = await self._start_recording(recording)
                             start = self._started(batch, call)
-                            invocation = await self._run_prepared(
-                                tool.name, call.id, prepared, time_limit
-                            )
+                            if unrecorded is not None:
+                                invocation = _answered(tool.name, ToolResult.error(unrecorded))
+                            else:
+                                invocation = await self._run_prepared(
+                                    tool.name, call.id, prepared, time_limit
+                                )
                     elif self._tracer is None:  # the common case: no extra frame
                         start = self._started(batch, call)
                         invocation = await self._invoke(
@@ -582,8 +587,9 @@ class ToolExecutor:
             and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True
         )
         begun = await self._recorder.begin(
-            call.id, tool, args, approval=self._approval_of(prepared), retry_approved=retry
-        )
+            call.id, tool, args, approval=self._approval_of(prepared), retry_approved=retry,
+            queued=self._limit is not None,  # it may wait for a slot: running once it starts
+        )  # fmt: skip
         if isinstance(begun, ToolError):
             outcome = failed_outcome(call, begun, prepared.repairs)
         elif isinstance(begun, ToolResult):
@@ -598,6 +604,24 @@ class ToolExecutor:
             digest = arguments_digest(tool.name, args)
             outcome.approval = ApprovalRequest(call.id, tool.name, args, digest, retry=True)
         return outcome
+
+    async def _start_recording(self, recording: Recording | None) -> ToolError | None:
+        """Tell the journal a queued call's tool starts now; the error that answers the
+        call instead when the journal cannot record it."""
+        if recording is None or not recording.queued:
+            return None
+        assert self._recorder is not None
+        return await self._recorder.start(recording)
+
+    async def _refuse(
+        self, batch: ToolBatch, index: int, outcome: ToolOutcome, arguments: Any
+    ) -> None:
+        """Settle a call refused before it ran, recorded first in the journal (the audit
+        trail has every call; a refusal is never claimed: it did not run)."""
+        if self._recorder is not None:
+            call = outcome.call
+            await self._recorder.refuse(call.id, str(call.name), arguments, outcome.result)
+        await self._settle(batch, index, outcome)
 
     async def _journal_answers(self, screened: ToolOutcome, prepared: PreparedCall) -> bool:
         """Whether a call waiting for approval is one the journal will answer: it does not

@@ -39,7 +39,7 @@ from toolbridge.agent import (
     UserMessage,
 )
 from toolbridge.approval import arguments_digest
-from toolbridge.journal import CallJournal, CallKey, SQLiteJournal
+from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
 from toolbridge.journal.recorder import CallRecorder
 
 WORKER = Path(__file__).with_name("journal_run_worker.py")
@@ -236,7 +236,8 @@ async def test_a_pause_is_stored_and_resumed_with_a_decision_that_names_who(
         decision = ApprovalDecision.from_json(pending.approve(by="alice").to_json())
         done = await runner.run(None, session="p", decisions=[decision])
         assert done.stop_reason is StopReason.FINAL and log == ["published x"]
-        [entry] = await journal.entries(session="p")
+        refused, entry = await journal.entries(session="p")  # asked, then approved and run
+        assert (refused.state, refused.error_kind) == (CallState.REFUSED, "approval_required")
     digest = arguments_digest("publish", {"text": "x"})
     assert entry.approval == {"approved": True, "digest": digest, "by": "alice"}
 
@@ -379,7 +380,8 @@ async def test_an_approved_call_that_ran_before_a_crash_is_not_asked_about_again
         await dead.run([pending.call])
         assert log == ["published x"]
         done = await runner.run(None, session="p")  # no decision given
-        [entry] = await journal.entries(session="p")
+        refused, entry = await journal.entries(session="p")  # asked, then approved and run
+        assert refused.state is CallState.REFUSED
     assert done.stop_reason is StopReason.FINAL  # nobody was asked again
     assert log == ["published x"]  # replayed, not run again
     results = done.conversation[2]

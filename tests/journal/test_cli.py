@@ -45,7 +45,10 @@ def test_list_show_export_and_prune(tmp_path: Path) -> None:
 
     shown = run_cli("show", "beta", cwd=tmp_path)
     assert shown.returncode == 0
-    assert "stuck" in shown.stdout and "running" in shown.stdout
+    # Its journal closed without finishing it: its owner's lock is gone, so it is shown
+    # interrupted (not "running", as it was until the next run opened the journal).
+    assert "stuck" in shown.stdout and "interrupted" in shown.stdout
+    assert "running" not in shown.stdout
 
     exported = run_cli("export", "--session", "alpha", cwd=tmp_path)
     rows = [json.loads(line) for line in exported.stdout.splitlines()]

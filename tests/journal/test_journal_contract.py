@@ -188,6 +188,7 @@ def hold_the_writer(journal: CallJournal) -> tuple[Any, asyncio.Future[Any]]:
     """Keep the journal's writer busy until `release()`, so a claim waits in its queue."""
     if isinstance(journal, SQLiteJournal):
         gate = threading.Event()
+        journal._inline = False  # batches go to the writer thread (held), not run on the loop
         return gate.set, asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
     event = asyncio.Event()
 

@@ -93,7 +93,7 @@ async def test_a_version_2_journal_is_migrated_and_its_running_calls_are_interru
         assert claim.action is ClaimAction.INTERRUPTED  # version 2 left it running, ownerless
         assert (await journal.claim(KEY, "t", {})).action is ClaimAction.BUSY  # ours now
     version = sqlite3.connect(db).execute("SELECT value FROM toolbridge_meta").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("3",)
+    assert version == (str(SCHEMA_VERSION),) == ("4",)
 
 
 def _locks_on(path: Path) -> list[str]:
@@ -240,6 +240,7 @@ def test_a_caller_whose_loop_closed_before_its_answer_leaves_the_journal_usable(
     # claim was in flight closes that loop before the writer answers. The writer thread
     # died of "Event loop is closed", and every later call waited forever.
     journal = SQLiteJournal(db)
+    journal._inline = False  # batches go to the writer thread (held), not run on the loop
     gate, running = threading.Event(), threading.Event()
 
     async def stopped_mid_claim() -> None:

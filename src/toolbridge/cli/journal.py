@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,7 +15,13 @@ from rich.table import Table
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
 from toolbridge.cli.display import echo_json, plain
-from toolbridge.journal import CallJournal, JournalEntry, JournalError, open_journal
+from toolbridge.journal import (
+    CallJournal,
+    JournalEntry,
+    JournalError,
+    SQLiteJournal,
+    open_journal,
+)
 from toolbridge.jsontext import json_default
 
 journal_app = typer.Typer(
@@ -41,14 +48,20 @@ T = TypeVar("T")
 def _with_journal(
     workspace: Path | None, target: str | None, use: Callable[[CallJournal], Awaitable[T]]
 ) -> T:
+    folder = workspace or Path.cwd()
     if target is None:
-        path = (workspace or Path.cwd()) / ".toolbridge" / "journal.sqlite3"
-        if not path.exists():
+        path = folder / ".toolbridge" / "journal.sqlite3"
+        if not os.path.lexists(path):
             raise CliError(f"no journal at {path}", ExitCode.USAGE)
-        target = str(path)
 
     async def run() -> T:
-        async with await open_journal(target) as journal:
+        # Only an existing journal is opened: a mistyped path is an error, not a new journal.
+        opened = (
+            SQLiteJournal.in_workspace(folder, create=False)
+            if target is None
+            else await open_journal(target, create=False)
+        )
+        async with opened as journal:
             return await use(journal)
 
     try:

@@ -1,9 +1,11 @@
 """The call journal: no tool call lost or run twice across crashes, restarts and retries.
 
-Every call the executor runs is claimed in the journal before it runs and its outcome is
-stored, durably, before the outcome is returned. A call that finished is replayed, not
-run again; a call found running after a crash is reported as interrupted. SQLite in the
-workspace by default; PostgreSQL (the ``postgres`` extra) when processes or hosts share it.
+Every call the executor runs is claimed in the journal before it runs (queued while it
+waits for a slot, running once its tool starts) and its outcome is stored, durably, before
+the outcome is returned. A call that finished is replayed, not run again; a call whose
+tool started in a process that died is reported as interrupted, one that was still queued
+runs. Calls refused before running are recorded too. SQLite in the workspace by default;
+PostgreSQL (the ``postgres`` extra) when processes or hosts share it.
 """
 
 import re
@@ -38,12 +40,15 @@ __all__ = [
 _CONNINFO = re.compile(r"^\s*[a-z_]+\s*=")
 
 
-async def open_journal(target: str, *, durability: Durability = "process") -> CallJournal:
+async def open_journal(
+    target: str, *, durability: Durability = "process", create: bool = True
+) -> CallJournal:
     """A journal from a file path (SQLite), or a ``postgresql://`` URL or a libpq
-    ``key=value`` connection string (PostgreSQL)."""
+    ``key=value`` connection string (PostgreSQL). `create` False opens an existing journal
+    only: where there is none, a `JournalError` says so and nothing is created."""
     if target.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(target):
         from toolbridge.journal.postgres import PostgresJournal
 
-        return await PostgresJournal.connect(target, durability=durability)
+        return await PostgresJournal.connect(target, durability=durability, create=create)
     path = target.removeprefix("sqlite:///") if target.startswith("sqlite:///") else target
-    return SQLiteJournal(path, durability=durability)
+    return SQLiteJournal(path, durability=durability, create=create)

@@ -103,8 +103,14 @@ class CallJournal(abc.ABC):
         arguments: Any,
         *,
         approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> Claim:
-        """Ask to run the call `key`: see `ClaimAction` for the four answers."""
+        """Ask to run the call `key`: see `ClaimAction` for the four answers.
+
+        `queued`: the call may wait (for a concurrency slot) before its tool starts; it is
+        stored as queued, and `start` marks it running when the tool starts. A queued call
+        of a process that died never ran: the next claim runs it, as the same attempt.
+        """
 
     async def claim_when_free(
         self,
@@ -113,6 +119,7 @@ class CallJournal(abc.ABC):
         arguments: Any,
         *,
         approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> Claim:
         """`claim`, waiting while another live process runs the call (then replaying it).
 
@@ -120,24 +127,47 @@ class CallJournal(abc.ABC):
         """
         delay = BUSY_POLL_START
         while True:
-            claim = await self.claim(key, tool, arguments, approval=approval)
+            claim = await self.claim(key, tool, arguments, approval=approval, queued=queued)
             if claim.action is not ClaimAction.BUSY:
                 return claim
             await asyncio.sleep(delay)
             delay = min(delay * 2, BUSY_POLL_MAX)
 
     @abc.abstractmethod
-    async def restart(self, key: CallKey) -> JournalEntry:
-        """Run an owned, interrupted call again: its attempt count goes up by one."""
+    async def start(self, key: CallKey) -> None:
+        """Mark an owned, queued call running: its tool starts now (durable when this
+        returns, so a crash from here on finds it interrupted). A running call stays so."""
+
+    @abc.abstractmethod
+    async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
+        """Run an owned, interrupted call again: its attempt count goes up by one (queued
+        until `start` when `queued`)."""
 
     @abc.abstractmethod
     async def retry(
-        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+        self,
+        key: CallKey,
+        *,
+        approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> JournalEntry | None:
         """Reopen a call finished as ``interrupted`` because the user approved a retry: it is
-        running again, owned by this process, with its attempt count up by one and
-        `approval` stored. None when it is not an interrupted call (any more) or another
-        process owns it: claim it again to learn what became of it."""
+        running (or `queued`) again, owned by this process, with its attempt count up by
+        one and `approval` stored. None when it is not an interrupted call (any more) or
+        another process owns it: claim it again to learn what became of it."""
+
+    @abc.abstractmethod
+    async def refuse(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        outcome: Mapping[str, Any],
+        *,
+        error_kind: str | None,
+    ) -> None:
+        """Record a call refused before it ran, with its error, as a record of its own
+        (`key` from `records.refused_key`): it is never claimed and never answers a call."""
 
     @abc.abstractmethod
     async def finish(
@@ -213,8 +243,9 @@ class CallJournal(abc.ABC):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
-        """Delete finished calls older than `older_than` seconds and sessions beyond the
-        newest `keep_sessions`; return how many calls were deleted. Running calls stay."""
+        """Delete finished (and refused) calls older than `older_than` seconds and sessions
+        beyond the newest `keep_sessions`; return how many calls were deleted. Queued and
+        running calls stay."""
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -20,7 +20,7 @@ import secrets
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune, to_json
@@ -37,6 +37,7 @@ from toolbridge.journal.records import (
     check_storable,
     entry_from_row,
     running_entry,
+    schema_version_of,
     session_in_use,
     session_lock_number,
 )
@@ -74,6 +75,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE toolbridge_calls ADD COLUMN owner BIGINT;
     """,
+    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
+    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
+    # read; no table changes. A version 3 process refuses the journal from here on, saying
+    # it was written by a newer toolbridge, rather than misreading those rows.
+    "",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
@@ -97,6 +103,12 @@ class _Claim:
     # As JSONB text, written by the caller: a value that cannot be stored fails its call only.
     arguments_text: str
     approval_text: str | None
+    queued: bool = False
+
+
+@dataclass(slots=True)
+class _Start:
+    key: CallKey
 
 
 @dataclass(slots=True)
@@ -116,7 +128,7 @@ class _Release:
 
 @dataclass(slots=True)
 class _Job:
-    op: _Claim | _Finish | _Release | Query
+    op: _Claim | _Start | _Finish | _Release | Query
     future: asyncio.Future[Any] | None
 
 
@@ -135,8 +147,13 @@ class PostgresJournal(CallJournal):
         _OPEN_JOURNALS.add(self)
 
     @classmethod
-    async def connect(cls, conninfo: str, *, durability: Durability = "process") -> PostgresJournal:
-        """Connect, create or migrate the tables, take an owner number, start the writer."""
+    async def connect(
+        cls, conninfo: str, *, durability: Durability = "process", create: bool = True
+    ) -> PostgresJournal:
+        """Connect, create or migrate the tables, take an owner number, start the writer.
+
+        `create` False opens an existing journal only (to read or prune it): a database
+        that holds none is a `JournalError`, and nothing is created in it."""
         try:
             import psycopg
         except ImportError:
@@ -151,7 +168,7 @@ class PostgresJournal(CallJournal):
         try:
             sync = "on" if durability == "power" else "off"
             await conn.execute(f"SET synchronous_commit = {sync}")
-            await _migrate(conn, description)
+            await _migrate(conn, description, create=create)
             owner = await _take_owner_number(conn)
         except psycopg.Error as exc:
             await conn.close()
@@ -163,7 +180,7 @@ class PostgresJournal(CallJournal):
 
     # --- the writer task -----------------------------------------------------------------
 
-    async def _submit(self, op: _Claim | _Finish | _Release | Query) -> Any:
+    async def _submit(self, op: _Claim | _Start | _Finish | _Release | Query) -> Any:
         if self._closed:
             raise JournalError(f"the journal at {self._description} is closed")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -191,11 +208,16 @@ class PostgresJournal(CallJournal):
         """Claims in one statement, finishes in one, the rest one by one; a failure is
         the answer of the jobs it concerns, never of the writer."""
         claims = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Claim)]
+        starts = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Start)]
         finishes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Finish)]
         results: dict[int, tuple[bool, Any]] = {}
         if claims:
             await self._step(
                 results, [i for i, _ in claims], self._claims, [op for _, op in claims]
+            )
+        if starts:
+            await self._step(
+                results, [i for i, _ in starts], self._starts, [op for _, op in starts]
             )
         if finishes:
             await self._step(
@@ -205,7 +227,7 @@ class PostgresJournal(CallJournal):
             op = job.op
             if isinstance(op, _Release):
                 await self._step(results, [index], self._release, op)
-            elif not isinstance(op, _Claim | _Finish):
+            elif not isinstance(op, _Claim | _Start | _Finish):
                 await self._step(results, [index], op, self._conn)
         for index, job in enumerate(jobs):
             if job.future is not None:
@@ -252,9 +274,10 @@ class PostgresJournal(CallJournal):
         now = time.time()
         cursor = await self._conn.execute(
             f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
-            "SELECT s, c, h, t, a::jsonb, 'running', 1, NULL, NULL, p::jsonb, %(now)s, "
-            "%(now)s, NULL, %(owner)s FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], "
-            "%(t)b::text[], %(a)b::text[], %(p)b::text[]) AS u(s, c, h, t, a, p) "
+            "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
+            "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
+            "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
+            "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
             f"ON CONFLICT DO NOTHING {_RETURNING_KEY}",
             {
                 "now": now,
@@ -263,6 +286,7 @@ class PostgresJournal(CallJournal):
                 "t": [op.tool for op in ops],
                 "a": [op.arguments_text for op in ops],
                 "p": [op.approval_text for op in ops],
+                "q": ["queued" if op.queued else "running" for op in ops],
             },
         )
         inserted = {CallKey(*row) for row in await cursor.fetchall()}
@@ -271,7 +295,9 @@ class PostgresJournal(CallJournal):
         for op in ops:
             if op.key in inserted:
                 inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
-                entry = running_entry(op.key, op.tool, op.arguments, op.approval, now)
+                entry = running_entry(
+                    op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
+                )
                 answers.append(Claim(ClaimAction.RUN, entry))
             else:
                 answers.append(None)
@@ -300,6 +326,10 @@ class PostgresJournal(CallJournal):
                 answers.append(Claim(ClaimAction.REPLAY, entry))
             elif op.key in self._held or owner in alive:
                 answers.append(Claim(ClaimAction.BUSY, entry))
+            elif entry.state is CallState.QUEUED:  # it never started: run it, same attempt
+                taken = await self._take_over(op.key, owner, "queued", op.queued)
+                action = ClaimAction.RUN if taken is not None else ClaimAction.BUSY
+                answers.append(Claim(action, taken or entry))
             elif (taken := await self._take_over(op.key, owner)) is not None:
                 answers.append(Claim(ClaimAction.INTERRUPTED, taken))
             else:  # another process took it over first
@@ -334,19 +364,34 @@ class PostgresJournal(CallJournal):
         )
         return {row[0] for row in await cursor.fetchall()}
 
-    async def _take_over(self, key: CallKey, owner: int | None) -> JournalEntry | None:
-        """Own a running call whose owner is gone, unless another process did it first."""
+    async def _take_over(
+        self, key: CallKey, owner: int | None, state: str = "running", queued: bool = True
+    ) -> JournalEntry | None:
+        """Own a call in `state` whose owner is gone, unless another process did it first;
+        a queued one is marked running unless it is `queued` again."""
+        start = "" if state == "running" or queued else ", state = 'running', started_at = %s"
         cursor = await self._conn.execute(
-            "UPDATE toolbridge_calls SET owner = %s WHERE session = %s AND call_id = %s "
-            "AND args_hash = %s AND state = 'running' AND owner IS NOT DISTINCT FROM %s "
+            f"UPDATE toolbridge_calls SET owner = %s{start} WHERE session = %s AND "
+            "call_id = %s AND args_hash = %s AND state = %s AND owner IS NOT DISTINCT FROM %s "
             f"RETURNING {COLUMNS}",
-            (self._owner, key.session, key.call_id, key.args_hash, owner),
+            (self._owner, *([time.time()] if start else []), *key, state, owner),
         )
         row = await cursor.fetchone()
         if row is None:
             return None
         self._held.add(key)
         return entry_from_row(row, _as_is)
+
+    async def _starts(self, ops: list[_Start]) -> list[JournalError | None]:
+        owned = [op.key for op in ops if op.key in self._held]
+        if owned:
+            await self._conn.execute(
+                "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
+                f"FROM {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
+                "AND c.state = 'queued'",
+                {"now": time.time(), "owner": self._owner, **_key_columns(owned)},
+            )
+        return [None if op.key in self._held else _not_owned(op.key) for op in ops]
 
     async def _finishes(self, ops: list[_Finish]) -> list[JournalError | None]:
         owned = [op for op in ops if op.key in self._held]
@@ -384,7 +429,7 @@ class PostgresJournal(CallJournal):
         )
         await self._conn.execute(
             f"{change} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
-            "AND c.state = 'running'",
+            "AND c.state IN ('queued', 'running')",
             {"owner": self._owner, **_key_columns(keys)},
         )
 
@@ -397,22 +442,28 @@ class PostgresJournal(CallJournal):
         arguments: Any,
         *,
         approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> Claim:
         check_storable(key, tool, nul=False)
         texts = _jsonb(arguments), _jsonb(approval) if approval else None
-        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts))
+        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts, queued))
         return result
 
-    async def restart(self, key: CallKey) -> JournalEntry:
+    async def start(self, key: CallKey) -> None:
+        error = await self._submit(_Start(key))
+        assert error is None
+
+    async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         async def op(conn: AsyncConnection[Any]) -> JournalEntry:
             if key not in self._held:
                 raise _not_owned(key)
             cursor = await conn.execute(
-                "UPDATE toolbridge_calls SET attempt = attempt + 1, started_at = %s "
+                "UPDATE toolbridge_calls SET attempt = attempt + 1, state = %s, started_at = %s "
                 "WHERE session = %s AND call_id = %s AND args_hash = %s AND owner = %s "
                 f"RETURNING {COLUMNS}",
-                (time.time(), key.session, key.call_id, key.args_hash, self._owner),
-            )
+                ("queued" if queued else "running", None if queued else time.time(), *key,
+                 self._owner),
+            )  # fmt: skip
             row = await cursor.fetchone()
             if row is None:
                 raise _not_owned(key)
@@ -422,7 +473,11 @@ class PostgresJournal(CallJournal):
         return result
 
     async def retry(
-        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+        self,
+        key: CallKey,
+        *,
+        approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> JournalEntry | None:
         approval_text = _jsonb(approval) if approval else None
 
@@ -431,14 +486,15 @@ class PostgresJournal(CallJournal):
                 return None
             # One statement: of two processes retrying at once, the row lock lets one win.
             cursor = await conn.execute(
-                "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
+                "UPDATE toolbridge_calls SET state = %s, attempt = attempt + 1, "
                 "outcome = NULL, error_kind = NULL, approval = %s::jsonb, started_at = %s, "
                 "finished_at = NULL, owner = %s WHERE session = %s AND call_id = %s "
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
+                    "queued" if queued else "running",
                     approval_text,
-                    time.time(),
+                    None if queued else time.time(),
                     self._owner,
                     key.session,
                     key.call_id,
@@ -464,15 +520,56 @@ class PostgresJournal(CallJournal):
     async def abandon(self, key: CallKey) -> None:
         await self._submit(_Release([key]))
 
+    async def refuse(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        outcome: Mapping[str, Any],
+        *,
+        error_kind: str | None,
+    ) -> None:
+        check_storable(key, tool, nul=False)
+        texts = _jsonb(arguments), _jsonb(outcome)
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            now = time.time()
+            await conn.execute(
+                f"INSERT INTO toolbridge_calls ({COLUMNS}) VALUES (%s, %s, %s, %s, %s::jsonb, "
+                "'refused', 0, %s::jsonb, %s, NULL, %s, NULL, %s)",
+                (*key, tool, texts[0], texts[1], error_kind, now, now),
+            )
+
+        await self._submit(op)
+
+    async def _seen(self, rows: list[Any]) -> list[JournalEntry]:
+        """Entries of rows with their owner (last), as a reader can prove them: a running
+        call whose owner's lock is gone (and not this journal's) is interrupted."""
+        entries = [entry_from_row(row, _as_is) for row in rows]
+        owners = {
+            row[-1]
+            for row, entry in zip(rows, entries, strict=True)
+            if entry.state is CallState.RUNNING and row[-1] not in (None, self._owner)
+        }
+        alive = await self._alive(owners)
+        return [
+            replace(entry, state=CallState.INTERRUPTED)
+            if entry.state is CallState.RUNNING
+            and entry.key not in self._held
+            and row[-1] not in alive
+            else entry
+            for row, entry in zip(rows, entries, strict=True)
+        ]
+
     async def entry(self, key: CallKey) -> JournalEntry | None:
         async def op(conn: AsyncConnection[Any]) -> JournalEntry | None:
             cursor = await conn.execute(
-                f"SELECT {COLUMNS} FROM toolbridge_calls "
+                f"SELECT {COLUMNS}, owner FROM toolbridge_calls "
                 "WHERE session = %s AND call_id = %s AND args_hash = %s",
                 (key.session, key.call_id, key.args_hash),
             )
             row = await cursor.fetchone()
-            return entry_from_row(row, _as_is) if row is not None else None
+            return (await self._seen([row]))[0] if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -494,12 +591,12 @@ class PostgresJournal(CallJournal):
 
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
-                f"SELECT {COLUMNS} FROM toolbridge_calls "
+                f"SELECT {COLUMNS}, owner FROM toolbridge_calls "
                 f"WHERE (%(s)s::text IS NULL OR session = %(s)s) {page}"
                 f"ORDER BY {LISTING_ORDER} LIMIT %(n)s",
                 params,
             )
-            return [entry_from_row(row, _as_is) for row in await cursor.fetchall()]
+            return await self._seen(await cursor.fetchall())
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -591,13 +688,15 @@ class PostgresJournal(CallJournal):
             deleted = 0
             if older_than is not None:
                 cursor = await conn.execute(
-                    "DELETE FROM toolbridge_calls WHERE state = 'finished' AND finished_at < %s",
+                    "DELETE FROM toolbridge_calls WHERE state IN ('finished', 'refused') "
+                    "AND finished_at < %s",
                     (time.time() - older_than,),
                 )
                 deleted += cursor.rowcount
             if dropped:
                 cursor = await conn.execute(
-                    "DELETE FROM toolbridge_calls WHERE session = ANY(%s) AND state = 'finished'",
+                    "DELETE FROM toolbridge_calls WHERE session = ANY(%s) "
+                    "AND state IN ('finished', 'refused')",
                     (dropped,),
                 )
                 deleted += cursor.rowcount
@@ -640,7 +739,7 @@ def _forget_connections_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
-async def _migrate(conn: AsyncConnection[Any], description: str) -> None:
+async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
@@ -651,11 +750,17 @@ async def _migrate(conn: AsyncConnection[Any], description: str) -> None:
                 "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
             )
             found = await cursor.fetchone()
-            version = int(found[0]) if found is not None else 1
+            version = schema_version_of(found[0], f"at {description}") if found else 1
+        if version == 0 and not create:
+            raise JournalError(
+                f"the database at {description} holds no toolbridge journal (nothing was "
+                "created). Check the connection string."
+            )
         if version > SCHEMA_VERSION:
             raise JournalError(
                 f"the journal at {description} was written by a newer toolbridge (schema "
-                f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade toolbridge."
+                f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
+                "toolbridge, or give this one another database."
             )
         for number in range(version + 1, SCHEMA_VERSION + 1):
             for statement in (s.strip() for s in MIGRATIONS[number - 1].split(";")):
@@ -690,7 +795,21 @@ def _error(exc: Exception, description: str) -> JournalError:
             f"the disk of the journal database at {description} is full ({text}); the call "
             "was not recorded. Free space, then retry."
         )
-    return JournalError(f"the journal at {description} failed: {text}")
+    if "permission denied" in text or "must be owner" in text:
+        return JournalError(
+            f"the journal at {description} is not writable by this database user ({text}). "
+            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
+            "a user that has them."
+        )
+    if "read-only transaction" in text:
+        return JournalError(
+            f"the journal at {description} is on a read-only server ({text}): connect to "
+            "the primary, not a standby."
+        )
+    return JournalError(
+        f"the journal at {description} failed: {text}. Check that the server is up and "
+        "reachable, then retry."
+    )
 
 
 def _not_owned(key: CallKey) -> JournalError:

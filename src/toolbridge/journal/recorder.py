@@ -2,8 +2,11 @@
 
 The executor stays a scheduler: for each prepared call it asks `begin` (run it, or here
 is its stored result, or it was interrupted), runs the call only when told to, and
-hands the outcome to `finish` before anyone sees it. Results are stored as they were
-sent to the model, so a replay shows the model exactly what it saw the first time.
+hands the outcome to `finish` before anyone sees it. A call that may wait for a slot is
+claimed queued and marked running by `start` when its tool starts, so a crash in between
+leaves a call that never ran, not an interrupted one. Calls refused before running go to
+`refuse`. Results are stored as they were sent to the model, so a replay shows the model
+exactly what it saw the first time.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ from typing import Any
 from toolbridge.approval import arguments_digest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.journal.base import CallJournal
-from toolbridge.journal.records import CallKey, CallState, ClaimAction, JournalError, interrupted
+from toolbridge.journal.records import (
+    STARTED,
+    CallKey,
+    CallState,
+    ClaimAction,
+    JournalError,
+    interrupted,
+    refused_key,
+)
 from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
@@ -43,6 +54,8 @@ class Recording:
 
     key: CallKey
     attempt: int
+    queued: bool = False
+    """Claimed queued: `CallRecorder.start` it when its tool starts."""
 
 
 class CallRecorder:
@@ -63,33 +76,37 @@ class CallRecorder:
         *,
         approval: Mapping[str, Any] | None = None,
         retry_approved: bool = False,
+        queued: bool = False,
     ) -> Recording | ToolResult | ToolError:
         """A `Recording` to run the call under; a `ToolResult` to answer it with (a replay);
         or a `ToolError` when it must not run (interrupted, or the journal failed).
 
         A call finished as interrupted runs again only when `retry_approved` (the user
         approved a retry of these exact arguments), and then only once, in one process.
+        `queued`: the call may wait for a slot; `start` its recording when its tool starts.
         """
         key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
         stored = self.redact(tool.name, arguments) if self.redact else arguments
         try:
-            claim = await self.journal.claim(key, tool.name, stored, approval=approval)
+            claim = await self.journal.claim(
+                key, tool.name, stored, approval=approval, queued=queued
+            )
             if claim.action is ClaimAction.BUSY:  # another live process runs it: wait for it
                 claim = await self.journal.claim_when_free(
-                    key, tool.name, stored, approval=approval
+                    key, tool.name, stored, approval=approval, queued=queued
                 )
             if claim.action is ClaimAction.REPLAY and interrupted(claim.entry) and retry_approved:
                 grant = {**(approval or {}), "approved": True, "retry": True,
                          "digest": key.args_hash}  # fmt: skip
-                entry = await self.journal.retry(key, approval=grant)
+                entry = await self.journal.retry(key, approval=grant, queued=queued)
                 if entry is not None:
                     logger.info("re-running interrupted call %r of %r: the user approved it",
                                 call_id, tool.name)  # fmt: skip
-                    return Recording(key, entry.attempt)
+                    return Recording(key, entry.attempt, queued)
                 # Another process retried it first: its answer is this call's answer.
-                claim = await self.journal.claim_when_free(key, tool.name, stored)
+                claim = await self.journal.claim_when_free(key, tool.name, stored, queued=queued)
             if claim.action is ClaimAction.RUN:
-                return Recording(key, claim.entry.attempt)
+                return Recording(key, claim.entry.attempt, queued)
             if claim.action is ClaimAction.REPLAY:
                 assert claim.entry.outcome is not None
                 result = _stored_result(claim.entry.outcome, call_id)
@@ -99,20 +116,44 @@ class CallRecorder:
                 }
                 return result
             if tool.read_only or getattr(tool, "idempotent", False):
-                entry = await self.journal.restart(key)
+                entry = await self.journal.restart(key, queued=queued)
                 logger.info("re-running interrupted call %r of %r", call_id, tool.name)
-                return Recording(key, entry.attempt)
+                return Recording(key, entry.attempt, queued)
             error = _interrupted(tool.name)
             await self.journal.finish(key, result_to_json(ToolResult.error(error)),
                                       error_kind=error.kind)  # fmt: skip
             return error
         except JournalError as exc:
             logger.error("journal failed before call %r of %r: %s", call_id, tool.name, exc)
-            return ToolError(
-                ErrorKind.EXECUTION_ERROR,
-                f"the call was not run: its journal cannot record it ({exc}).",
-                "Tell the user the call journal needs attention; do not retry until then.",
-            )
+            return _not_recorded(exc)
+
+    async def start(self, recording: Recording) -> ToolError | None:
+        """Mark a queued recording running, just before its tool starts; the `ToolError` to
+        answer the call with, instead of running it, when the journal cannot record that."""
+        if not recording.queued:
+            return None
+        try:
+            await self.journal.start(recording.key)
+        except JournalError as exc:
+            logger.error("journal failed before call %r started: %s", recording.key.call_id, exc)
+            return _not_recorded(exc)
+        return None
+
+    async def refuse(
+        self, call_id: str, tool_name: str, arguments: Any, result: ToolResult
+    ) -> None:
+        """Record a call refused before it ran (never claimed: it did not run). The audit
+        record failing does not change the refusal: it is logged."""
+        stored = arguments
+        if self.redact is not None and isinstance(arguments, Mapping):
+            stored = self.redact(tool_name, arguments)
+        try:
+            await self.journal.refuse(
+                refused_key(self.session, call_id), tool_name, stored,
+                result_to_json(result), error_kind=result.error_kind,
+            )  # fmt: skip
+        except JournalError as exc:
+            logger.error("journal could not record refused call %r: %s", call_id, exc)
 
     async def answers(self, call_id: str, tool: Tool, arguments: Mapping[str, Any]) -> bool:
         """Whether the journal, not a new run, will answer this call: it finished (its
@@ -127,7 +168,7 @@ class CallRecorder:
         if entry is None:
             return False
         rerun_by_itself = tool.read_only or getattr(tool, "idempotent", False)
-        return entry.state is CallState.FINISHED or not rerun_by_itself
+        return entry.state is CallState.FINISHED or (entry.state in STARTED and not rerun_by_itself)
 
     async def finish(self, recording: Recording, result: ToolResult) -> None:
         """Store `result` as the outcome; durable when this returns. A journal failure is
@@ -159,6 +200,14 @@ def _stored_result(outcome: Any, call_id: str) -> ToolResult:
             f"the stored outcome of call {call_id!r} cannot be read ({exc!r}); the journal "
             "was damaged or edited"
         ) from None
+
+
+def _not_recorded(exc: JournalError) -> ToolError:
+    return ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"the call was not run: its journal cannot record it ({exc}).",
+        "Tell the user the call journal needs attention; do not retry until then.",
+    )
 
 
 def _interrupted(tool_name: str) -> ToolError:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,9 @@ from toolbridge.errors import ErrorKind, ToolbridgeError
 __all__ = [
     "COLUMNS",
     "LISTING_ORDER",
+    "REFUSED_PREFIX",
     "SESSIONS_QUERY",
+    "STARTED",
     "CallKey",
     "CallState",
     "Claim",
@@ -31,7 +34,9 @@ __all__ = [
     "check_storable",
     "entry_from_row",
     "interrupted",
+    "refused_key",
     "running_entry",
+    "schema_version_of",
 ]
 
 
@@ -45,13 +50,31 @@ class SessionInUse(JournalError):
 
 
 class CallState(enum.StrEnum):
+    """What happened to a call, as far as the journal can prove it."""
+
+    QUEUED = "queued"
+    """Claimed, waiting for a concurrency slot: its tool has not started. If its process
+    dies, the next claim runs it as a new call (the same attempt, nothing to approve)."""
     RUNNING = "running"
+    """Its tool has started, in a process that is still alive."""
     FINISHED = "finished"
+    """Its outcome is stored (an ``interrupted`` error kind when it was given up)."""
+    INTERRUPTED = "interrupted"
+    """Its tool started in a process that died (or let it go) before it finished: it may
+    have partly run. Never stored: read from a running call whose owner's lock is gone."""
+    REFUSED = "refused"
+    """Refused before it ran (invalid arguments, an unknown tool, denied or unanswered
+    approval, a loop-guard stop, a hook): recorded for the audit, never claimed."""
+
+
+STARTED = (CallState.RUNNING, CallState.INTERRUPTED)
+"""The states of a call whose tool started and has no stored outcome."""
 
 
 class ClaimAction(enum.StrEnum):
     RUN = "run"
-    """Nobody ran this call: it is now marked running and owned by this process."""
+    """Nobody ran this call (it is new, or it was queued in a process that died): it is
+    now owned by this process, queued or running as it was claimed."""
     REPLAY = "replay"
     """It finished before: `Claim.entry.outcome` is what it produced; do not run it again."""
     INTERRUPTED = "interrupted"
@@ -66,6 +89,10 @@ class CallKey:
     session: str
     call_id: str
     args_hash: str
+
+    def __iter__(self) -> Iterator[str]:
+        """Its parts in stored order (session, call id, digest), for query parameters."""
+        return iter((self.session, self.call_id, self.args_hash))
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +213,41 @@ def running_entry(
     arguments: Any,
     approval: Mapping[str, Any] | None = None,
     now: float | None = None,
+    *,
+    queued: bool = False,
 ) -> JournalEntry:
-    """The entry of a call claimed now: running, first attempt, no outcome yet."""
+    """The entry of a call claimed now: running (or `queued`), first attempt, no outcome."""
     now = time.time() if now is None else now
+    if queued:
+        return JournalEntry(key, tool, arguments, CallState.QUEUED, 1, None, None, approval,
+                            now, None, None)  # fmt: skip
     return JournalEntry(key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now,
                         now, None)  # fmt: skip
+
+
+REFUSED_PREFIX = "refused-"
+"""How the key of a refused call's record starts where a digest of arguments would be: it
+never meets a claim (whose digest is hex), so a refusal never answers a later call."""
+
+
+def refused_key(session: str, call_id: str) -> CallKey:
+    """The key of one refusal's record: each refusal is a record of its own."""
+    return CallKey(session, call_id, REFUSED_PREFIX + secrets.token_hex(8))
+
+
+def schema_version_of(value: Any, where: str) -> int:
+    """The stored schema version; a damaged one is a `JournalError` naming `where`."""
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        version = -1
+    if version < 1:
+        raise JournalError(
+            f"the journal {where} is damaged: its schema version is {value!r}, not a "
+            "version number. Restore it from a backup, or move it aside to start a new one "
+            "(calls it recorded can then run again)."
+        )
+    return version
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,24 @@
-"""The embedded journal: SQLite in WAL mode, written by one thread with group commit.
+"""The embedded journal: SQLite in WAL mode, written a batch at a time with group commit.
 
-Every operation goes to one writer thread, which takes whatever is queued and applies it
-in a single transaction: a batch of 200 claims costs one commit, and the event loop
-never waits on the disk. A running call's row names its owner: a random byte of a side
-file this journal holds an open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX
-locks elsewhere) while it is open. The kernel drops the lock when the process dies, so a
-running call whose owner's byte is free was interrupted; one lock per journal, so a batch
-of any size takes no lock per call.
+The operations submitted in one tick of the event loop are applied at its end in a single
+transaction: a batch of 200 claims costs one commit. With durability "process" a commit
+is a write to the WAL with no fsync, so the batch runs right there on the loop when the
+database is free (no thread hand-off, which on a busy machine cost more than the work;
+the loop waits for that write, and, once per thousand pages, a checkpoint). When another
+process holds the write lock, or with durability "power" (an fsync per commit), the
+batch goes to a writer thread instead, and the loop does not wait.
+
+A running call's row names its owner: a random byte of a side file this journal holds an
+open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX locks elsewhere) while it is
+open. The kernel drops the lock when the process dies, so a running call whose owner's
+byte is free was interrupted; one lock per journal, so a batch of any size takes no lock
+per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import json
 import logging
@@ -19,12 +26,13 @@ import os
 import queue
 import secrets
 import sqlite3
+import stat
 import struct
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +58,7 @@ from toolbridge.journal.records import (
     entry_from_row,
     interrupted,
     running_entry,
+    schema_version_of,
     session_in_use,
     session_lock_number,
 )
@@ -86,6 +95,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE toolbridge_calls ADD COLUMN owner INTEGER;
     """,
+    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
+    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
+    # read; no table changes. A version 3 process refuses the journal from here on, saying
+    # it was written by a newer toolbridge, rather than misreading those rows.
+    "",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
@@ -115,21 +129,39 @@ def _undo(job: _Job, answer: Any) -> _Job:
 
 class _Owner:
     """This journal's identity in running rows: a byte of the side file it keeps locked, and
-    the calls it runs now (`held`, touched on the writer thread only)."""
+    the calls it runs now (`held`, touched only by the batch being written, under
+    `SQLiteJournal._writing`).
 
-    def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    Opened without `create` and no side file there, it is a reader's: no journal ever
+    opened the file, so no owner is alive, and it owns nothing (fd -1, number 0).
+    """
+
+    def __init__(self, path: Path, *, create: bool = True, follow_links: bool = True) -> None:
+        flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        self.number = 0
+        self.held: set[CallKey] = set()
+        try:
+            self.fd = os.open(path, flags | (0 if follow_links else os.O_NOFOLLOW), 0o600)
+        except FileNotFoundError:
+            if create:
+                raise
+            self.fd = -1
+            return
         while True:
             self.number = secrets.randbits(62) + 1
             if _lock(self.fd, self.number, fcntl.F_WRLCK):
                 break
-        self.held: set[CallKey] = set()
         _OPEN_OWNERS.add(self)
 
     def elsewhere(self, number: int | None) -> bool:
         """Whether another open journal owns the calls whose owner is `number` (this one's
         own calls are in `held`)."""
-        return number is not None and number != self.number and _locked_by_another(self.fd, number)
+        return (
+            number is not None
+            and number != self.number
+            and self.fd >= 0
+            and _locked_by_another(self.fd, number)
+        )
 
     def close(self) -> None:
         self.held.clear()
@@ -182,12 +214,39 @@ class SQLiteJournal(CallJournal):
 
     Many processes may share the file: SQLite serialises their writes (waiting up to
     10 s for another writer), and the side file ``<name>-owners`` holds their owner locks.
+
+    `create` False opens an existing journal only (to read or prune it): a path that holds
+    no journal is a `JournalError`, and nothing is created there. `follow_links` False
+    refuses a journal file (or side file, or folder) that is a symbolic link: the
+    workspace's control folder is opened that way, so a link planted there cannot point
+    the journal's writes at another file.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "process"):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "process",
+        create: bool = True,
+        follow_links: bool = True,
+    ):
         self.path = Path(path)
         self.durability = durability
+        self._create = create
+        if not follow_links:
+            _refuse_links(self.path)
+        if not create and not self.path.exists():
+            raise JournalError(
+                f"no journal at {self.path}: the file does not exist (nothing was created). "
+                "Check the path, or the workspace (--workspace) it is read from."
+            )
         self._jobs: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        # One batch at a time (on the loop or the writer thread); batches handed to the
+        # thread and not done yet (none: a batch may run on the loop without overtaking).
+        self._writing = threading.Lock()
+        self._handed = 0
+        self._handed_lock = threading.Lock()
+        self._inline = durability == "process"
         # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._closed = False
@@ -197,10 +256,19 @@ class SQLiteJournal(CallJournal):
         self._inserts: list[tuple[Any, ...]] = []
         self._finishes: list[tuple[Any, ...]] = []
         self._sessions: set[str] = set()  # runs held by `hold_session`
+        self._starts: list[tuple[Any, ...]] = []
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
         self._let_go: list[CallKey] = []  # not owned once this batch commits
         self._conn = self._connect()
-        self._owner = _Owner(self.path.with_name(self.path.name + "-owners"))
+        try:
+            self._owner = _Owner(
+                self.path.with_name(self.path.name + "-owners"),
+                create=create,
+                follow_links=follow_links,
+            )
+        except OSError as exc:
+            self._conn.close()
+            raise self._os_error(exc, "open its side file of owner locks") from None
         self._thread = threading.Thread(
             target=self._serve, name=f"toolbridge-journal:{self.path.name}", daemon=True
         )
@@ -208,11 +276,22 @@ class SQLiteJournal(CallJournal):
 
     @classmethod
     def in_workspace(
-        cls, workspace: str | os.PathLike[str], *, durability: Durability = "process"
+        cls,
+        workspace: str | os.PathLike[str],
+        *,
+        durability: Durability = "process",
+        create: bool = True,
     ) -> SQLiteJournal:
+        """The journal of a workspace, ``.toolbridge/journal.sqlite3``, opened without
+        following links (see the class docstring)."""
         folder = Path(workspace) / ".toolbridge"
-        folder.mkdir(parents=True, exist_ok=True)
-        return cls(folder / "journal.sqlite3", durability=durability)
+        path = folder / "journal.sqlite3"
+        if create and not os.path.lexists(folder):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _folder_error(path, exc) from None
+        return cls(path, durability=durability, create=create, follow_links=False)
 
     # --- opening -----------------------------------------------------------------------
 
@@ -228,10 +307,17 @@ class SQLiteJournal(CallJournal):
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
         while True:
             try:
+                if not self._create and _schema_version(conn, self.path) == 0:
+                    raise JournalError(
+                        f"{self.path} holds no toolbridge journal (nothing was created or "
+                        "changed). Check the path."
+                    )
                 conn.execute("PRAGMA journal_mode=WAL")
                 sync = "FULL" if self.durability == "power" else "NORMAL"
                 conn.execute(f"PRAGMA synchronous={sync}")
                 self._migrate(conn)
+                if self._inline:  # batches on the loop never wait; the thread sets its wait
+                    conn.execute("PRAGMA busy_timeout = 0")
                 return conn
             except sqlite3.OperationalError as exc:
                 # Turning a new file to WAL while another process writes it is refused at
@@ -253,7 +339,7 @@ class SQLiteJournal(CallJournal):
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            version = _schema_version(conn)
+            version = _schema_version(conn, self.path)
             if version > SCHEMA_VERSION:
                 raise JournalError(
                     f"the journal {self.path} was written by a newer toolbridge (schema "
@@ -287,6 +373,10 @@ class SQLiteJournal(CallJournal):
                 f"the journal {self.path} is corrupt or not a journal ({text}). Move it aside "
                 "to start a new one; calls it recorded can then run again."
             )
+        if "unable to open" in text or "readonly" in text or "read-only" in text:
+            return JournalError(
+                f"the journal {self.path} cannot {doing} ({text}): {_why_not_writable(self.path)}"
+            )
         if "locked" in text or "busy" in text:
             return JournalError(
                 f"the journal {self.path} stayed locked by another process for "
@@ -297,7 +387,23 @@ class SQLiteJournal(CallJournal):
                 f"the disk holding the journal {self.path} is full ({text}); the call was "
                 "not recorded. Free space, then retry."
             )
-        return JournalError(f"the journal {self.path} failed to {doing}: {text}")
+        return JournalError(
+            f"the journal {self.path} failed to {doing}: {text}. Check the file and the disk "
+            "it is on; move the file aside to start a new journal if it stays broken."
+        )
+
+    def _os_error(self, exc: OSError, doing: str) -> JournalError:
+        if exc.errno == errno.ENOSPC:
+            return JournalError(
+                f"the disk holding the journal {self.path} is full ({exc.strerror}); free "
+                "space, then retry."
+            )
+        if exc.errno == errno.ELOOP:
+            return _link_error(self.path.with_name(self.path.name + "-owners"))
+        return JournalError(
+            f"the journal {self.path} cannot {doing} ({exc.strerror}): "
+            f"{_why_not_writable(self.path)}"
+        )
 
     # --- the writer thread -------------------------------------------------------------
 
@@ -316,15 +422,28 @@ class SQLiteJournal(CallJournal):
         return await future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        # One hand-off per tick, not one per call: the 200 claims of a batch wake the writer
-        # once, and it never competes for the interpreter while the loop is still queueing.
+        # One batch per tick, not one per call: the 200 claims of a batch are one commit.
         jobs = self._pending.pop(loop, None)
-        if jobs:  # (`close` may have handed them over already)
-            self._jobs.put(jobs)
+        if not jobs:  # (`close` may have handed them over already)
+            return
+        if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
+            try:  # the database is ours: no thread hand-off (see the module docstring)
+                if self._handed == 0 and self._run_batch(jobs, inline=True):
+                    return
+            finally:
+                self._writing.release()
+        self._put(jobs)
+
+    def _put(self, jobs: list[_Job]) -> None:
+        """Hand `jobs` to the writer thread."""
+        with self._handed_lock:
+            self._handed += 1
+        self._jobs.put(jobs)
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
             jobs = list(first)
+            handed = 1
             stop = False
             while True:
                 try:
@@ -335,27 +454,55 @@ class SQLiteJournal(CallJournal):
                     stop = True
                     break
                 jobs.extend(more)
+                handed += 1
             try:
-                self._run_batch(jobs)
+                with self._writing:
+                    # The loop's batches do not wait for another process: this one may.
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                    try:
+                        self._run_batch(jobs)
+                    finally:
+                        if self._inline:
+                            self._conn.execute("PRAGMA busy_timeout = 0")
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
                 self._answer([(job, False, error) for job in jobs if job.future is not None])
+            finally:
+                with self._handed_lock:
+                    self._handed -= handed
             if stop:
                 break
-        self._conn.close()
+        with self._writing:  # not under a batch another event loop runs
+            self._conn.close()
         self._owner.close()
 
-    def _run_batch(self, jobs: list[_Job]) -> None:
-        """Apply `jobs` in one transaction; ownership changes only once it has committed."""
+    def _begin_at_once(self) -> bool:
+        """Begin a write transaction if no other process holds the write lock (no wait:
+        the connection's busy timeout is 0 outside the writer thread)."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error:
+            return False  # busy, or failing: the writer thread tries, and says why
+        return True
+
+    def _run_batch(self, jobs: list[_Job], *, inline: bool = False) -> bool:
+        """Apply `jobs` in one transaction; ownership changes only once it has committed.
+
+        `inline` (on the event loop): False, with nothing done, when another process holds
+        the write lock (the writer thread waits for it, not the loop)."""
+        if inline and not self._begin_at_once():
+            return False
         held = self._owner.held
         self._taken.clear()
         self._let_go.clear()
         self._inserts.clear()
         self._finishes.clear()
+        self._starts.clear()
         results: list[tuple[bool, Any]] = []
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if not inline:
+                self._conn.execute("BEGIN IMMEDIATE")
             self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
                 taken = len(self._taken)
@@ -372,6 +519,8 @@ class SQLiteJournal(CallJournal):
                     results.append((False, exc))
             if self._inserts:
                 self._conn.executemany(_INSERT, self._inserts)
+            if self._starts:
+                self._conn.executemany(_START, self._starts)
             if self._finishes:
                 self._conn.executemany(_FINISH, self._finishes)
             self._conn.execute("COMMIT")
@@ -391,6 +540,7 @@ class SQLiteJournal(CallJournal):
             [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
              if job.future is not None]
         )  # fmt: skip
+        return True
 
     def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
@@ -405,7 +555,7 @@ class SQLiteJournal(CallJournal):
             except RuntimeError:  # the loop is closed
                 for job, ok, value in batch:
                     if ok and job.undo is not None:
-                        self._jobs.put([_undo(job, value)])
+                        self._put([_undo(job, value)])
 
     def _settle_all(self, answers: list[tuple[_Job, bool, Any]]) -> None:
         for job, ok, value in answers:
@@ -420,7 +570,7 @@ class SQLiteJournal(CallJournal):
             else:
                 job.future.set_exception(value)
         elif ok and job.undo is not None and not self._closed:
-            self._jobs.put([_undo(job, value)])
+            self._put([_undo(job, value)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
 
@@ -431,37 +581,54 @@ class SQLiteJournal(CallJournal):
         arguments: Any,
         *,
         approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> Claim:
         check_storable(key, tool, nul=True)
         args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
         owner = self._owner
+        inserted = False
 
         def op(conn: sqlite3.Connection) -> Claim:
+            nonlocal inserted
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
                 return Claim(ClaimAction.REPLAY, entry_from_row(row, _loads))
             if key in owner.held:  # running in this journal already
                 stored = entry_from_row(row, _loads) if row is not None else None
                 return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
+            now = time.time()
             if row is None:
-                now = time.time()
                 self._inserts.append(
-                    (key.session, key.call_id, key.args_hash, tool, args_text, approval_text,
-                     now, now, owner.number)
+                    (key.session, key.call_id, key.args_hash, tool, args_text,
+                     "queued" if queued else "running", approval_text, now,
+                     None if queued else now, owner.number)
                 )  # fmt: skip
                 self._own(key)
-                return Claim(ClaimAction.RUN, running_entry(key, tool, arguments, approval, now))
+                inserted = True
+                entry = running_entry(key, tool, arguments, approval, now, queued=queued)
+                return Claim(ClaimAction.RUN, entry)
             entry = entry_from_row(row, _loads)
             if owner.elsewhere(row[_OWNER]):
                 return Claim(ClaimAction.BUSY, entry)
-            _set_owner(conn, key, owner.number)  # its owner is gone: interrupted, ours now
-            self._own(key)
+            self._own(key)  # its owner is gone: ours now
+            if entry.state is CallState.QUEUED:  # it never started: run it, same attempt
+                started = None if queued else now
+                conn.execute(
+                    "UPDATE toolbridge_calls SET owner = ?, state = ?, started_at = ? "
+                    "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                    (owner.number, "queued" if queued else "running", started, *key),
+                )
+                state = CallState.QUEUED if queued else CallState.RUNNING
+                return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started))
+            _set_owner(conn, key, owner.number)  # it started: interrupted
             return Claim(ClaimAction.INTERRUPTED, entry)
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
             # The caller was cancelled before it heard the answer, so it never ran the call:
-            # a new row goes, an interrupted one is left ownerless; either way, let go.
-            if claim.action is ClaimAction.RUN:
+            # a new row goes, a taken one is left ownerless; either way, let go.
+            if claim.action is ClaimAction.RUN and not inserted:
+                _set_owner(conn, key, None)
+            elif claim.action is ClaimAction.RUN:
                 conn.execute(
                     "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? "
                     "AND args_hash = ?",
@@ -479,13 +646,20 @@ class SQLiteJournal(CallJournal):
         self._owner.held.add(key)
         self._taken.append(key)
 
-    async def restart(self, key: CallKey) -> JournalEntry:
+    async def start(self, key: CallKey) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            self._require_owned(key)
+            self._starts.append((time.time(), *key))
+
+        await self._submit(op)
+
+    async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         def op(conn: sqlite3.Connection) -> JournalEntry:
             self._require_owned(key)
             conn.execute(
-                "UPDATE toolbridge_calls SET attempt = attempt + 1, started_at = ? "
+                "UPDATE toolbridge_calls SET attempt = attempt + 1, state = ?, started_at = ? "
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                (time.time(), key.session, key.call_id, key.args_hash),
+                ("queued" if queued else "running", None if queued else time.time(), *key),
             )
             return entry_from_row(_select(conn, key), _loads)
 
@@ -493,7 +667,11 @@ class SQLiteJournal(CallJournal):
         return result
 
     async def retry(
-        self, key: CallKey, *, approval: Mapping[str, Any] | None = None
+        self,
+        key: CallKey,
+        *,
+        approval: Mapping[str, Any] | None = None,
+        queued: bool = False,
     ) -> JournalEntry | None:
         approval_text = to_json(approval) if approval else None
 
@@ -504,12 +682,12 @@ class SQLiteJournal(CallJournal):
             if not interrupted(entry_from_row(row, _loads)):
                 return None
             conn.execute(
-                "UPDATE toolbridge_calls SET state = 'running', attempt = attempt + 1, "
+                "UPDATE toolbridge_calls SET state = ?, attempt = attempt + 1, "
                 "outcome = NULL, error_kind = NULL, approval = ?, started_at = ?, "
                 "finished_at = NULL, owner = ? WHERE session = ? AND call_id = ? "
                 "AND args_hash = ?",
-                (approval_text, time.time(), self._owner.number, key.session, key.call_id,
-                 key.args_hash),
+                ("queued" if queued else "running", approval_text,
+                 None if queued else time.time(), self._owner.number, *key),
             )  # fmt: skip
             self._own(key)
             return entry_from_row(_select(conn, key), _loads)
@@ -536,6 +714,28 @@ class SQLiteJournal(CallJournal):
 
         await self._submit(op)
 
+    async def refuse(
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        outcome: Mapping[str, Any],
+        *,
+        error_kind: str | None,
+    ) -> None:
+        check_storable(key, tool, nul=True)
+        texts = to_json(arguments), to_json(outcome)
+
+        def op(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                f"INSERT INTO toolbridge_calls ({COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, 'refused', 0, ?, ?, NULL, ?, NULL, ?)",
+                (*key, tool, texts[0], texts[1], error_kind, now, now),
+            )
+
+        await self._submit(op)
+
     async def abandon(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             if key in self._owner.held:  # left running without an owner: interrupted
@@ -553,14 +753,24 @@ class SQLiteJournal(CallJournal):
                 "journal: claim it first (its outcome was not recorded)"
             )
 
+    def _seen(self, row: Any) -> JournalEntry:
+        """The entry of a row with its owner (last), as a reader can prove it: a running
+        call whose owner's lock is gone (and not this journal's) is interrupted."""
+        entry = entry_from_row(row, _loads)
+        if entry.state is CallState.RUNNING and not (
+            entry.key in self._owner.held or self._owner.elsewhere(row[_OWNER])
+        ):
+            return replace(entry, state=CallState.INTERRUPTED)
+        return entry
+
     async def entry(self, key: CallKey) -> JournalEntry | None:
         def op(conn: sqlite3.Connection) -> JournalEntry | None:
             row = conn.execute(
-                f"SELECT {COLUMNS} FROM toolbridge_calls "
+                f"SELECT {COLUMNS}, owner FROM toolbridge_calls "
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 (key.session, key.call_id, key.args_hash),
             ).fetchone()
-            return entry_from_row(row, _loads) if row is not None else None
+            return self._seen(row) if row is not None else None
 
         result: JournalEntry | None = await self._submit(op)
         return result
@@ -586,10 +796,11 @@ class SQLiteJournal(CallJournal):
 
         def op(conn: sqlite3.Connection) -> list[JournalEntry]:
             rows = conn.execute(
-                f"SELECT {COLUMNS} FROM toolbridge_calls {where} ORDER BY {LISTING_ORDER} LIMIT ?",
+                f"SELECT {COLUMNS}, owner FROM toolbridge_calls {where} "
+                f"ORDER BY {LISTING_ORDER} LIMIT ?",
                 (*params, -1 if limit is None else limit),
             ).fetchall()
-            return [entry_from_row(row, _loads) for row in rows]
+            return [self._seen(row) for row in rows]
 
         result: list[JournalEntry] = await self._submit(op)
         return result
@@ -659,13 +870,15 @@ class SQLiteJournal(CallJournal):
             deleted = 0
             if older_than is not None:
                 cursor = conn.execute(
-                    "DELETE FROM toolbridge_calls WHERE state = 'finished' AND finished_at < ?",
+                    "DELETE FROM toolbridge_calls WHERE state IN ('finished', 'refused') "
+                    "AND finished_at < ?",
                     (time.time() - older_than,),
                 )
                 deleted += cursor.rowcount
             for name in dropped:
                 cursor = conn.execute(
-                    "DELETE FROM toolbridge_calls WHERE session = ? AND state = 'finished'",
+                    "DELETE FROM toolbridge_calls WHERE session = ? "
+                    "AND state IN ('finished', 'refused')",
                     (name,),
                 )
                 deleted += cursor.rowcount
@@ -687,7 +900,11 @@ class SQLiteJournal(CallJournal):
 
 _INSERT = (
     f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) "
-    "VALUES (?, ?, ?, ?, ?, 'running', 1, NULL, NULL, ?, ?, ?, NULL, ?)"
+    "VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?, ?, NULL, ?)"
+)
+_START = (
+    "UPDATE toolbridge_calls SET state = 'running', started_at = ? "
+    "WHERE session = ? AND call_id = ? AND args_hash = ? AND state = 'queued'"
 )
 _FINISH = (
     "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
@@ -738,17 +955,76 @@ def _statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
 
 
-def _schema_version(conn: sqlite3.Connection) -> int:
+def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "toolbridge_meta" not in tables:
         if tables:
             raise JournalError(
-                "this SQLite file holds other tables and no toolbridge journal; give the "
-                "journal a file of its own"
+                f"the SQLite file {path} holds other tables and no toolbridge journal; give "
+                "the journal a file of its own"
             )
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row is not None else 1
+    return schema_version_of(row[0], str(path)) if row is not None else 1
+
+
+def _why_not_writable(path: Path) -> str:
+    """Why the journal at `path` cannot be created or written, and what to do about it."""
+    folder = path.parent
+    if not folder.is_dir():
+        return (
+            f"the folder {folder} does not exist. Create it, or give the journal a path in "
+            "a folder that exists."
+        )
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return (
+            f"{folder} is read-only for this process (a read-only file system, or no write "
+            "permission), and the journal writes its file and side files (-wal, -shm, "
+            "-owners) there. Make it writable, or keep the journal in a writable place "
+            "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
+        )
+    return "check that the file and its folder are readable and writable by this process."
+
+
+def _folder_error(path: Path, exc: OSError) -> JournalError:
+    if exc.errno == errno.ENOSPC:
+        return JournalError(
+            f"the disk holding the journal {path} is full ({exc.strerror}); free space, then retry."
+        )
+    return JournalError(
+        f"the journal folder {path.parent} cannot be created ({exc.strerror}): "
+        f"{_why_not_writable(path.parent)}"
+    )
+
+
+def _link_error(path: Path) -> JournalError:
+    return JournalError(
+        f"the journal refuses {path}: it is a symbolic link (or not a plain file), and the "
+        "journal of a workspace is opened without following links so that its writes cannot "
+        "be pointed at another file. Remove it; the journal creates its own file."
+    )
+
+
+def _refuse_links(path: Path) -> None:
+    """Refuse a journal whose folder is not a real directory, or whose file or side files
+    are links or not plain files (checked before SQLite opens the path)."""
+    try:
+        folder = os.lstat(path.parent)
+    except FileNotFoundError:
+        return  # nothing there yet: opening it says so
+    if not stat.S_ISDIR(folder.st_mode):
+        raise JournalError(
+            f"the journal folder {path.parent} is a symbolic link or not a directory; the "
+            "journal of a workspace is opened without following links. Remove it; the "
+            "journal creates a real folder."
+        )
+    for name in (path.name, *(path.name + side for side in ("-wal", "-shm", "-owners"))):
+        try:
+            found = os.lstat(path.with_name(name))
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(found.st_mode):
+            raise _link_error(path.with_name(name))
 
 
 def _select(conn: sqlite3.Connection, key: CallKey) -> Any:

@@ -1,0 +1,194 @@
+"""Every failure of the journal is a `JournalError` that names the file or server and says
+what to do; commands that only read an existing journal create nothing where there is none;
+the workspace's journal is opened without following links. Real files, a real read-only
+file system (tmpfs), a real PostgreSQL server, the CLI as a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolbridge.journal import CallKey, JournalError, SQLiteJournal, open_journal
+
+KEY = CallKey("s", "c", "h")
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolbridge", "journal", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+async def make_journal(target: str) -> None:
+    async with await open_journal(target) as journal:
+        await journal.claim(KEY, "t", {})
+        await journal.finish(KEY, {"text": "ok"})
+
+
+def set_version(target: str, value: str) -> None:
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("UPDATE toolbridge_meta SET value = %s WHERE key = 'schema_version'",
+                         (value,))  # fmt: skip
+        return
+    with sqlite3.connect(target) as conn:
+        conn.execute("UPDATE toolbridge_meta SET value = ? WHERE key = 'schema_version'", (value,))
+    conn.close()
+
+
+@pytest.mark.parametrize("value", ["x", "", "-3"])
+async def test_a_damaged_schema_version_is_a_journal_error_naming_the_journal(
+    journal_target: str, value: str
+) -> None:
+    # int(row[0]) raised ValueError: the CLI said "internal error" (exit 4).
+    await make_journal(journal_target)
+    set_version(journal_target, value)
+    with pytest.raises(JournalError, match="damaged: its schema version is") as raised:
+        await open_journal(journal_target)
+    where = Path(journal_target).name if "://" not in journal_target else "dbname="
+    assert where in str(raised.value) and "move it aside" in str(raised.value)
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path) -> Iterator[Path]:
+    """A real tmpfs, made read-only by the test with `remount`."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, f"mounting a tmpfs needs root: {done.stderr}"
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def remount_read_only(mount: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+
+
+def test_a_read_only_workspace_is_a_journal_error_that_says_why(read_only_mount: Path) -> None:
+    # It was a raw PermissionError/OSError from mkdir.
+    remount_read_only(read_only_mount)
+    with pytest.raises(JournalError) as raised:
+        SQLiteJournal.in_workspace(read_only_mount)
+    text = str(raised.value)
+    assert str(read_only_mount) in text and "read-only" in text and "writable" in text
+
+
+async def test_a_journal_on_a_read_only_disk_says_why_and_what_to_do(
+    read_only_mount: Path,
+) -> None:
+    # It said only "unable to open database file".
+    journal = SQLiteJournal.in_workspace(read_only_mount)
+    await journal.claim(KEY, "t", {})
+    await journal.finish(KEY, {"text": "ok"})
+    await journal.close()
+    remount_read_only(read_only_mount)
+    with pytest.raises(JournalError) as raised:
+        SQLiteJournal.in_workspace(read_only_mount)
+    text = str(raised.value)
+    assert f"{read_only_mount}/.toolbridge/journal.sqlite3" in text
+    assert "read-only" in text and "Make it writable" in text
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "s"], ["export"], ["prune",
+                                     "--keep-sessions", "0"]])  # fmt: skip
+def test_commands_on_a_path_with_no_journal_say_so_and_create_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # `journal list --journal typo.sqlite3` created an empty journal (and its side file)
+    # and reported no calls.
+    done = run_cli(*command, "--journal", "typo.sqlite3", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "no journal at typo.sqlite3" in done.stderr and "Traceback" not in done.stderr
+    assert os.listdir(tmp_path) == []
+    empty = tmp_path / "empty.sqlite3"  # a file that is not a journal: left as it was
+    empty.touch()
+    done = run_cli(*command, "--journal", str(empty), cwd=tmp_path)
+    assert done.returncode != 0
+    assert f"{empty} holds no toolbridge journal" in done.stderr
+    assert os.listdir(tmp_path) == ["empty.sqlite3"] and empty.stat().st_size == 0
+
+
+def test_commands_on_a_database_with_no_journal_create_nothing(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    done = run_cli("list", "--journal", postgres_url, cwd=tmp_path)
+    assert done.returncode != 0 and "holds no toolbridge journal" in done.stderr
+    with psycopg.connect(postgres_url) as conn:
+        cursor = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'toolbridge%'")
+        assert cursor.fetchone() == (0,)
+
+
+async def test_reading_with_create_false_opens_an_existing_journal(journal_target: str) -> None:
+    await make_journal(journal_target)
+    async with await open_journal(journal_target, create=False) as journal:
+        [entry] = await journal.entries()
+        assert entry.outcome == {"text": "ok"}
+
+
+@pytest.mark.parametrize("name", ["journal.sqlite3", "journal.sqlite3-wal",
+                                  "journal.sqlite3-owners"])  # fmt: skip
+def test_a_link_planted_in_the_control_folder_is_refused(tmp_path: Path, name: str) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / ".toolbridge").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("not yours\n")
+    (workspace / ".toolbridge" / name).symlink_to(victim)
+    with pytest.raises(JournalError, match="symbolic link") as raised:
+        SQLiteJournal.in_workspace(workspace)
+    assert f".toolbridge/{name}" in str(raised.value)
+    assert victim.read_text() == "not yours\n"
+    assert sorted(os.listdir(workspace / ".toolbridge")) == [name]
+
+
+def test_a_linked_control_folder_is_refused(tmp_path: Path) -> None:
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    (workspace / ".toolbridge").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(JournalError, match="not a directory"):
+        SQLiteJournal.in_workspace(workspace)
+    assert os.listdir(elsewhere) == []
+
+
+def test_the_cli_refuses_a_linked_journal_too(tmp_path: Path) -> None:
+    (tmp_path / ".toolbridge").mkdir()
+    victim = tmp_path / "victim.sqlite3"
+    asyncio.run(make_journal(str(victim)))
+    (tmp_path / ".toolbridge" / "journal.sqlite3").symlink_to(victim)
+    done = run_cli("list", cwd=tmp_path)
+    assert done.returncode != 0 and "symbolic link" in done.stderr
+
+
+async def test_a_database_user_without_rights_gets_a_journal_error_that_says_what_to_do(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    role = f"no_rights_{os.getpid()}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")  # PostgreSQL 15: no CREATE on public
+    url = postgres_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    try:
+        with pytest.raises(JournalError) as raised:
+            await open_journal(url)
+        text = str(raised.value)
+        assert f"user={role}" in text and "permission denied" in text
+        assert "Grant it the rights" in text
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")
