@@ -15,11 +15,12 @@ import dataclasses
 import fcntl
 import hashlib
 import json
-import signal
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -27,6 +28,8 @@ from toolbridge.agent import (
     AgentEvent,
     AgentRunner,
     ApprovalDecision,
+    ModelAdapter,
+    ModelConnectionError,
     ModelError,
     ReasoningDelta,
     RunFinished,
@@ -56,10 +59,18 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
-from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
+from toolbridge.cli.approval import (
+    BY_YES_FLAG,
+    NON_INTERACTIVE_DENIAL,
+    RETRY_NOT_ASKED,
+    RETRY_QUESTION,
+    prompt_approver,
+)
 from toolbridge.cli.loading import LoadOptions, load_tools
+from toolbridge.cli.prompt import ask_line, confirm
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import to_json_text
+from toolbridge.outcomes import OutcomeStatus
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
@@ -70,6 +81,77 @@ INSTRUCTIONS = (
     "You are a careful assistant working in the user's workspace through tools. "
     "Use the tools to look before you change anything, and say what you did."
 )
+
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""The environment variables that hold each provider's key (checked before its SDK
+loads, which takes seconds). Ollama needs none; Bedrock finds AWS credentials itself."""
+
+_URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
+
+
+def _check_base_url(base_url: str) -> None:
+    """A `CliError` for a ``--base-url`` that no client could connect to."""
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018  (raises for a port that is not a number or out of range)
+    except ValueError as exc:
+        message = f"--base-url {base_url!r} is not a valid URL ({exc}); {_URL_EXAMPLE}"
+        raise CliError(message) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(
+            f"--base-url {base_url!r} is not an http:// or https:// URL with a host; {_URL_EXAMPLE}"
+        )
+
+
+def _check_key(model: str, base_url: str | None) -> None:
+    """A `CliError` naming the variable to set when `model`'s provider has no key.
+
+    An ``openai:`` model with ``--base-url`` is a local OpenAI-compatible server, which
+    takes any key. Gemini through Vertex AI authenticates otherwise: not checked.
+    """
+    provider = model.partition(":")[0]
+    names = _KEYS.get(provider)
+    if names is None or any(os.environ.get(name) for name in names):
+        return
+    if provider.startswith("openai") and base_url is not None:
+        return
+    if provider == "gemini" and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI"):
+        return
+    local = (
+        ", or pass --base-url for a local OpenAI-compatible server"
+        if provider.startswith("openai")
+        else ""
+    )
+    raise CliError(f"no API key for {model!r}: set {names[0]}{local}")
+
+
+def _model(model: str, base_url: str | None) -> ModelAdapter:
+    """The adapter for ``--model``; a `CliError` for a bad URL, a missing key (found
+    before the provider's SDK loads), an unknown provider or a missing SDK."""
+    if base_url is not None:
+        _check_base_url(base_url)
+    _check_key(model, base_url)
+    try:
+        return model_from_string(model, base_url=base_url)
+    except (ValueError, ImportError, ModelError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _endpoint(adapter: object, base_url: str | None) -> str:
+    """The URL the model is asked at: `base_url`, else the SDK client's own."""
+    if base_url is not None:
+        return base_url
+    client = getattr(adapter, "client", None)
+    url = getattr(client, "base_url", None) or getattr(
+        getattr(client, "_client", None), "base_url", None
+    )
+    return str(url) if url else "the provider's default endpoint"
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
@@ -114,16 +196,41 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 
 
 class _Printer:
-    """Shows events as they come: the answer on stdout, calls and status on stderr."""
+    """Shows events as they come: the answer on stdout, calls and status on stderr.
 
-    def __init__(self, as_json: bool) -> None:
+    A call that asks for approval is shown once: when it is settled. The run pauses on
+    it (a ``pending_approval`` outcome and a summary) before the question; those are not
+    shown, the question is, and then the call's own line when it runs. With `registry`
+    the printer knows which calls may ask (every tool that writes, the agent's rule).
+    """
+
+    def __init__(self, as_json: bool, registry: ToolRegistry | None = None) -> None:
         self.as_json = as_json
+        self._registry = registry
         self._midline = False
+        self._held: ToolStarted | None = None  # the start of a call that may ask
+
+    def _may_ask(self, event: ToolStarted) -> bool:
+        tool = self._registry.get(event.call.name) if self._registry is not None else None
+        return tool is not None and writes_need_approval(tool, {})
 
     def show(self, event: AgentEvent) -> None:
         if self.as_json:
             out.print(to_json_text(event_json(event)), markup=False, highlight=False)
             return
+        held, self._held = self._held, None
+        if isinstance(event, ToolStarted) and self._may_ask(event):
+            if held is not None:
+                self._show(held)
+            self._held = event  # shown with what comes next, unless that is its pause
+            return
+        if _is_pause(event, held):
+            return
+        if held is not None:
+            self._show(held)
+        self._show(event)
+
+    def _show(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
             out.print(event.text, end="", markup=False, highlight=False)
             self._midline = not event.text.endswith("\n")
@@ -154,28 +261,40 @@ class _Printer:
             )
 
 
+def _is_pause(event: AgentEvent, held: ToolStarted | None) -> bool:
+    """Whether `event` is the run pausing for an approval the command is about to ask
+    for: the held call's ``pending_approval`` outcome, or the run's paused summary."""
+    if isinstance(event, RunFinished):
+        return event.result.stop_reason is StopReason.APPROVAL_REQUIRED
+    if isinstance(event, ToolFinished):
+        status = event.outcome.status
+        return status is OutcomeStatus.PENDING_APPROVAL and (
+            held is None or held.call.id == event.outcome.call.id
+        )
+    return False
+
+
 @contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Ctrl-C ends a prompt that blocks the event loop: ``asyncio.run``'s own handler only
-    cancels the main task, which a blocked prompt never sees (it kept waiting). Click turns
-    the interrupt into `typer.Abort`, as it does the end of input: only the interrupt
-    becomes KeyboardInterrupt (exit 130)."""
-    pressed = False
-
-    def interrupt(signum: int, frame: Any) -> None:
-        nonlocal pressed
-        pressed = True
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    try:
+def _spinner(enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while the model thinks, when stderr is a terminal (it is
+    erased when the next event comes)."""
+    if not enabled:
         yield
-    except typer.Abort:
-        if pressed:
-            raise KeyboardInterrupt from None
-        raise
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        return
+    with err.status("thinking", spinner="dots"):
+        yield
+
+
+async def _events(stream: AsyncIterator[AgentEvent], spin: bool) -> AsyncIterator[AgentEvent]:
+    """`stream`, with a spinner while the model is asked (before a turn's first event)."""
+    thinking = True  # the run starts with a request to the model
+    while True:
+        with _spinner(spin and thinking):
+            event = await anext(stream, None)
+        if event is None:
+            return
+        yield event
+        thinking = isinstance(event, ToolFinished | TurnFinished)
 
 
 @contextlib.contextmanager
@@ -200,25 +319,23 @@ def _session_held(root: Path, session: str) -> Iterator[None]:
 
 def _read_prompt() -> str | None:
     """The next line of an interactive session, None at the end of input. It blocks the
-    event loop on purpose: nothing runs between turns, and a prompt in a worker thread
-    cannot be interrupted (Ctrl-C left it waiting)."""
-    try:
-        with _interruptible():
-            return input("> ")
-    except EOFError:
-        return None
+    event loop on purpose: nothing runs between turns, and Ctrl-C ends the wait at any
+    moment (`ask_line`)."""
+    return ask_line("> ")
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
     """Ask about each pending call (``--yes`` approves them all but retries, which only a
-    person at a terminal approves: the call may have partly run)."""
+    person at a terminal approves: the call may have partly run). Without a terminal
+    nobody can be asked: the call is denied, as ``toolbridge call`` denies it."""
     decisions = []
+    interactive = sys.stdin.isatty()
     for call in pending:
         if yes and not call.retry:
             decisions.append(call.approve(by=BY_YES_FLAG))
             continue
-        if call.retry and yes and not sys.stdin.isatty():  # nobody to ask: not retried
-            decisions.append(call.deny(RETRY_NOT_ASKED))
+        if not interactive:
+            decisions.append(call.deny(RETRY_NOT_ASKED if call.retry else NON_INTERACTIVE_DENIAL))
             continue
         shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if call.retry:
@@ -231,9 +348,7 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
             question = RETRY_QUESTION
         else:
             question = f"Allow {call.tool_name}({shown})?"
-        with _interruptible():
-            approved = typer.confirm(question, default=False, err=True)
-        if approved:
+        if confirm(question):
             decisions.append(call.approve(by=prompt_approver()))
         else:
             decisions.append(call.deny("the user declined this call"))
@@ -246,9 +361,10 @@ async def _turn(
     """One prompt to its end, answering approval pauses on the way."""
     decisions: list[ApprovalDecision] = []
     current: str | RunState = input
+    spin = not as_json and err.is_terminal
     while True:
         result: RunResult | None = None
-        async for event in runner.stream(current, decisions=decisions):
+        async for event in _events(aiter(runner.stream(current, decisions=decisions)), spin):
             printer.show(event)
             if isinstance(event, RunFinished):
                 result = event.result
@@ -328,12 +444,8 @@ def agent_command(
 ) -> None:
     """Run the agent loop: the model calls the workspace's tools until it answers."""
     root = (workspace or Path.cwd()).resolve()
-    try:
-        adapter = model_from_string(model, base_url=base_url)
-    except (ValueError, ImportError, ModelError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
     with reporting(verbose):
+        adapter = _model(model, base_url)
         loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
     registry = loaded.registry
     skill_set = SkillSet.discover(root) if skills else None
@@ -359,7 +471,7 @@ def agent_command(
         skills=skill_set if skill_set is not None and len(skill_set) else None,
         max_turns=max_turns,
     )
-    printer = _Printer(as_json)
+    printer = _Printer(as_json, registry)
 
     async def run() -> RunResult | None:
         try:
@@ -377,8 +489,16 @@ def agent_command(
     except ValueError as exc:  # the runner refused its input: a stored run it cannot read
         err.print(f"Error: {exc}", markup=False, highlight=False)
         raise typer.Exit(ExitCode.USAGE) from None
+    except ModelConnectionError as exc:
+        where = _endpoint(adapter, base_url)
+        err.print(
+            f"Error: {exc} Is it running at {where}? Check --base-url and --model.",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(1) from None
     except ModelError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"Error: {exc}", markup=False, highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None

@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
+    CliError,
     ConfigOption,
+    ExitCode,
     ScopeOption,
     VerboseOption,
     WorkspaceOption,
@@ -91,7 +96,10 @@ def serve_command(
         float | None, typer.Option("--timeout", help="Time limit per call, in seconds.")
     ] = None,
 ) -> None:
-    """Serve the built-in tools and plugins (and, with --config, other MCP servers' tools)."""
+    """Serve the built-in tools and plugins (and, with --servers, other MCP servers' tools).
+
+    On stdio it serves until the client closes stdin, or Ctrl-C (exit 130).
+    """
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     address = _address(http) if http is not None else None
     if (
@@ -106,13 +114,19 @@ def serve_command(
     policy = loaded.policy
     if timeout is not None:
         policy = dataclasses.replace(policy, default_timeout=timeout)
-    try:
-        asyncio.run(_serve(registry, servers, address, token, policy))
-    except ToolbridgeError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        pass
+    with reporting(verbose):
+        try:
+            asyncio.run(_serve(registry, servers, address, token, policy))
+        except ToolbridgeError as exc:
+            raise CliError(str(exc)) from None
+        except OSError as exc:
+            if address is None:
+                raise
+            host, port = address
+            raise CliError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another "
+                "address with --http HOST:PORT (port 0 picks a free one)"
+            ) from None
 
 
 async def _serve(
@@ -140,7 +154,14 @@ async def _serve(
                 err.print(f"MCP server {status.name!r}: {status.last_error}", markup=False)
     try:
         if address is None:
-            await server.run_stdio()
+            if sys.stderr.isatty():
+                err.print(
+                    "serving MCP on stdio: a client talks on stdin/stdout; "
+                    "Ctrl-C or closing stdin stops it",
+                    markup=False,
+                    highlight=False,
+                )
+            await _until_interrupted(server.run_stdio())
         else:
             host, port = address
 
@@ -148,9 +169,46 @@ async def _serve(
                 err.print(f"serving MCP on http://{host}:{bound}/mcp", markup=False)
 
             await server.run_http(host, port, token=token, ready=ready)
+    except _Interrupted:
+        if client is not None:
+            await client.aclose()
+        _end_interrupted()
     finally:
         if client is not None:
             await client.aclose()
+
+
+async def _until_interrupted(serving: Coroutine[Any, Any, None]) -> None:
+    """Run `serving` until it ends (the client closed stdin) or Ctrl-C. The stdin reader
+    is a thread blocked in read(), which cancelling cannot stop (the process waited for
+    another line, Ctrl-C after Ctrl-C): on Ctrl-C the caller's clean-up runs, then the
+    process ends with exit code 130 without waiting for that thread."""
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    task = asyncio.ensure_future(serving)
+    waiting = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait([task, waiting], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        waiting.cancel()
+    if task.done():
+        task.result()  # its error, if it ended with one
+        return
+    task.cancel()
+    raise _Interrupted
+
+
+class _Interrupted(Exception):
+    """Ctrl-C while serving on stdio: `_serve` cleans up, then the process ends."""
+
+
+def _end_interrupted() -> None:
+    """End the process with exit code 130 now (see `_until_interrupted`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(ExitCode.INTERRUPTED)
 
 
 @mcp_app.command("servers")
@@ -176,8 +234,8 @@ def servers_command(
     try:
         servers = asyncio.run(connect())
     except ToolbridgeError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        err.print(f"Error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(ExitCode.USAGE) from None
     failed = False
     for status, rows in servers:
         table = Table("tool", "flags", title=f"{status.name}: {status.state}")
