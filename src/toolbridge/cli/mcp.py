@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -154,14 +154,7 @@ async def _serve(
                 err.print(f"MCP server {status.name!r}: {status.last_error}", markup=False)
     try:
         if address is None:
-            if sys.stderr.isatty():
-                err.print(
-                    "serving MCP on stdio: a client talks on stdin/stdout; "
-                    "Ctrl-C or closing stdin stops it",
-                    markup=False,
-                    highlight=False,
-                )
-            await _until_interrupted(server.run_stdio())
+            await _until_interrupted(server.run_stdio(), started=_announce_stdio)
         else:
             host, port = address
 
@@ -178,14 +171,29 @@ async def _serve(
             await client.aclose()
 
 
-async def _until_interrupted(serving: Coroutine[Any, Any, None]) -> None:
-    """Run `serving` until it ends (the client closed stdin) or Ctrl-C. The stdin reader
-    is a thread blocked in read(), which cancelling cannot stop (the process waited for
-    another line, Ctrl-C after Ctrl-C): on Ctrl-C the caller's clean-up runs, then the
-    process ends with exit code 130 without waiting for that thread."""
+def _announce_stdio() -> None:
+    """On a terminal, serving on stdio looks frozen: say what it does and how to stop."""
+    if sys.stderr.isatty():
+        err.print(
+            "serving MCP on stdio: a client talks on stdin/stdout; "
+            "Ctrl-C or closing stdin stops it",
+            markup=False,
+            highlight=False,
+        )
+
+
+async def _until_interrupted(
+    serving: Coroutine[Any, Any, None], started: Callable[[], None]
+) -> None:
+    """Run `serving` until it ends (the client closed stdin) or Ctrl-C; `started` is
+    called once Ctrl-C is handled. The stdin reader is a thread blocked in read(), which
+    cancelling cannot stop (the process waited for another line, Ctrl-C after Ctrl-C):
+    on Ctrl-C the caller's clean-up runs, then the process ends with exit code 130
+    without waiting for that thread."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    started()
     task = asyncio.ensure_future(serving)
     waiting = asyncio.ensure_future(interrupted.wait())
     try:
