@@ -117,7 +117,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "tools": Command(
         "toolbridge.cli.tools",
-        "List the registered tools, or print their definitions (--json, --format).",
+        "List the registered tools, or print their definitions (--json, --format PROVIDER).",
     ),
     "call": Command(
         "toolbridge.cli.tools",
