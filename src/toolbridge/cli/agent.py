@@ -1,4 +1,5 @@
-"""``toolbridge agent``: run the agent loop over the workspace's tools from the terminal.
+"""``toolbridge agent``: run the agent loop over the workspace's tools from the terminal
+(the command and its options are `toolbridge.cli.agent_command`, which loads this).
 
 Streams the answer, shows each call and its outcome as it happens, asks before every
 call of a tool that is not read-only (``--yes`` approves them all), prints the usage
@@ -15,12 +16,10 @@ import dataclasses
 import fcntl
 import hashlib
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Annotated, Any
-from urllib.parse import urlsplit
+from typing import Any
 
 import typer
 
@@ -46,15 +45,10 @@ from toolbridge.agent import (
 )
 from toolbridge.agent.state import PendingCall
 from toolbridge.approval import writes_need_approval
+from toolbridge.cli.agent_command import AgentOptions
 from toolbridge.cli.app import (
-    AllowUnsandboxedOption,
     CliError,
-    ConfigOption,
     ExitCode,
-    ScopeOption,
-    VerboseOption,
-    WorkspaceOption,
-    app,
     err,
     out,
     reporting,
@@ -75,7 +69,7 @@ from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
 
-__all__ = ["agent_command", "event_json"]
+__all__ = ["event_json", "run_agent"]
 
 INSTRUCTIONS = (
     "You are a careful assistant working in the user's workspace through tools. "
@@ -83,60 +77,9 @@ INSTRUCTIONS = (
 )
 
 
-_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
-    "openai-responses": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
-"""The environment variables that hold each provider's key (checked before its SDK
-loads, which takes seconds). Ollama needs none; Bedrock finds AWS credentials itself."""
-
-_URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
-
-
-def _check_base_url(base_url: str) -> None:
-    """A `CliError` for a ``--base-url`` that no client could connect to."""
-    try:
-        parts = urlsplit(base_url)
-        parts.port  # noqa: B018  (raises for a port that is not a number or out of range)
-    except ValueError as exc:
-        message = f"--base-url {base_url!r} is not a valid URL ({exc}); {_URL_EXAMPLE}"
-        raise CliError(message) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CliError(
-            f"--base-url {base_url!r} is not an http:// or https:// URL with a host; {_URL_EXAMPLE}"
-        )
-
-
-def _check_key(model: str, base_url: str | None) -> None:
-    """A `CliError` naming the variable to set when `model`'s provider has no key.
-
-    An ``openai:`` model with ``--base-url`` is a local OpenAI-compatible server, which
-    takes any key. Gemini through Vertex AI authenticates otherwise: not checked.
-    """
-    provider = model.partition(":")[0]
-    names = _KEYS.get(provider)
-    if names is None or any(os.environ.get(name) for name in names):
-        return
-    if provider.startswith("openai") and base_url is not None:
-        return
-    if provider == "gemini" and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI"):
-        return
-    local = (
-        ", or pass --base-url for a local OpenAI-compatible server"
-        if provider.startswith("openai")
-        else ""
-    )
-    raise CliError(f"no API key for {model!r}: set {names[0]}{local}")
-
-
 def _model(model: str, base_url: str | None) -> ModelAdapter:
-    """The adapter for ``--model``; a `CliError` for a bad URL, a missing key (found
-    before the provider's SDK loads), an unknown provider or a missing SDK."""
-    if base_url is not None:
-        _check_base_url(base_url)
-    _check_key(model, base_url)
+    """The adapter for ``--model``; a `CliError` for an unknown provider, a missing SDK
+    or a key the SDK refuses (a missing one was found before: `agent_command`)."""
     try:
         return model_from_string(model, base_url=base_url)
     except (ValueError, ImportError, ModelError) as exc:
@@ -399,56 +342,27 @@ async def _session(
         state = result.state
 
 
-@app.command("agent")
-def agent_command(
-    prompt: Annotated[
-        str | None, typer.Argument(help="What to do; leave out for an interactive session.")
-    ] = None,
-    *,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            "-m",
-            envvar="TOOLBRIDGE_MODEL",
-            help="provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
-            "ollama:qwen3.",
-        ),
-    ] = "openai:gpt-4.1-mini",
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="The provider's endpoint (any OpenAI-compatible server with openai:).",
-        ),
-    ] = None,
-    workspace: WorkspaceOption = None,
-    scope: ScopeOption = "default",
-    config: ConfigOption = None,
-    verbose: VerboseOption = False,
-    allow_unsandboxed_exec: AllowUnsandboxedOption = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every call.")] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the events as JSON lines.")
-    ] = False,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
-    skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
-    session: Annotated[
-        str | None,
-        typer.Option(
-            "--session",
-            help="Keep the conversation and every call in the workspace's journal under this "
-            "name: run again with it to go on; a call that already ran is never run twice.",
-        ),
-    ] = None,
-) -> None:
-    """Run the agent loop: the model calls the workspace's tools until it answers."""
-    root = (workspace or Path.cwd()).resolve()
+def run_agent(options: AgentOptions) -> None:
+    """``toolbridge agent`` once its options are checked (`agent_command`): build the
+    model and the runner, run the prompt or the interactive session, map errors to one
+    line and an exit code."""
+    prompt, model, base_url, session = (
+        options.prompt,
+        options.model,
+        options.base_url,
+        options.session,
+    )
+    verbose, yes, as_json = options.verbose, options.yes, options.as_json
+    root = (options.workspace or Path.cwd()).resolve()
     with reporting(verbose):
         adapter = _model(model, base_url)
-        loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
+        loaded = load_tools(
+            LoadOptions(
+                root, options.scope, options.config, verbose, options.allow_unsandboxed_exec
+            )
+        )
     registry = loaded.registry
-    skill_set = SkillSet.discover(root) if skills else None
+    skill_set = SkillSet.discover(root) if options.skills else None
     # The config file's [executor] policy, asking before every call that writes (the
     # command's promise, whatever its approval rule says).
     policy = dataclasses.replace(loaded.policy, approval=writes_need_approval)
@@ -469,7 +383,7 @@ def agent_command(
         journal=journal,
         session=session,
         skills=skill_set if skill_set is not None and len(skill_set) else None,
-        max_turns=max_turns,
+        max_turns=options.max_turns,
     )
     printer = _Printer(as_json, registry)
 

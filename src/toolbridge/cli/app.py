@@ -112,7 +112,7 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "agent": Command(
-        "toolbridge.cli.agent",
+        "toolbridge.cli.agent_command",
         "Run the agent loop: the model calls the workspace's tools until it answers.",
     ),
     "tools": Command(
