@@ -140,18 +140,24 @@ def test_without_a_terminal_a_call_that_asks_is_denied_as_call_denies_it(
     assert "--yes" in done.stderr  # the call's line says how to approve it
 
 
-def test_with_yes_an_approved_call_is_shown_once(server: ScriptedServer, workspace: Path) -> None:
-    server.add(openai_chat_stream(calls=WRITE), openai_chat_stream(text="Written."))
-    done = agent(server.url, workspace, "Write b.txt", "--yes")
+def test_with_yes_each_approved_call_is_shown_once(server: ScriptedServer, workspace: Path) -> None:
+    writes = [*WRITE, ("c2", "write_file", '{"path": "c.txt", "content": "gamma"}')]
+    server.add(openai_chat_stream(calls=writes), openai_chat_stream(text="Written."))
+    done = agent(server.url, workspace, "Write b.txt and c.txt", "--yes")
     assert done.returncode == 0, done.stderr
     assert (workspace / "b.txt").read_text() == "beta"
+    assert (workspace / "c.txt").read_text() == "gamma"
     lines = done.stderr.splitlines()
     assert "pending_approval" not in done.stderr and "has not run" not in done.stderr
     assert "approval_required" not in done.stderr  # no summary of the paused run
-    assert sum(line.startswith("-> write_file(") for line in lines) == 1, done.stderr
-    assert sum(line.startswith("<- write_file: ok") for line in lines) == 1, done.stderr
+    for path in ("b.txt", "c.txt"):
+        [start] = [i for i, line in enumerate(lines) if line.startswith("-> write_file(")
+                   and path in line]  # fmt: skip
+        finished = [line for line in lines if line.startswith("<- write_file: ok")]
+        assert len(finished) == 2, done.stderr
+        assert any(line.startswith("<- write_file: ok") for line in lines[start + 1 :])
     [summary] = [line for line in lines if " turns, " in line]  # one: the run's end
-    assert summary.startswith("final: 2 turns, 1 tool calls"), summary
+    assert summary.startswith("final: 2 turns, 2 tool calls"), summary
 
 
 def bare(

@@ -39,6 +39,47 @@ def default_ctrl_c() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+class OnTerminal:
+    """A command with a pseudo-terminal as its stdin, stdout and stderr."""
+
+    def __init__(self, argv: list[str], workspace: Path) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the command, with the terminal as its stdio
+            os.chdir(workspace)
+            default_ctrl_c()
+            os.execve(argv[0], argv, environment())
+        self.shown = b""
+
+    def _read(self, timeout: float) -> None:
+        if select.select([self.fd], [], [], timeout)[0]:
+            try:
+                self.shown += os.read(self.fd, 4096)
+            except OSError:  # the terminal closed: the process is ending
+                time.sleep(0.05)
+
+    def read_until(self, marker: bytes) -> None:
+        end = time.monotonic() + WAIT
+        while marker not in self.shown and time.monotonic() < end:
+            self._read(0.5)
+        assert marker in self.shown, self.shown.decode(errors="replace")
+
+    def interrupt(self) -> int | None:
+        """One Ctrl-C; the exit code, or None when the command did not end (killed)."""
+        os.kill(self.pid, signal.SIGINT)
+        end = time.monotonic() + WAIT
+        try:
+            while time.monotonic() < end:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    return os.waitstatus_to_exitcode(status)
+                self._read(0.2)
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            return None
+        finally:
+            os.close(self.fd)
+
+
 def ended(process: subprocess.Popen[bytes]) -> int | None:
     """The exit code, or None (killed) when the process does not end within `WAIT`."""
     try:
@@ -81,37 +122,12 @@ def test_ctrl_c_while_starting_up_exits_130_without_a_traceback(
 
 
 def test_mcp_serve_on_a_terminal_says_how_to_stop_and_ctrl_c_stops_it(workspace: Path) -> None:
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the command, with the terminal as its stdio
-        os.chdir(workspace)
-        default_ctrl_c()
-        os.execve(sys.executable, command("mcp", "serve"), environment())
-    shown = b""
-    marker = b"Ctrl-C or closing stdin stops it"
-    end = time.monotonic() + WAIT
-    try:
-        while marker not in shown and time.monotonic() < end:
-            if select.select([fd], [], [], 0.5)[0]:
-                shown += os.read(fd, 4096)
-        assert b"serving MCP on stdio" in shown and marker in shown, shown.decode()
-        os.kill(pid, signal.SIGINT)  # once: it was lost before (two, then a SIGKILL)
-        code = None
-        while time.monotonic() < end + WAIT and code is None:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                code = os.waitstatus_to_exitcode(status)
-            elif select.select([fd], [], [], 0.2)[0]:
-                try:
-                    shown += os.read(fd, 4096)
-                except OSError:
-                    time.sleep(0.05)
-    finally:
-        if code is None:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(fd)
-    assert code == 130, shown.decode(errors="replace")
-    assert b"Traceback" not in shown
+    terminal = OnTerminal(command("mcp", "serve"), workspace)
+    terminal.read_until(b"Ctrl-C or closing stdin stops it")
+    assert b"serving MCP on stdio" in terminal.shown
+    code = terminal.interrupt()  # once: it was lost before (two, then a SIGKILL)
+    assert code == 130, terminal.shown.decode(errors="replace")
+    assert b"Traceback" not in terminal.shown
 
 
 def test_mcp_serve_on_stdio_ends_at_ctrl_c_while_serving_a_client(workspace: Path) -> None:
@@ -218,3 +234,16 @@ def test_every_command_ends_quietly_when_stdout_is_closed(
     finally:
         os.close(writer)
     assert (done.returncode, done.stderr.decode()) == (141, "")
+
+
+def test_ctrl_c_at_calls_approval_question_exits_130(workspace: Path) -> None:
+    config = workspace / "toolbridge.toml"
+    config.write_text('[executor]\napproval = "writes"\n')
+    arguments = '{"path": "b.txt", "content": "beta"}'
+    argv = command("call", "write_file", arguments, "--config", str(config))
+    terminal = OnTerminal(argv, workspace)
+    terminal.read_until(b"Run it? [y/N]: ")
+    code = terminal.interrupt()  # once, the moment the question shows
+    assert code == 130, terminal.shown.decode(errors="replace")
+    assert b"Traceback" not in terminal.shown and b"Aborted" not in terminal.shown
+    assert not (workspace / "b.txt").exists()

@@ -17,7 +17,7 @@ import fcntl
 import hashlib
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,19 +141,28 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 class _Printer:
     """Shows events as they come: the answer on stdout, calls and status on stderr.
 
-    A call that asks for approval is shown once: when it is settled. The run pauses on
-    it (a ``pending_approval`` outcome and a summary) before the question; those are not
-    shown, the question is, and then the call's own line when it runs. With `registry`
-    the printer knows which calls may ask (every tool that writes, the agent's rule).
+    A call that asks for approval is shown once. The run pauses on it (its
+    ``pending_approval`` outcome and a summary) before the question: those are not
+    shown, the question is, then the call's own lines when it runs. So the start of a
+    call that may ask (with `registry`: every tool that writes, the agent's rule) is
+    held until its outcome, unless the command approved it (`approved`): then it is
+    shown as it starts.
     """
 
     def __init__(self, as_json: bool, registry: ToolRegistry | None = None) -> None:
         self.as_json = as_json
         self._registry = registry
         self._midline = False
-        self._held: ToolStarted | None = None  # the start of a call that may ask
+        self._held: dict[str, ToolStarted] = {}  # call id -> start of a call that may ask
+        self._approved: set[str] = set()  # call ids approved here, to show as they start
+
+    def approved(self, call_ids: Iterable[str]) -> None:
+        """These calls were approved: show them as they start."""
+        self._approved.update(call_ids)
 
     def _may_ask(self, event: ToolStarted) -> bool:
+        if event.call.id in self._approved:
+            return False
         tool = self._registry.get(event.call.name) if self._registry is not None else None
         return tool is not None and writes_need_approval(tool, {})
 
@@ -161,16 +170,19 @@ class _Printer:
         if self.as_json:
             out.print(to_json_text(event_json(event)), markup=False, highlight=False)
             return
-        held, self._held = self._held, None
         if isinstance(event, ToolStarted) and self._may_ask(event):
-            if held is not None:
-                self._show(held)
-            self._held = event  # shown with what comes next, unless that is its pause
+            self._held[event.call.id] = event  # shown with its outcome, unless a pause
             return
-        if _is_pause(event, held):
-            return
-        if held is not None:
-            self._show(held)
+        if isinstance(event, ToolFinished):
+            start = self._held.pop(event.outcome.call.id, None)
+            if event.outcome.status is OutcomeStatus.PENDING_APPROVAL:
+                return  # the question shows the call
+            if start is not None:
+                self._show(start)
+        if isinstance(event, RunFinished):
+            self._held.clear()
+            if event.result.stop_reason is StopReason.APPROVAL_REQUIRED:
+                return  # the run goes on once the questions are answered
         self._show(event)
 
     def _show(self, event: AgentEvent) -> None:
@@ -202,19 +214,6 @@ class _Printer:
                 f"{event.result.tool_calls} tool calls, {usage.input_tokens} in / "
                 f"{usage.output_tokens} out tokens[/dim]"
             )
-
-
-def _is_pause(event: AgentEvent, held: ToolStarted | None) -> bool:
-    """Whether `event` is the run pausing for an approval the command is about to ask
-    for: the held call's ``pending_approval`` outcome, or the run's paused summary."""
-    if isinstance(event, RunFinished):
-        return event.result.stop_reason is StopReason.APPROVAL_REQUIRED
-    if isinstance(event, ToolFinished):
-        status = event.outcome.status
-        return status is OutcomeStatus.PENDING_APPROVAL and (
-            held is None or held.call.id == event.outcome.call.id
-        )
-    return False
 
 
 @contextlib.contextmanager
@@ -315,6 +314,7 @@ async def _turn(
         if result.stop_reason is not StopReason.APPROVAL_REQUIRED or (as_json and not yes):
             return result
         decisions = _decide(result.pending, yes)
+        printer.approved(d.call_id for d in decisions if d.approved)
         current = result.state
 
 
