@@ -279,7 +279,8 @@ def _root(
     """Run a language model's tool calls safely, from the command line.
 
     Exit codes: 0 success, 1 a tool call failed or was not approved, 2 wrong command
-    line or input, 3 wrong configuration, 4 internal error, 130 interrupted.
+    line or input, 3 wrong configuration, 4 internal error, 130 interrupted, 141 stdout
+    closed by its reader (| head).
     """
 
 
