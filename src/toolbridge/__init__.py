@@ -6,64 +6,148 @@ call safely, and hand every outcome back as a well-formed tool result.
 
 import importlib
 import logging
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.approval import ApprovalRequest
-from toolbridge.calls import (
-    Repair,
-    ToolCallRequest,
-    decode_arguments,
-    parse_tool_arguments,
-    repair_arguments_for_replay,
-)
-from toolbridge.errors import (
-    ArgumentIssue,
-    ArgumentsError,
-    ErrorKind,
-    NetworkViolation,
-    PolicyViolation,
-    ToolbridgeError,
-    ToolConfigError,
-    ToolDefinitionError,
-    ToolError,
-    ToolExecutionError,
-    WorkspaceViolation,
-)
-from toolbridge.executor import ExecutionPolicy, ExecutorHook, ToolBatch, ToolExecutor
-from toolbridge.function_tool import FunctionTool, tool
-from toolbridge.isolation import IsolatedFunctionTool, isolated_tool
-from toolbridge.loader import ToolLoader
-from toolbridge.outcomes import (
-    EventType,
-    Outcomes,
-    OutcomeStatus,
-    ToolEvent,
-    ToolOutcome,
-    tool_result_messages,
-)
-from toolbridge.progress import ToolProgress, report_progress
-from toolbridge.registry import PreparedCall, ToolRegistry
-from toolbridge.results import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
-from toolbridge.tool import (
-    ContentBlock,
-    ImageBlock,
-    JsonBlock,
-    TextBlock,
-    Tool,
-    ToolContext,
-    ToolResult,
-    current_context,
-    tool_parameters,
-)
-
 if TYPE_CHECKING:
-    from toolbridge.agent import AgentRunner, ApprovalDecision, RunResult, RunState, StopReason
+    from toolbridge.agent import (
+        AgentRunner,
+        ApprovalDecision,
+        RunResult,
+        RunState,
+        StopReason,
+    )
+    from toolbridge.approval import (
+        ApprovalRequest,
+    )
+    from toolbridge.calls import (
+        Repair,
+        ToolCallRequest,
+        decode_arguments,
+        parse_tool_arguments,
+        repair_arguments_for_replay,
+    )
+    from toolbridge.errors import (
+        ArgumentIssue,
+        ArgumentsError,
+        ErrorKind,
+        NetworkViolation,
+        PolicyViolation,
+        ToolbridgeError,
+        ToolConfigError,
+        ToolDefinitionError,
+        ToolError,
+        ToolExecutionError,
+        WorkspaceViolation,
+    )
+    from toolbridge.executor import (
+        ExecutionPolicy,
+        ExecutorHook,
+        ToolBatch,
+        ToolExecutor,
+    )
+    from toolbridge.function_tool import (
+        FunctionTool,
+        tool,
+    )
+    from toolbridge.isolation import (
+        IsolatedFunctionTool,
+        isolated_tool,
+    )
+    from toolbridge.loader import (
+        ToolLoader,
+    )
+    from toolbridge.outcomes import (
+        EventType,
+        Outcomes,
+        OutcomeStatus,
+        ToolEvent,
+        ToolOutcome,
+        tool_result_messages,
+    )
+    from toolbridge.progress import (
+        ToolProgress,
+        report_progress,
+    )
+    from toolbridge.registry import (
+        PreparedCall,
+        ToolRegistry,
+    )
+    from toolbridge.results import (
+        PAGE_METADATA_KEY,
+        SAVED_METADATA_KEY,
+        ResultStore,
+    )
+    from toolbridge.tool import (
+        ContentBlock,
+        ImageBlock,
+        JsonBlock,
+        TextBlock,
+        Tool,
+        ToolContext,
+        ToolResult,
+        current_context,
+        tool_parameters,
+    )
 
-# The agent loop pulls in every provider format; it is imported on first use so that
-# `import toolbridge` stays as light as the call path needs.
-_LAZY = {
-    name: "toolbridge.agent"
-    for name in ("AgentRunner", "ApprovalDecision", "RunResult", "RunState", "StopReason")
+# Every name loads on first use: `import toolbridge` (and so the command line's
+# `--version` and `--help`) does not pay for the executor, pydantic or the provider
+# formats until a name is asked for.
+_LAZY: dict[str, str] = {
+    "AgentRunner": "toolbridge.agent",
+    "ApprovalDecision": "toolbridge.agent",
+    "ApprovalRequest": "toolbridge.approval",
+    "ArgumentIssue": "toolbridge.errors",
+    "ArgumentsError": "toolbridge.errors",
+    "ContentBlock": "toolbridge.tool",
+    "ErrorKind": "toolbridge.errors",
+    "EventType": "toolbridge.outcomes",
+    "ExecutionPolicy": "toolbridge.executor",
+    "ExecutorHook": "toolbridge.executor",
+    "FunctionTool": "toolbridge.function_tool",
+    "ImageBlock": "toolbridge.tool",
+    "IsolatedFunctionTool": "toolbridge.isolation",
+    "JsonBlock": "toolbridge.tool",
+    "NetworkViolation": "toolbridge.errors",
+    "OutcomeStatus": "toolbridge.outcomes",
+    "Outcomes": "toolbridge.outcomes",
+    "PAGE_METADATA_KEY": "toolbridge.results",
+    "PolicyViolation": "toolbridge.errors",
+    "PreparedCall": "toolbridge.registry",
+    "Repair": "toolbridge.calls",
+    "ResultStore": "toolbridge.results",
+    "RunResult": "toolbridge.agent",
+    "RunState": "toolbridge.agent",
+    "SAVED_METADATA_KEY": "toolbridge.results",
+    "StopReason": "toolbridge.agent",
+    "TextBlock": "toolbridge.tool",
+    "Tool": "toolbridge.tool",
+    "ToolBatch": "toolbridge.executor",
+    "ToolCallRequest": "toolbridge.calls",
+    "ToolConfigError": "toolbridge.errors",
+    "ToolContext": "toolbridge.tool",
+    "ToolDefinitionError": "toolbridge.errors",
+    "ToolError": "toolbridge.errors",
+    "ToolEvent": "toolbridge.outcomes",
+    "ToolExecutionError": "toolbridge.errors",
+    "ToolExecutor": "toolbridge.executor",
+    "ToolLoader": "toolbridge.loader",
+    "ToolOutcome": "toolbridge.outcomes",
+    "ToolProgress": "toolbridge.progress",
+    "ToolRegistry": "toolbridge.registry",
+    "ToolResult": "toolbridge.tool",
+    "ToolbridgeError": "toolbridge.errors",
+    "WorkspaceViolation": "toolbridge.errors",
+    "current_context": "toolbridge.tool",
+    "decode_arguments": "toolbridge.calls",
+    "isolated_tool": "toolbridge.isolation",
+    "parse_tool_arguments": "toolbridge.calls",
+    "repair_arguments_for_replay": "toolbridge.calls",
+    "report_progress": "toolbridge.progress",
+    "tool": "toolbridge.function_tool",
+    "tool_parameters": "toolbridge.tool",
+    "tool_result_messages": "toolbridge.outcomes",
 }
 
 
@@ -74,6 +158,24 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+class _Package(types.ModuleType):
+    """The package's module type: importing the submodule ``toolbridge.tool`` sets the
+    package's attribute ``tool``, which must stay the `tool` decorator (as it was when
+    every name was imported here, the decorator last)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __version__ = "0.1.0"

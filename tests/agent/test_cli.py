@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
+from tests.cli.conftest import run_on_tty
 
 from toolbridge.approval import arguments_digest
 from toolbridge.cli.loading import LoadOptions, load_tools
@@ -21,14 +22,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def agent(
-    server_url: str, workspace: Path, *args: str, stdin: str = ""
+    server_url: str, workspace: Path, *args: str, stdin: str = "", tty_input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run the command; `tty_input` gives it a terminal as stdin and types that text (the
+    approval questions are asked only at a terminal)."""
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "HOME": str(workspace.parent)}
     env.update(USER="tester", LOGNAME="tester")  # who answers the prompts
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *sys.path])
     command = [sys.executable, "-m", "toolbridge", "agent", *args]
     command += ["--model", "openai:gpt-test", "--base-url", f"{server_url}/v1"]
     command += ["--workspace", str(workspace), "--no-skills"]
+    if tty_input is not None:
+        return run_on_tty(command, workspace, env, tty_input)
     return subprocess.run(
         command, input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
     )
@@ -56,7 +61,7 @@ def test_json_events(server: ScriptedServer, workspace: Path) -> None:
 def test_writes_ask_first_and_yes_approves(server: ScriptedServer, workspace: Path) -> None:
     write = [("c1", "write_file", '{"path": "b.txt", "content": "beta"}')]
     server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Declined."))
-    declined = agent(server.url, workspace, "Write b.txt", stdin="n\n")
+    declined = agent(server.url, workspace, "Write b.txt", tty_input="n\n")
     assert declined.returncode == 0, declined.stderr
     assert "Allow write_file" in declined.stderr
     assert not (workspace / "b.txt").exists()
@@ -86,7 +91,8 @@ def test_interactive_session_keeps_history(server: ScriptedServer, workspace: Pa
 def test_unreachable_server_is_one_line(workspace: Path) -> None:
     done = agent("http://127.0.0.1:9", workspace, "hi")
     assert done.returncode == 1
-    assert done.stderr.strip().startswith("error: cannot reach the model server")
+    assert done.stderr.strip().startswith("Error: cannot reach the model server")
+    assert "http://127.0.0.1:9/v1" in done.stderr  # the URL that failed
     assert "Traceback" not in done.stderr
 
 
@@ -143,7 +149,7 @@ def approvals(workspace: Path, session: str) -> dict[str, object]:
 def test_the_journal_says_who_approved_each_call(server: ScriptedServer, workspace: Path) -> None:
     write = [("c1", "write_file", '{"path": "b.txt", "content": "beta"}')]
     server.add(openai_chat_stream(calls=write), openai_chat_stream(text="Written."))
-    asked = agent(server.url, workspace, "Write b.txt", "--session", "s", stdin="y\n")
+    asked = agent(server.url, workspace, "Write b.txt", "--session", "s", tty_input="y\n")
     assert asked.returncode == 0, asked.stderr
     write = [("c2", "write_file", '{"path": "c.txt", "content": "gamma"}')]
     read = [("c3", "read_file", '{"path": "c.txt"}')]
@@ -188,7 +194,7 @@ def test_an_interrupted_call_asks_whether_to_retry_it(
         openai_chat_stream(text="Handled."),
     )
     answers = "y\n" if retry else "n\n"
-    done = agent(server.url, workspace, "Write d.txt", "--session", "s", stdin=answers)
+    done = agent(server.url, workspace, "Write d.txt", "--session", "s", tty_input=answers)
     assert done.returncode == 0, done.stderr
     assert "Allow write_file" not in done.stderr  # the journal answers it: no approval to give
     assert "may have partly run" in done.stderr
@@ -291,7 +297,7 @@ def test_the_config_files_executor_policy_applies(server: ScriptedServer, worksp
         openai_chat_stream(calls=read + write),
         openai_chat_stream(text="Read it."),
     )
-    done = agent(server.url, workspace, "Read big.txt", "--config", str(config), stdin="n\n")
+    done = agent(server.url, workspace, "Read big.txt", "--config", str(config), tty_input="n\n")
     assert done.returncode == 0, done.stderr
     assert "Allow write_file" in done.stderr
     sent = server.bodies()[1]["messages"]

@@ -119,7 +119,7 @@ def test_ctrl_c_at_an_approval_question_exits_130_and_the_session_resumes(
     from tests.agent.test_cli import agent
 
     server.add(openai_chat_stream(text="Written."))
-    resumed = agent(server.url, workspace, "go on", "--session", "s", stdin="y\n")
+    resumed = agent(server.url, workspace, "go on", "--session", "s", tty_input="y\n")
     assert resumed.returncode == 0, resumed.stderr
     assert "Allow write_file" in resumed.stderr
     assert (workspace / "b.txt").read_text() == "beta"
@@ -149,6 +149,6 @@ def test_a_session_in_use_by_another_command_is_refused(
     assert other.stdout.strip() == "Hi."
 
     server.add(openai_chat_stream(text="Written."))
-    resumed = agent(server.url, workspace, "go on", "--session", "s", stdin="y\n")
+    resumed = agent(server.url, workspace, "go on", "--session", "s", tty_input="y\n")
     assert resumed.returncode == 0, resumed.stderr  # free again once the first ended
     assert (workspace / "b.txt").read_text() == "beta"

@@ -44,7 +44,7 @@ class Cli:
         env = {**os.environ, "PYTHONPATH": str(self.site)}
         command = [sys.executable, "-m", "toolbridge", *args]
         if tty_input is not None:
-            return _run_on_tty(command, cwd or self.workspace, env, tty_input)
+            return run_on_tty(command, cwd or self.workspace, env, tty_input)
         data = stdin.encode() if isinstance(stdin, str) else stdin
         done = subprocess.run(
             command,
@@ -60,7 +60,7 @@ class Cli:
         )
 
 
-def _run_on_tty(
+def run_on_tty(
     command: list[str], cwd: Path, env: dict[str, str], typed: str
 ) -> subprocess.CompletedProcess[str]:
     master, slave = os.openpty()

@@ -1,30 +1,67 @@
 """The ``toolbridge`` command line: list the tools, run calls, over a local workspace.
 
 Needs the ``cli`` extra (typer and rich). One module per command group; each registers
-its commands on the shared `app` and is imported here. The workspace defaults to the
-current directory. Exit codes are `ExitCode` (documented in docs/guide/cli.md).
+its commands on the shared `app` when the command line first needs it (`app.COMMANDS`),
+so ``--version`` and ``--help`` do not load the executor or the agent loop. The
+workspace defaults to the current directory. Exit codes are `ExitCode` (documented in
+docs/guide/cli.md).
+
+Nothing heavy is imported at module level: Ctrl-C during start-up lands inside `main`,
+which ends the command with exit code 130 instead of an import traceback.
 """
 
 from __future__ import annotations
 
-try:
-    import rich  # noqa: F401
-    import typer  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise SystemExit(
-        "the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
-    ) from exc
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
 
-from toolbridge.cli import agent as _agent  # noqa: F401  (registers its commands)
-from toolbridge.cli import journal as _journal  # noqa: F401  (registers its commands)
-from toolbridge.cli import mcp as _mcp  # noqa: F401  (registers its commands)
-from toolbridge.cli import skills as _skills  # noqa: F401  (registers its commands)
-from toolbridge.cli import tools as _tools  # noqa: F401  (registers its commands)
-from toolbridge.cli.app import ExitCode, app
+if TYPE_CHECKING:
+    from toolbridge.cli.app import ExitCode
 
-__all__ = ["ExitCode", "app", "main"]
+__all__ = ["ExitCode", "main"]  # the typer application is `toolbridge.cli.app.app`
+
+_INTERRUPTED = 130  # ExitCode.INTERRUPTED, without importing typer to know it
+_CLOSED_PIPE = 141  # ExitCode.CLOSED_PIPE
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the command, and exit 130 for Ctrl-C at any moment."""
+    try:
+        if sys.argv[1:] == ["--version"]:  # answered before the command-line library loads
+            from toolbridge import __version__
+
+            _print_version(__version__)
+            return
+        try:
+            from toolbridge.cli.app import run
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            if exc.name not in ("typer", "rich"):
+                raise
+            raise SystemExit(
+                "Error: the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
+            ) from None
+        run()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
+        sys.exit(_INTERRUPTED)
+
+
+def _print_version(version: str) -> None:
+    try:
+        sys.stdout.write(f"toolbridge {version}\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head -c 0`: quiet, as every command (app.closed_pipe)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        sys.exit(_CLOSED_PIPE)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ExitCode":
+        from toolbridge.cli.app import ExitCode
+
+        return ExitCode
+    raise AttributeError(f"module 'toolbridge.cli' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""``toolbridge agent``: run the agent loop over the workspace's tools from the terminal.
+"""``toolbridge agent``: run the agent loop over the workspace's tools from the terminal
+(the command and its options are `toolbridge.cli.agent_command`, which loads this).
 
 Streams the answer, shows each call and its outcome as it happens, asks before every
 call of a tool that is not read-only (``--yes`` approves them all), prints the usage
@@ -15,11 +16,10 @@ import dataclasses
 import fcntl
 import hashlib
 import json
-import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -27,6 +27,8 @@ from toolbridge.agent import (
     AgentEvent,
     AgentRunner,
     ApprovalDecision,
+    ModelAdapter,
+    ModelConnectionError,
     ModelError,
     ReasoningDelta,
     RunFinished,
@@ -43,34 +45,57 @@ from toolbridge.agent import (
 )
 from toolbridge.agent.state import PendingCall
 from toolbridge.approval import writes_need_approval
+from toolbridge.cli.agent_command import AgentOptions
 from toolbridge.cli.app import (
-    AllowUnsandboxedOption,
     CliError,
-    ConfigOption,
     ExitCode,
-    ScopeOption,
-    VerboseOption,
-    WorkspaceOption,
-    app,
     err,
     out,
     reporting,
 )
-from toolbridge.cli.approval import BY_YES_FLAG, RETRY_NOT_ASKED, RETRY_QUESTION, prompt_approver
+from toolbridge.cli.approval import (
+    BY_YES_FLAG,
+    NON_INTERACTIVE_DENIAL,
+    RETRY_NOT_ASKED,
+    RETRY_QUESTION,
+    prompt_approver,
+)
 from toolbridge.cli.display import clean, echo_json, show
 from toolbridge.cli.loading import LoadOptions, load_tools
+from toolbridge.cli.prompt import ask_line, confirm
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import json_default, to_json_text
+from toolbridge.outcomes import OutcomeStatus
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
 
-__all__ = ["agent_command", "event_json"]
+__all__ = ["event_json", "run_agent"]
 
 INSTRUCTIONS = (
     "You are a careful assistant working in the user's workspace through tools. "
     "Use the tools to look before you change anything, and say what you did."
 )
+
+
+def _model(model: str, base_url: str | None) -> ModelAdapter:
+    """The adapter for ``--model``; a `CliError` for an unknown provider, a missing SDK
+    or a key the SDK refuses (a missing one was found before: `agent_command`)."""
+    try:
+        return model_from_string(model, base_url=base_url)
+    except (ValueError, ImportError, ModelError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _endpoint(adapter: object, base_url: str | None) -> str:
+    """The URL the model is asked at: `base_url`, else the SDK client's own."""
+    if base_url is not None:
+        return base_url
+    client = getattr(adapter, "client", None)
+    url = getattr(client, "base_url", None) or getattr(
+        getattr(client, "_client", None), "base_url", None
+    )
+    return str(url) if url else "the provider's default endpoint"
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
@@ -115,16 +140,53 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 
 
 class _Printer:
-    """Shows events as they come: the answer on stdout, calls and status on stderr."""
+    """Shows events as they come: the answer on stdout, calls and status on stderr.
 
-    def __init__(self, as_json: bool) -> None:
+    A call that asks for approval is shown once. The run pauses on it (its
+    ``pending_approval`` outcome and a summary) before the question: those are not
+    shown, the question is, then the call's own lines when it runs. So the start of a
+    call that may ask (with `registry`: every tool that writes, the agent's rule) is
+    held until its outcome, unless the command approved it (`approved`): then it is
+    shown as it starts.
+    """
+
+    def __init__(self, as_json: bool, registry: ToolRegistry | None = None) -> None:
         self.as_json = as_json
+        self._registry = registry
         self._midline = False
+        self._held: dict[str, ToolStarted] = {}  # call id -> start of a call that may ask
+        self._approved: set[str] = set()  # call ids approved here, to show as they start
+
+    def approved(self, call_ids: Iterable[str]) -> None:
+        """These calls were approved: show them as they start."""
+        self._approved.update(call_ids)
+
+    def _may_ask(self, event: ToolStarted) -> bool:
+        if event.call.id in self._approved:
+            return False
+        tool = self._registry.get(event.call.name) if self._registry is not None else None
+        return tool is not None and writes_need_approval(tool, {})
 
     def show(self, event: AgentEvent) -> None:
         if self.as_json:
             echo_json(event_json(event), default=json_default)
             return
+        if isinstance(event, ToolStarted) and self._may_ask(event):
+            self._held[event.call.id] = event  # shown with its outcome, unless a pause
+            return
+        if isinstance(event, ToolFinished):
+            start = self._held.pop(event.outcome.call.id, None)
+            if event.outcome.status is OutcomeStatus.PENDING_APPROVAL:
+                return  # the question shows the call
+            if start is not None:
+                self._show(start)
+        if isinstance(event, RunFinished):
+            self._held.clear()
+            if event.result.stop_reason is StopReason.APPROVAL_REQUIRED:
+                return  # the run goes on once the questions are answered
+        self._show(event)
+
+    def _show(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
             show(out, event.text, end="")
             self._midline = not event.text.endswith("\n")
@@ -153,27 +215,26 @@ class _Printer:
 
 
 @contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Ctrl-C ends a prompt that blocks the event loop: ``asyncio.run``'s own handler only
-    cancels the main task, which a blocked prompt never sees (it kept waiting). Click turns
-    the interrupt into `typer.Abort`, as it does the end of input: only the interrupt
-    becomes KeyboardInterrupt (exit 130)."""
-    pressed = False
-
-    def interrupt(signum: int, frame: Any) -> None:
-        nonlocal pressed
-        pressed = True
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    try:
+def _spinner(enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while the model thinks, when stderr is a terminal (it is
+    erased when the next event comes)."""
+    if not enabled:
         yield
-    except typer.Abort:
-        if pressed:
-            raise KeyboardInterrupt from None
-        raise
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        return
+    with err.status("thinking", spinner="dots"):
+        yield
+
+
+async def _events(stream: AsyncIterator[AgentEvent], spin: bool) -> AsyncIterator[AgentEvent]:
+    """`stream`, with a spinner while the model is asked (before a turn's first event)."""
+    thinking = True  # the run starts with a request to the model
+    while True:
+        with _spinner(spin and thinking):
+            event = await anext(stream, None)
+        if event is None:
+            return
+        yield event
+        thinking = isinstance(event, ToolFinished | TurnFinished)
 
 
 @contextlib.contextmanager
@@ -198,25 +259,23 @@ def _session_held(root: Path, session: str) -> Iterator[None]:
 
 def _read_prompt() -> str | None:
     """The next line of an interactive session, None at the end of input. It blocks the
-    event loop on purpose: nothing runs between turns, and a prompt in a worker thread
-    cannot be interrupted (Ctrl-C left it waiting)."""
-    try:
-        with _interruptible():
-            return input("> ")
-    except EOFError:
-        return None
+    event loop on purpose: nothing runs between turns, and Ctrl-C ends the wait at any
+    moment (`ask_line`)."""
+    return ask_line("> ")
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
     """Ask about each pending call (``--yes`` approves them all but retries, which only a
-    person at a terminal approves: the call may have partly run)."""
+    person at a terminal approves: the call may have partly run). Without a terminal
+    nobody can be asked: the call is denied, as ``toolbridge call`` denies it."""
     decisions = []
+    interactive = sys.stdin.isatty()
     for call in pending:
         if yes and not call.retry:
             decisions.append(call.approve(by=BY_YES_FLAG))
             continue
-        if call.retry and yes and not sys.stdin.isatty():  # nobody to ask: not retried
-            decisions.append(call.deny(RETRY_NOT_ASKED))
+        if not interactive:
+            decisions.append(call.deny(RETRY_NOT_ASKED if call.retry else NON_INTERACTIVE_DENIAL))
             continue
         shown = escape_invisible(json.dumps(dict(call.arguments), ensure_ascii=False))
         if call.retry:
@@ -228,9 +287,7 @@ def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecisio
             question = RETRY_QUESTION
         else:
             question = clean(f"Allow {call.tool_name}({shown})?")
-        with _interruptible():
-            approved = typer.confirm(question, default=False, err=True)
-        if approved:
+        if confirm(question):
             decisions.append(call.approve(by=prompt_approver()))
         else:
             decisions.append(call.deny("the user declined this call"))
@@ -243,9 +300,10 @@ async def _turn(
     """One prompt to its end, answering approval pauses on the way."""
     decisions: list[ApprovalDecision] = []
     current: str | RunState = input
+    spin = not as_json and err.is_terminal
     while True:
         result: RunResult | None = None
-        async for event in runner.stream(current, decisions=decisions):
+        async for event in _events(aiter(runner.stream(current, decisions=decisions)), spin):
             printer.show(event)
             if isinstance(event, RunFinished):
                 result = event.result
@@ -253,6 +311,7 @@ async def _turn(
         if result.stop_reason is not StopReason.APPROVAL_REQUIRED or (as_json and not yes):
             return result
         decisions = _decide(result.pending, yes)
+        printer.approved(d.call_id for d in decisions if d.approved)
         current = result.state
 
 
@@ -280,60 +339,27 @@ async def _session(
         state = result.state
 
 
-@app.command("agent")
-def agent_command(
-    prompt: Annotated[
-        str | None, typer.Argument(help="What to do; leave out for an interactive session.")
-    ] = None,
-    *,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            "-m",
-            envvar="TOOLBRIDGE_MODEL",
-            help="provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
-            "ollama:qwen3.",
-        ),
-    ] = "openai:gpt-4.1-mini",
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="The provider's endpoint (any OpenAI-compatible server with openai:).",
-        ),
-    ] = None,
-    workspace: WorkspaceOption = None,
-    scope: ScopeOption = "default",
-    config: ConfigOption = None,
-    verbose: VerboseOption = False,
-    allow_unsandboxed_exec: AllowUnsandboxedOption = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every call.")] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the events as JSON lines.")
-    ] = False,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
-    skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
-    session: Annotated[
-        str | None,
-        typer.Option(
-            "--session",
-            help="Keep the conversation and every call in the workspace's journal under this "
-            "name: run again with it to go on; a call that already ran is never run twice.",
-        ),
-    ] = None,
-) -> None:
-    """Run the agent loop: the model calls the workspace's tools until it answers."""
-    root = (workspace or Path.cwd()).resolve()
-    try:
-        adapter = model_from_string(model, base_url=base_url)
-    except (ValueError, ImportError, ModelError) as exc:
-        show(err, ("error:", "red"), f" {exc}")
-        raise typer.Exit(2) from None
+def run_agent(options: AgentOptions) -> None:
+    """``toolbridge agent`` once its options are checked (`agent_command`): build the
+    model and the runner, run the prompt or the interactive session, map errors to one
+    line and an exit code."""
+    prompt, model, base_url, session = (
+        options.prompt,
+        options.model,
+        options.base_url,
+        options.session,
+    )
+    verbose, yes, as_json = options.verbose, options.yes, options.as_json
+    root = (options.workspace or Path.cwd()).resolve()
     with reporting(verbose):
-        loaded = load_tools(LoadOptions(root, scope, config, verbose, allow_unsandboxed_exec))
+        adapter = _model(model, base_url)
+        loaded = load_tools(
+            LoadOptions(
+                root, options.scope, options.config, verbose, options.allow_unsandboxed_exec
+            )
+        )
     registry = loaded.registry
-    skill_set = SkillSet.discover(root) if skills else None
+    skill_set = SkillSet.discover(root) if options.skills else None
     # The config file's [executor] policy, asking before every call that writes (the
     # command's promise, whatever its approval rule says).
     policy = dataclasses.replace(loaded.policy, approval=writes_need_approval)
@@ -354,9 +380,9 @@ def agent_command(
         journal=journal,
         session=session,
         skills=skill_set if skill_set is not None and len(skill_set) else None,
-        max_turns=max_turns,
+        max_turns=options.max_turns,
     )
-    printer = _Printer(as_json)
+    printer = _Printer(as_json, registry)
 
     async def run() -> RunResult | None:
         try:
@@ -374,8 +400,12 @@ def agent_command(
     except ValueError as exc:  # the runner refused its input: a stored run it cannot read
         show(err, f"Error: {exc}")
         raise typer.Exit(ExitCode.USAGE) from None
+    except ModelConnectionError as exc:
+        where = _endpoint(adapter, base_url)
+        show(err, f"Error: {exc} Is it running at {where}? Check --base-url and --model.")
+        raise typer.Exit(1) from None
     except ModelError as exc:
-        show(err, ("error:", "red"), f" {exc}")
+        show(err, f"Error: {exc}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None

@@ -2,28 +2,44 @@
 
 Errors a user can fix are `CliError`: one line on stderr and a documented exit code,
 never a traceback. `reporting()` turns everything else a command can raise into the
-same one line (the traceback only with ``--verbose``).
+same one line (the traceback only with ``--verbose``). A closed stdout (``| head``)
+ends any command quietly.
+
+Each command's module is imported when the command line first needs that command
+(`COMMANDS`): ``toolbridge --version`` and ``--help`` load neither the executor nor
+the agent loop.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import logging
+import os
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+import typer.main
+from typer.core import TyperGroup
 
 from toolbridge import __version__
 from toolbridge.cli.display import SafeFormatter, clean
 from toolbridge.errors import ToolConfigError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    out: Console
+    err: Console
+
 __all__ = [
+    "COMMANDS",
     "AllowUnsandboxedOption",
     "CliError",
     "ConfigOption",
@@ -38,6 +54,7 @@ __all__ = [
     "one_line",
     "out",
     "reporting",
+    "run",
     "terminal_safe",
 ]
 
@@ -51,6 +68,7 @@ class ExitCode(enum.IntEnum):
     CONFIG = 3  # the --config file or a tool's configuration is wrong
     INTERNAL = 4  # a bug in toolbridge or a plugin: please report it
     INTERRUPTED = 130  # Ctrl-C
+    CLOSED_PIPE = 141  # stdout was closed (``| head``): 128 + SIGPIPE, as a shell reports it
 
 
 class CliError(Exception):
@@ -78,15 +96,166 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Where a top-level command is defined, and its one-line help for ``--help``."""
+
+    module: str
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "agent": Command(
+        "toolbridge.cli.agent_command",
+        "Run the agent loop: the model calls the workspace's tools until it answers.",
+    ),
+    "tools": Command(
+        "toolbridge.cli.tools",
+        "List the registered tools, or print their definitions (--json, --format PROVIDER).",
+    ),
+    "call": Command(
+        "toolbridge.cli.tools",
+        "Run one tool call, as a model would send it, and print its result.",
+    ),
+    "exec": Command(
+        "toolbridge.cli.tools",
+        "Execute the tool calls of a provider response and print the result messages.",
+    ),
+    "journal": Command(
+        "toolbridge.cli.journal", "The call journal: what ran, when, and what came of it."
+    ),
+    "mcp": Command(
+        "toolbridge.cli.mcp",
+        "MCP both ways: serve the tools to MCP clients, use MCP servers' tools.",
+    ),
+    "skills": Command(
+        "toolbridge.cli.skills",
+        "SKILL.md folders: what is available, one skill's text, format checks.",
+    ),
+}
+"""Every top-level command: the help lists these without importing their modules (a
+test checks each `help` is the first line of the command's own)."""
+
+
+class _LazyCommands(MutableMapping[str, Any]):
+    """The root group's commands: a command's module is imported on first look-up (it
+    registers its commands on `app`), then the group is built again to get them."""
+
+    def __init__(self, loaded: MutableMapping[str, Any]) -> None:
+        self.loaded = loaded
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.loaded and name in COMMANDS:
+            importlib.import_module(COMMANDS[name].module)
+            built = typer.main.get_command(app)
+            assert isinstance(built, _LazyGroup)
+            self.loaded.update(built.commands.loaded)
+        return self.loaded[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self.loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self.loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from (name for name in self.loaded if name not in COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS) + sum(name not in COMMANDS for name in self.loaded)
+
+
+class _LazyGroup(TyperGroup):
+    """The ``toolbridge`` group: commands load on demand, the help does not load them,
+    and a closed stdout ends a command quietly."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands: _LazyCommands = _LazyCommands(self.commands)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        try:
+            return self.commands[cmd_name]
+        except KeyError:
+            return None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        limit = formatter.width - 6 - max(map(len, COMMANDS))  # as click lays it out
+        rows = [(name, _shortened(command.help, limit)) for name, command in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:  # --help and --version print while the command line is parsed
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            closed_pipe()
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            closed_pipe()
+
+
+def _shortened(text: str, limit: int) -> str:
+    """`text` cut at a word to fit `limit` characters, with ``...`` (click's short help)."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 3].rsplit(" ", 1)[0].rstrip(",:;") + "..."
+
+
+def closed_pipe(stream: IO[str] | None = None) -> NoReturn:
+    """The reader of `stream` (stdout by default) went away (``| head``): end quietly, as
+    other tools do. Later writes, and the flush at exit, go nowhere instead of raising
+    again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, (stream or sys.stdout).fileno())
+    except (OSError, ValueError):  # not a real file: nothing to redirect
+        pass
+    finally:
+        os.close(devnull)
+    raise typer.Exit(ExitCode.CLOSED_PIPE)
+
+
+def run() -> None:
+    """Run the command line with this process's arguments (`toolbridge.cli.main`)."""
+    app()
+
+
 app = typer.Typer(
     name="toolbridge",
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # plain click help: flags without a <bool> placeholder
     pretty_exceptions_enable=False,
 )
-out = Console(soft_wrap=True, emoji=False)  # ":name:" in printed text stays as written
-err = Console(stderr=True, soft_wrap=True, emoji=False)
+
+
+def __getattr__(name: str) -> Any:
+    """`out` (stdout) and `err` (stderr), the Rich consoles, made on first use: the help
+    and ``--version`` do not load Rich."""
+    if name not in ("out", "err"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _console(name)
+
+
+def _console(name: str) -> Console:
+    made = globals().get(name)
+    if made is None:
+        from rich.console import Console
+
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                """Rich exits with 1 here; a closed pipe ends a command as `closed_pipe`."""
+                self.quiet = True
+                closed_pipe(self.file)
+
+        made = globals()[name] = _Console(stderr=name == "err", soft_wrap=True, emoji=False)
+    return made
 
 
 @app.callback()
@@ -104,7 +273,8 @@ def _root(
     """Run a language model's tool calls safely, from the command line.
 
     Exit codes: 0 success, 1 a tool call failed or was not approved, 2 wrong command
-    line or input, 3 wrong configuration, 4 internal error, 130 interrupted.
+    line or input, 3 wrong configuration, 4 internal error, 130 interrupted, 141 stdout
+    closed by its reader (| head).
     """
     configure_logging(verbose=False)  # no raw record reaches stderr through Python's default
 
@@ -184,7 +354,7 @@ def reporting(verbose: bool) -> Iterator[None]:
     """Run a command body: anything it raises becomes one line and an exit code."""
     try:
         yield
-    except (typer.Exit, typer.Abort, typer.TyperException):
+    except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
         raise
     except CliError as exc:
         _fail(exc.message, exc.code)
@@ -200,5 +370,5 @@ def reporting(verbose: bool) -> Iterator[None]:
 
 
 def _fail(message: str, code: ExitCode) -> NoReturn:
-    err.print(f"Error: {one_line(message)}", markup=False, highlight=False)
+    _console("err").print(f"Error: {one_line(message)}", markup=False, highlight=False)
     raise typer.Exit(code) from None

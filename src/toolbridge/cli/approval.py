@@ -17,10 +17,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import typer
-
 from toolbridge.calls import ToolCallRequest
 from toolbridge.cli.app import err
+from toolbridge.cli.prompt import confirm
 from toolbridge.executor import OutcomeStatus, ToolExecutor, ToolOutcome
 from toolbridge.jsontext import json_default
 from toolbridge.terminal import escape_invisible
@@ -43,7 +42,7 @@ NON_INTERACTIVE_DENIAL = (
 )
 
 RETRY_QUESTION = "Retry this call that may have partly run?"
-"""Asked about an interrupted call (typer adds `` [y/N]``)."""
+"""Asked about an interrupted call (`confirm` adds `` [y/N]: ``)."""
 
 RETRY_NOT_ASKED = (
     "not retried: it may have partly run, and only a person at a terminal can approve a retry "
@@ -152,6 +151,6 @@ def _ask(outcome: ToolOutcome) -> Verdict:
         err.print(f"tool {outcome.call.name!r} asks for approval to run with:", markup=False)
         err.print(shown, markup=False, highlight=False)
         question = "Run it?"
-    if typer.confirm(question, default=False, err=True):
+    if confirm(question):  # Ctrl-C ends the wait at any moment (exit 130)
         return Verdict(True, by=prompt_approver())
     return Verdict(False, "the user refused it at the prompt")

@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
+import signal
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
+    CliError,
     ConfigOption,
+    ExitCode,
     ScopeOption,
     VerboseOption,
     WorkspaceOption,
@@ -92,7 +97,10 @@ def serve_command(
         float | None, typer.Option("--timeout", help="Time limit per call, in seconds.")
     ] = None,
 ) -> None:
-    """Serve the built-in tools and plugins (and, with --config, other MCP servers' tools)."""
+    """Serve the built-in tools and plugins (and, with --servers, other MCP servers' tools).
+
+    On stdio it serves until the client closes stdin, or Ctrl-C (exit 130).
+    """
     handler = logging.StreamHandler(sys.stderr)  # servers' and the SDK's warnings, cleaned
     handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
@@ -109,13 +117,19 @@ def serve_command(
     policy = loaded.policy
     if timeout is not None:
         policy = dataclasses.replace(policy, default_timeout=timeout)
-    try:
-        asyncio.run(_serve(registry, servers, address, token, policy))
-    except ToolbridgeError as exc:
-        show(err, f"error: {exc}")
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        pass
+    with reporting(verbose):
+        try:
+            asyncio.run(_serve(registry, servers, address, token, policy))
+        except ToolbridgeError as exc:
+            raise CliError(str(exc)) from None
+        except OSError as exc:
+            if address is None:
+                raise
+            host, port = address
+            raise CliError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another "
+                "address with --http HOST:PORT (port 0 picks a free one)"
+            ) from None
 
 
 async def _serve(
@@ -143,7 +157,7 @@ async def _serve(
                 show(err, f"MCP server {status.name!r}: {status.last_error}")
     try:
         if address is None:
-            await server.run_stdio()
+            await _until_interrupted(server.run_stdio(), started=_announce_stdio)
         else:
             host, port = address
 
@@ -151,9 +165,61 @@ async def _serve(
                 show(err, f"serving MCP on http://{host}:{bound}/mcp")
 
             await server.run_http(host, port, token=token, ready=ready)
+    except _Interrupted:
+        if client is not None:
+            await client.aclose()
+        _end_interrupted()
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _announce_stdio() -> None:
+    """On a terminal, serving on stdio looks frozen: say what it does and how to stop."""
+    if sys.stderr.isatty():
+        err.print(
+            "serving MCP on stdio: a client talks on stdin/stdout; "
+            "Ctrl-C or closing stdin stops it",
+            markup=False,
+            highlight=False,
+        )
+
+
+async def _until_interrupted(
+    serving: Coroutine[Any, Any, None], started: Callable[[], None]
+) -> None:
+    """Run `serving` until it ends (the client closed stdin) or Ctrl-C; `started` is
+    called once Ctrl-C is handled. The stdin reader is a thread blocked in read(), which
+    cancelling cannot stop (the process waited for another line, Ctrl-C after Ctrl-C):
+    on Ctrl-C the caller's clean-up runs, then the process ends with exit code 130
+    without waiting for that thread."""
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    started()
+    task = asyncio.ensure_future(serving)
+    waiting = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait([task, waiting], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        waiting.cancel()
+    if task.done():
+        task.result()  # its error, if it ended with one
+        return
+    task.cancel()
+    raise _Interrupted
+
+
+class _Interrupted(Exception):
+    """Ctrl-C while serving on stdio: `_serve` cleans up, then the process ends."""
+
+
+def _end_interrupted() -> None:
+    """End the process with exit code 130 now (see `_until_interrupted`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(ExitCode.INTERRUPTED)
 
 
 @mcp_app.command("servers")
@@ -179,8 +245,8 @@ def servers_command(
     try:
         servers = asyncio.run(connect())
     except ToolbridgeError as exc:
-        show(err, f"error: {exc}")
-        raise typer.Exit(2) from None
+        show(err, f"Error: {exc}")
+        raise typer.Exit(ExitCode.USAGE) from None
     failed = False
     for status, rows in servers:
         table = Table("tool", "flags", title=plain(f"{status.name}: {status.state}"))

@@ -1,0 +1,164 @@
+"""The ``toolbridge agent`` command: its options, and the checks that need no SDK.
+
+A missing key and an unusable ``--base-url`` are found here, before the agent loop and
+the provider's SDK load (which took seconds before the message); then `run_agent`
+(`toolbridge.cli.agent`) runs the loop.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+import typer
+
+from toolbridge.cli.app import (
+    AllowUnsandboxedOption,
+    CliError,
+    ConfigOption,
+    ScopeOption,
+    VerboseOption,
+    WorkspaceOption,
+    app,
+    reporting,
+)
+
+__all__ = ["AgentOptions", "agent_command"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    """The command line of ``toolbridge agent``, checked."""
+
+    prompt: str | None
+    model: str
+    base_url: str | None
+    workspace: Path | None
+    scope: str
+    config: Path | None
+    verbose: bool
+    allow_unsandboxed_exec: bool
+    yes: bool
+    as_json: bool
+    max_turns: int
+    skills: bool
+    session: str | None
+
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""The environment variables that hold each provider's key (checked before its SDK
+loads, which takes seconds). Ollama needs none; Bedrock finds AWS credentials itself."""
+
+_URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
+
+
+def _check_base_url(base_url: str) -> None:
+    """A `CliError` for a ``--base-url`` that no client could connect to."""
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018  (raises for a port that is not a number or out of range)
+    except ValueError as exc:
+        message = f"--base-url {base_url!r} is not a valid URL ({exc}); {_URL_EXAMPLE}"
+        raise CliError(message) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(
+            f"--base-url {base_url!r} is not an http:// or https:// URL with a host; {_URL_EXAMPLE}"
+        )
+
+
+def _check_key(model: str, base_url: str | None) -> None:
+    """A `CliError` naming the variable to set when `model`'s provider has no key.
+
+    An ``openai:`` model with ``--base-url`` is a local OpenAI-compatible server, which
+    takes any key. Gemini through Vertex AI authenticates otherwise: not checked.
+    """
+    provider = model.partition(":")[0]
+    names = _KEYS.get(provider)
+    if names is None or any(os.environ.get(name) for name in names):
+        return
+    if provider.startswith("openai") and base_url is not None:
+        return
+    if provider == "gemini" and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI"):
+        return
+    local = (
+        ", or pass --base-url for a local OpenAI-compatible server"
+        if provider.startswith("openai")
+        else ""
+    )
+    raise CliError(f"no API key for {model!r}: set {names[0]}{local}")
+
+
+@app.command("agent")
+def agent_command(
+    prompt: Annotated[
+        str | None, typer.Argument(help="What to do; leave out for an interactive session.")
+    ] = None,
+    *,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            envvar="TOOLBRIDGE_MODEL",
+            help="provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+            "ollama:qwen3.",
+        ),
+    ] = "openai:gpt-4.1-mini",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="The provider's endpoint (any OpenAI-compatible server with openai:).",
+        ),
+    ] = None,
+    workspace: WorkspaceOption = None,
+    scope: ScopeOption = "default",
+    config: ConfigOption = None,
+    verbose: VerboseOption = False,
+    allow_unsandboxed_exec: AllowUnsandboxedOption = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every call.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the events as JSON lines.")
+    ] = False,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
+    skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Keep the conversation and every call in the workspace's journal under this "
+            "name: run again with it to go on; a call that already ran is never run twice.",
+        ),
+    ] = None,
+) -> None:
+    """Run the agent loop: the model calls the workspace's tools until it answers."""
+    with reporting(verbose):
+        if base_url is not None:
+            _check_base_url(base_url)
+        _check_key(model, base_url)
+    from toolbridge.cli.agent import run_agent
+
+    options = AgentOptions(
+        prompt=prompt,
+        model=model,
+        base_url=base_url,
+        workspace=workspace,
+        scope=scope,
+        config=config,
+        verbose=verbose,
+        allow_unsandboxed_exec=allow_unsandboxed_exec,
+        yes=yes,
+        as_json=as_json,
+        max_turns=max_turns,
+        skills=skills,
+        session=session,
+    )
+    run_agent(options)
