@@ -17,11 +17,13 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
+
+if TYPE_CHECKING:  # rich loads with the first line shown: `--help` and `--version` need none
+    from rich.console import Console
+    from rich.text import Text
 
 __all__ = [
     "SafeFormatter",
@@ -64,6 +66,8 @@ def clean(text: str) -> str:
 
 def plain(text: str, style: str = "") -> Text:
     """`text` cleaned, as a rich `Text`: printed as it is, never read as markup."""
+    from rich.text import Text
+
     return Text(clean(text), style=style)
 
 
@@ -73,6 +77,8 @@ def show(console: Console, *parts: str | tuple[str, str], end: str = "\n") -> No
     The one way a command prints a line that holds untrusted text: each part is cleaned
     and none is parsed as markup or emoji codes.
     """
+    from rich.text import Text
+
     line = Text()
     for part in parts:
         text, style = (part, "") if isinstance(part, str) else part
