@@ -4,9 +4,18 @@ caller and on Ray workers (`build`)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
-from toolbridge import Tool, ToolContext, ToolExecutionError, ToolResult, tool, tool_parameters
+from toolbridge import (
+    Tool,
+    ToolContext,
+    ToolExecutionError,
+    ToolResult,
+    current_context,
+    tool,
+    tool_parameters,
+)
 from toolbridge.progress import report_progress
 
 
@@ -47,6 +56,17 @@ async def too_slow(seconds: float) -> str:
     return "finished"
 
 
+@tool(timeout=0.5)
+async def stubborn() -> str:
+    """Ignores being cancelled (a misbehaving tool): only killing its process stops it."""
+    (current_context().workspace / "stubborn.pid").write_text(str(os.getpid()))
+    while True:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:  # swallowed on purpose: the fault under test
+            continue
+
+
 @tool(read_only=True)
 async def long_text(chars: int) -> str:
     """A result past the cap: previewed, and saved on the caller's side."""
@@ -85,6 +105,6 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 
 def build(ctx: ToolContext) -> list[Tool]:
     return [
-        add, refuse, error_result, crash, malformed, too_slow, long_text, steps,
+        add, refuse, error_result, crash, malformed, too_slow, stubborn, long_text, steps,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

@@ -21,6 +21,7 @@ SOURCE = ToolSource("ray_tools:build")
 @pytest.fixture(scope="module")
 def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
     backend = RayBackend(SOURCE, workers=2, grace=0.5)
+    backend.start()  # up before the tests: a call's time limit counts the wait for a worker
     yield backend
     backend.close()
 

@@ -4,6 +4,7 @@ reaches the caller from workers; a call no worker can take ends within its limit
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,11 @@ TIMING_KEYS = {"started_at", "duration"}
 
 
 @pytest.fixture(scope="module")
-def ray_backend(
-    ray_runtime: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RayBackend]:
+def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
     backend = RayBackend(SOURCE, workers=2)
     # Up before the tests: a call's limit counts the wait for a worker, and a cold
     # start on a busy machine takes longer than the 0.5 s limit of the slow tool.
-    warm = executor_for(tmp_path_factory.mktemp("warm"), backend)
-    [outcome] = asyncio.run(warm.run([ToolCallRequest("w", "add", {"a": 1, "b": 1})]))
-    assert outcome.ok, outcome.result.text
+    backend.start()
     yield backend
     backend.close()
 
@@ -163,3 +160,45 @@ async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     assert [kind for position, kind, _ in chunk if position == 1] == [_PROGRESS] * 100
     outbox.report(1, ToolProgress(5))  # the next chunk carries only what came since
     assert await outbox.take() == [(1, _PROGRESS, (5, None, None))]
+
+
+async def test_a_call_that_will_not_stop_is_a_timeout_and_its_worker_goes(
+    workspace: Path, ray_runtime: None
+) -> None:
+    from toolbridge.registry import timeout_error
+
+    backend = RayBackend(SOURCE, workers=1, grace=0.5)
+    try:
+        backend.start()  # a cold start would take the 0.5 s limit (a call waits within it)
+        executor = executor_for(workspace, backend)
+        [outcome] = await asyncio.wait_for(
+            executor.run([ToolCallRequest("s", "stubborn", {})]), 60
+        )  # the tool never ends by itself: only the backend's grace ends the call
+        assert outcome.result.text == timeout_error("stubborn", 0.5).render()
+        stubborn_pid = int((workspace / "stubborn.pid").read_text())
+        for _ in range(200):  # its worker process is killed (then Ray starts another)
+            if not process_alive(stubborn_pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not process_alive(stubborn_pid)
+    finally:
+        backend.close()
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_start_says_which_resource_no_node_offers(ray_runtime: None) -> None:
+    from parity_tools import NeedsQuantum
+
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        with pytest.raises(TimeoutError, match="no node offers 'quantum_chip'"):
+            backend.start([NeedsQuantum()], timeout=1)
+    finally:
+        backend.close()

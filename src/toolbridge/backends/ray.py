@@ -30,7 +30,7 @@ import os
 import pickle
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -214,7 +214,8 @@ class _Worker:
                 self.registries[context.key] = registry
             tool = registry.get(call.name)
             if tool is None:
-                outbox.answer(position, _FAILED, f"the worker has no tool {call.name!r}")
+                missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
+                outbox.answer(position, _FAILED, missing + " than the caller's registry")
                 return
             if call.progress:  # this task's own context: no reset needed
                 set_progress_sink(functools.partial(outbox.report, position))
@@ -351,9 +352,8 @@ class _Dispatcher:
     """The backend's work on one event loop: calls waiting for a worker, the requests they
     go out in (one per actor each time the loop comes round), and their answers."""
 
-    def __init__(self, backend: RayBackend, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, backend: RayBackend) -> None:
         self.backend = backend
-        self.loop = loop
         self.waiting: dict[_Pool, list[_Pending]] = {}
         self.flush: asyncio.Handle | None = None
         self.retry_delay = 0.01
@@ -361,10 +361,11 @@ class _Dispatcher:
 
     def submit(self, call: _Pending) -> None:
         self.waiting.setdefault(call.pool, []).append(call)
+        loop = asyncio.get_running_loop()
         if self.flush is None:
-            self.flush = self.loop.call_soon(self._send)
+            self.flush = loop.call_soon(self._send)
         if call.timer is None:
-            call.timer = self.loop.call_at(call.deadline, self._expire, call)
+            call.timer = loop.call_at(call.deadline, self._expire, call)
 
     def _send(self) -> None:
         """Send every waiting call whose pool has a worker up: one request per actor."""
@@ -383,7 +384,7 @@ class _Dispatcher:
             for index, share in shares.items():
                 self._request(pool, index, share)
         if self.waiting:  # some pool has no worker up yet: look again soon
-            self.flush = self.loop.call_later(self.retry_delay, self._send)
+            self.flush = asyncio.get_running_loop().call_later(self.retry_delay, self._send)
             self.retry_delay = min(self.retry_delay * 2, 0.25)
         else:
             self.retry_delay = 0.01
@@ -392,7 +393,8 @@ class _Dispatcher:
         stream = _Stream(pool, index, next(self.backend._batches), calls)
         contexts: dict[tuple[str, str, str], int] = {}
         wire: list[_Call] = []
-        now = self.loop.time()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         for position, call in enumerate(calls):
             call.stream, call.position = stream, position
             call.tries += 1
@@ -407,7 +409,7 @@ class _Dispatcher:
         unique = {call.context.key: call.context for call in calls}
         request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
         refs = stream.actor.run.options(num_returns="streaming").remote(request)
-        task = self.loop.create_task(self._receive(stream, refs))
+        task = loop.create_task(self._receive(stream, refs))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -425,12 +427,16 @@ class _Dispatcher:
             self._lost(stream, exc)
         except ray.exceptions.RayTaskError as exc:  # the worker failed outside any tool
             logger.error("a worker failed on a request of %d calls: %s", len(stream.calls), exc)
-            for call in stream.calls:
-                if call.stream is stream:
-                    self._deliver(call, _FAILED, repr(exc.cause))
-        for call in stream.calls:  # the stream ended without an answer: never silently
+            self._fail(stream, repr(exc.cause))
+        except Exception as exc:  # Ray's transport, or a fault here: said, never a hang
+            logger.exception("receiving the answers of %d calls failed", len(stream.calls))
+            self._fail(stream, f"{type(exc).__name__}: {exc}")
+        self._fail(stream, "its request ended without an answer")
+
+    def _fail(self, stream: _Stream, cause: str) -> None:
+        for call in stream.calls:
             if call.stream is stream and not call.answered:
-                self._deliver(call, _FAILED, "its request ended without an answer")
+                self._deliver(call, _FAILED, cause)
 
     def _deliver(self, call: _Pending, kind: int, payload: Any) -> None:
         if call.answered:
@@ -480,6 +486,11 @@ class _Dispatcher:
             elif call.retryable and call.tries <= self.backend.retries:
                 stream.pool.load[stream.index] -= 1
                 call.stream = None
+                if call.timer is not None:  # it may be past its limit: its grace timer
+                    call.timer.cancel()
+                    call.timer = None
+                if call.time_limit is None:  # a fresh wait for a fresh worker
+                    call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
                 self.submit(call)
             else:
                 self._finish(call, _failed(_worker_lost(call, exc)))
@@ -494,9 +505,13 @@ class _Dispatcher:
             self.waiting[call.pool].remove(call)
             if not self.waiting[call.pool]:
                 del self.waiting[call.pool]
-            self._finish(call, _failed(_no_worker(call)))
+            # A retry that outlived its limit timed out; a first try never started.
+            limit = call.time_limit
+            late = timeout_error(call.tool.name, limit) if call.tries and limit else None
+            self._finish(call, _failed(late or _no_worker(call)))
         elif call.time_limit is not None:
-            call.timer = self.loop.call_later(self.backend.grace, self._overdue, call)
+            loop = asyncio.get_running_loop()
+            call.timer = loop.call_later(self.backend.grace, self._overdue, call)
 
     def _overdue(self, call: _Pending) -> None:
         call.timer = None
@@ -528,7 +543,7 @@ class _Dispatcher:
             self._finish(call, _failed(_cancelled(call.tool.name)))
             return
         stream = call.stream
-        call.waiter = self.loop.create_future()
+        call.waiter = asyncio.get_running_loop().create_future()
         stream.actor.cancel.remote(stream.batch, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
         if _blocking(call.tool) or not done:
@@ -592,7 +607,25 @@ class RayBackend:
 
         return run
 
-    def _pool(self, tool: Tool) -> _Pool:
+    def start(self, tools: Iterable[Tool] = (), *, timeout: float = 60.0) -> None:
+        """Start the workers of `tools` (and those for tools without resource needs) and
+        wait until they answer. A call's time limit counts its wait for a worker, so
+        starting ahead spares the first calls a cold start. Raises `TimeoutError` (naming
+        any resource no node has) when some are not up within `timeout` seconds."""
+        import ray
+
+        pools = {id(pool): pool for pool in [self._pool(None), *map(self._pool, tools)]}
+        probes = [probe for pool in pools.values() for probe in pool.probes.values()]
+        ray.wait(probes, num_returns=len(probes), timeout=timeout)
+        late = [pool for pool in pools.values() if len(pool.up()) < len(pool.actors)]
+        if late:
+            missing = sorted({key for pool in late for key in pool.missing()})
+            why = f": no node offers {', '.join(map(repr, missing))}" if missing else ""
+            raise TimeoutError(
+                f"{len(late)} Ray worker pool(s) did not start in {timeout:g} s{why}"
+            )
+
+    def _pool(self, tool: Tool | None) -> _Pool:
         resources: Mapping[str, Any] = getattr(tool, "ray_resources", None) or {}
         shape = tuple(sorted(resources.items()))
         pool = self._pools.get(shape)
@@ -621,7 +654,7 @@ class RayBackend:
         loop = asyncio.get_running_loop()
         dispatcher = self._dispatchers.get(loop)
         if dispatcher is None:
-            dispatcher = self._dispatchers[loop] = _Dispatcher(self, loop)
+            dispatcher = self._dispatchers[loop] = _Dispatcher(self)
         wait = self.start_timeout if time_limit is None else time_limit
         call = _Pending(
             tool, self._pool(tool), context, arguments, call_id, time_limit,
