@@ -1,13 +1,15 @@
 """RayBackend against bare Ray actor calls of the same function, interleaved in one run.
 
     python bench/ray_bench.py [--calls 200] [--sessions 1] [--workers 2] [--rounds 15]
+                              [--one-at-a-time]
 
 Workload: `calls` calls of a tool that sleeps 5 ms, spread over `sessions` concurrent
 sessions (each its own executor and workspace), all sharing one pool of `workers` actors.
 Each round runs bare actors and RayBackend back to back (alternating which goes first),
 so the machine's load drift hits both alike. Reported: the median wall time and caller
 CPU time per round, the median of the per-round ratios to bare Ray, and the load average
-before and after (the machine may be shared: read the ratios).
+before and after (the machine may be shared: read the ratios). `--one-at-a-time`: each
+session's calls run one after another (``concurrency=False``; bare: awaited in turn).
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_tools, importable by the workers too
 
 
-def executors_for(backend: Any, workspaces: list[Path]) -> list[Any]:
+def executors_for(backend: Any, workspaces: list[Path], concurrency: bool) -> list[Any]:
     from toolbridge import ExecutionPolicy, ToolContext, ToolExecutor
     from toolbridge.backends.ray import ToolSource
 
     source = ToolSource("bench_tools:build")
-    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    policy = ExecutionPolicy(
+        persist_results=False, loop_guard=False, tracing=False, concurrency=concurrency
+    )
     return [
         ToolExecutor(
             source.registry(ToolContext(workspace=folder, session=f"s{index}")),
@@ -56,9 +60,19 @@ async def toolbridge_round(executors: list[Any], per_session: int) -> None:
     assert all(outcome.ok for outcomes in results for outcome in outcomes)
 
 
-async def bare_round(actors: list[Any], total: int) -> None:
-    answers = await asyncio.gather(*(actors[i % len(actors)].wait.remote(i) for i in range(total)))
-    assert answers == list(range(total))
+async def bare_round(actors: list[Any], total: int, sessions: int, in_turn: bool) -> None:
+    if not in_turn:
+        answers = await asyncio.gather(
+            *(actors[i % len(actors)].wait.remote(i) for i in range(total))
+        )
+        assert answers == list(range(total))
+        return
+
+    async def session(first: int) -> None:
+        for i in range(first, total, sessions):
+            assert await actors[i % len(actors)].wait.remote(i) == i
+
+    await asyncio.gather(*(session(first) for first in range(sessions)))
 
 
 def timed(run: Callable[[], Awaitable[None]]) -> tuple[float, float]:
@@ -74,6 +88,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--one-at-a-time", action="store_true")
     args = parser.parse_args()
     import ray
 
@@ -97,10 +112,11 @@ def main() -> None:
         ]
         ray.get([actor.wait.remote(0) for actor in actors])
         backend = RayBackend(ToolSource("bench_tools:build"), workers=args.workers)
-        ours = executors_for(backend, workspaces)
-        local = executors_for(LocalBackend(), workspaces)
+        concurrency = not args.one_at_a_time
+        ours = executors_for(backend, workspaces, concurrency)
+        local = executors_for(LocalBackend(), workspaces, concurrency)
         contenders: dict[str, Callable[[], Awaitable[None]]] = {
-            "bare Ray actors": lambda: bare_round(actors, total),
+            "bare Ray actors": lambda: bare_round(actors, total, args.sessions, not concurrency),
             "RayBackend": lambda: toolbridge_round(ours, per_session),
         }
         for run in contenders.values():  # warm: pools, registries, imports
@@ -129,7 +145,8 @@ def main() -> None:
     ]
     cpu_ratios = [o / b for o, b in zip(cpus["RayBackend"], cpus["bare Ray actors"], strict=True)]
     print(
-        f"{total} calls of a 5 ms tool from {args.sessions} session(s), {args.workers} workers, "
+        f"{total} calls of a 5 ms tool from {args.sessions} session(s)"
+        f"{', one at a time' if args.one_at_a_time else ''}, {args.workers} workers, "
         f"{args.rounds} interleaved rounds; load average {load_before[0]:.1f} before, "
         f"{load_after[0]:.1f} after ({os.cpu_count()} cores)"
     )
