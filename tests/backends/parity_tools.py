@@ -68,6 +68,12 @@ async def stubborn() -> str:
 
 
 @tool(read_only=True)
+async def pid() -> int:
+    """The id of the process running the call."""
+    return os.getpid()
+
+
+@tool(read_only=True)
 async def long_text(chars: int) -> str:
     """A result past the cap: previewed, and saved on the caller's side."""
     return "".join(chr(ord("a") + i % 26) for i in range(chars))
@@ -105,6 +111,6 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 
 def build(ctx: ToolContext) -> list[Tool]:
     return [
-        add, refuse, error_result, crash, malformed, too_slow, stubborn, long_text, steps,
+        add, refuse, error_result, crash, malformed, too_slow, stubborn, pid, long_text, steps,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

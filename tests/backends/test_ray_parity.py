@@ -202,3 +202,23 @@ def test_start_says_which_resource_no_node_offers(ray_runtime: None) -> None:
             backend.start([NeedsQuantum()], timeout=1)
     finally:
         backend.close()
+
+
+async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
+    workspace: Path, ray_runtime: None
+) -> None:
+    from toolbridge.registry import timeout_error
+
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=0.5)
+    try:
+        backend.start()
+        executor = executor_for(workspace, backend)
+        [before] = await executor.run([ToolCallRequest("p", "pid", {})])
+        slow = [ToolCallRequest(f"s{i}", "too_slow", {"seconds": 30}) for i in range(2)]
+        outcomes = await asyncio.wait_for(executor.run(slow), 60)
+        # One ran, one waited for the worker's only slot: both end at the limit, same text.
+        assert [o.result.text for o in outcomes] == [timeout_error("too_slow", 0.5).render()] * 2
+        [after] = await executor.run([ToolCallRequest("p", "pid", {})])
+        assert after.value == before.value  # waiting is not hanging: the worker was kept
+    finally:
+        backend.close()

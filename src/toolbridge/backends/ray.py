@@ -170,8 +170,9 @@ class _Worker:
     """The actor: builds the registry of each context once, runs requests of prepared calls
     on it, streaming back what they report and answer."""
 
-    def __init__(self, source: ToolSource) -> None:
+    def __init__(self, source: ToolSource, max_calls: int) -> None:
         self.source = source
+        self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
         self.registries: dict[tuple[str, str, str], ToolRegistry] = {}
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
 
@@ -224,13 +225,27 @@ class _Worker:
                 return
             if call.progress:  # this task's own context: no reset needed
                 set_progress_sink(functools.partial(outbox.report, position))
-            invocation = await registry.run_prepared(
-                PreparedCall(call.name, tool, call.arguments, None),
-                call_id=call.call_id,
-                time_limit=call.time_limit,
-                budget=call.budget,
-                approved=True,
-            )
+            budget = call.budget
+            if self.slots.locked():  # a full worker: the wait for a slot is in the budget
+                budget = await self._slot(budget)
+                if budget is not None and budget <= 0:
+                    assert call.time_limit is not None
+                    error = timeout_error(call.name, call.time_limit)
+                    timed_out = Invocation(ToolResult.error(error), None, error, TimeoutError())
+                    outbox.answer(position, _ANSWER, _wire(timed_out))
+                    return
+            else:
+                await self.slots.acquire()  # free: no wait
+            try:
+                invocation = await registry.run_prepared(
+                    PreparedCall(call.name, tool, call.arguments, None),
+                    call_id=call.call_id,
+                    time_limit=call.time_limit,
+                    budget=budget,
+                    approved=True,
+                )
+            finally:
+                self.slots.release()
             outbox.answer(position, _ANSWER, _wire(invocation))
         except asyncio.CancelledError:
             outbox.answer(position, _CANCELLED, None)
@@ -238,6 +253,20 @@ class _Worker:
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
             outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
+
+    async def _slot(self, budget: float | None) -> float | None:
+        """Wait for a free slot within `budget`: what is left of it (<= 0: none came)."""
+        if budget is None:
+            await self.slots.acquire()
+            return None
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        try:
+            async with asyncio.timeout(budget):
+                await self.slots.acquire()
+        except TimeoutError:
+            return 0.0
+        return max(budget - (loop.time() - began), 1e-3)
 
 
 def _wire(invocation: Invocation) -> tuple[Any, ...]:
@@ -575,7 +604,9 @@ class RayBackend:
     resources such as ``{"sandbox": 1}``) runs on its own pool of `workers_per_resource`
     actors placed by Ray where those resources are. `retries`: how many more times a
     read-only or idempotent call is tried on a fresh worker after its worker died.
-    `start_timeout`: how long a call without a time limit waits for a worker to take it.
+    `max_calls_per_worker`: how many calls one worker runs at once (more wait there, within
+    their limits). `start_timeout`: how long a call without a time limit waits for a worker
+    to take it.
     """
 
     def __init__(
@@ -648,7 +679,7 @@ class RayBackend:
             options: dict[str, Any] = {
                 "max_restarts": -1,
                 "max_task_retries": 0,
-                "max_concurrency": self.max_calls_per_worker,
+                "max_concurrency": self.max_calls_per_worker + 8,  # + probes and cancels
                 "num_cpus": 0,
             }
             custom = {k: v for k, v in resources.items() if k not in _RAY_KEYS}
@@ -656,7 +687,8 @@ class RayBackend:
             if custom:
                 options["resources"] = custom
             size = self.workers_per_resource if resources else self.workers
-            actors = [self._remote.options(**options).remote(self.source) for _ in range(size)]
+            worker = self._remote.options(**options)
+            actors = [worker.remote(self.source, self.max_calls_per_worker) for _ in range(size)]
             pool = self._pools[shape] = _Pool(actors, dict(resources))
         return pool
 
