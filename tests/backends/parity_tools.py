@@ -16,6 +16,7 @@ from toolbridge import (
     tool,
     tool_parameters,
 )
+from toolbridge.errors import WorkspaceViolation
 from toolbridge.progress import report_progress
 
 
@@ -67,6 +68,13 @@ async def stubborn() -> str:
             continue
 
 
+@tool
+async def read_secret(spelling: str) -> str:
+    """Refused by the workspace guard, whatever the spelling (the loop guard counts it).
+    Not read-only, so calls run in order and the guard counts them in that order."""
+    raise WorkspaceViolation(f"{spelling!r} is outside the workspace", target="/etc/shadow")
+
+
 @tool(read_only=True)
 async def pid() -> int:
     """The id of the process running the call."""
@@ -111,6 +119,7 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 
 def build(ctx: ToolContext) -> list[Tool]:
     return [
-        add, refuse, error_result, crash, malformed, too_slow, stubborn, pid, long_text, steps,
+        add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret, pid,
+        long_text, steps,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

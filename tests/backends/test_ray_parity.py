@@ -222,3 +222,19 @@ async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
         assert after.value == before.value  # waiting is not hanging: the worker was kept
     finally:
         backend.close()
+
+
+async def test_the_loop_guard_reads_a_workers_refusals_as_it_reads_local_ones(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    batch = [
+        ToolCallRequest(f"r{i}", "read_secret", {"spelling": spelling})
+        for i, spelling in enumerate(["/etc/shadow", "../../etc/shadow", "/etc//shadow"])
+    ]
+    texts = {}
+    for name, backend in (("local", LocalBackend()), ("ray", ray_backend)):
+        registry = SOURCE.registry(ToolContext(workspace=workspace, session=name))
+        executor = ToolExecutor(registry, ExecutionPolicy(warn_after=2), backend=backend)
+        texts[name] = [o.result.text for o in await executor.run(batch)]
+    assert "'/etc/shadow' has been refused 2 times" in texts["local"][1]
+    assert texts["ray"] == texts["local"]

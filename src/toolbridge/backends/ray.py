@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from toolbridge.backends import CallRunner
-from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.progress import ProgressSink, ToolProgress, current_progress_sink, set_progress_sink
 from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.tool import Tool, ToolContext, ToolResult
@@ -271,9 +271,19 @@ class _Worker:
 
 def _wire(invocation: Invocation) -> tuple[Any, ...]:
     """An invocation as it travels: the raw value as is when it is plain, else pickled here
-    (a value that cannot be pickled stays behind; the result still goes)."""
+    (a value that cannot be pickled stays behind; the result still goes). An exception
+    travels described, except a `PolicyViolation`, which the caller's loop guard reads
+    (its `target`) as it does locally: that one travels whole."""
     exception = invocation.exception
-    described = (type(exception).__name__, str(exception)) if exception else None
+    described = None
+    if exception is not None:
+        whole = None
+        if isinstance(exception, PolicyViolation):
+            try:
+                whole = pickle.dumps(exception)
+            except Exception:
+                logger.debug("policy violation %r cannot be pickled", exception, exc_info=True)
+        described = (type(exception).__name__, str(exception), whole)
     value = invocation.value
     if value is None or type(value) in (str, int, float, bool):
         return invocation.result, invocation.error, described, value, False
@@ -285,8 +295,22 @@ def _wire(invocation: Invocation) -> tuple[Any, ...]:
 
 def _invocation(wire: tuple[Any, ...]) -> Invocation:
     result, error, described, value, pickled = wire
-    exception = RemoteToolException(": ".join(described)) if described else None
+    exception: BaseException | None = None
+    if described is not None:
+        name, text, whole = described
+        exception = _unpickled(whole) if whole is not None else None
+        if exception is None:
+            exception = RemoteToolException(f"{name}: {text}")
     return Invocation(result, pickle.loads(value) if pickled else value, error, exception)
+
+
+def _unpickled(data: bytes) -> BaseException | None:
+    try:
+        found = pickle.loads(data)
+    except Exception:  # a class the caller does not have: described instead
+        logger.debug("a worker's exception cannot be unpickled here", exc_info=True)
+        return None
+    return found if isinstance(found, BaseException) else None
 
 
 @dataclass(slots=True, eq=False)
