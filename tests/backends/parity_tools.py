@@ -76,6 +76,14 @@ async def read_secret(spelling: str) -> str:
 
 
 @tool(read_only=True)
+async def wait_forever(label: str) -> str:
+    """Says it started (a file), then waits until cancelled."""
+    (current_context().workspace / f"{label}.started").write_text(label)
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@tool(read_only=True)
 async def pid() -> int:
     """The id of the process running the call."""
     return os.getpid()
@@ -119,7 +127,7 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 
 def build(ctx: ToolContext) -> list[Tool]:
     return [
-        add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret, pid,
-        long_text, steps,
+        add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
+        wait_forever, pid, long_text, steps,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

@@ -238,3 +238,31 @@ async def test_the_loop_guard_reads_a_workers_refusals_as_it_reads_local_ones(
         texts[name] = [o.result.text for o in await executor.run(batch)]
     assert "'/etc/shadow' has been refused 2 times" in texts["local"][1]
     assert texts["ray"] == texts["local"]
+
+
+async def test_a_cancelled_run_reads_the_same_on_both_backends(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    from toolbridge import Outcomes
+
+    rows = {}
+    for name, backend in (("local", LocalBackend()), ("ray", ray_backend)):
+        batch = [
+            ToolCallRequest("quick", "add", {"a": 1, "b": 2}),
+            ToolCallRequest("forever", "wait_forever", {"label": name}),
+        ]
+        outcomes = Outcomes()
+        events: list[ToolEvent] = []
+        executor = executor_for(workspace, backend, events)
+        task = asyncio.create_task(executor.run(batch, into=outcomes))
+        for _ in range(400):  # until the quick call is back and the long one has started
+            quick_done = any(e.type == "call_finished" and e.call.id == "quick" for e in events)
+            if quick_done and (workspace / f"{name}.started").exists():
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        rows[name] = [comparable(o) for o in outcomes]
+    assert [row["status"] for row in rows["local"]] == ["ok", "cancelled"]
+    assert rows["ray"] == rows["local"]
