@@ -22,7 +22,8 @@ TIMING_KEYS = {"started_at", "duration"}
 
 @pytest.fixture(scope="module")
 def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
-    backend = RayBackend(SOURCE, workers=2)
+    # grace: only a real hang (a worker silent 10 s past a call's limit) kills a worker here
+    backend = RayBackend(SOURCE, workers=2, grace=10)
     # Up before the tests: a call's limit counts the wait for a worker, and a cold
     # start on a busy machine takes longer than the 0.5 s limit of the slow tool.
     backend.start()
@@ -209,7 +210,7 @@ async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
 ) -> None:
     from toolbridge.registry import timeout_error
 
-    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=0.5)
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=10)
     try:
         backend.start()
         executor = executor_for(workspace, backend)
