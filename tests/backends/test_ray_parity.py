@@ -267,3 +267,17 @@ async def test_a_cancelled_run_reads_the_same_on_both_backends(
         rows[name] = [comparable(o) for o in outcomes]
     assert [row["status"] for row in rows["local"]] == ["ok", "cancelled"]
     assert rows["ray"] == rows["local"]
+
+
+async def test_a_call_that_cannot_be_sent_is_an_error_not_a_hang(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    import threading
+
+    context = ToolContext(workspace=workspace, config={"lock": threading.Lock()})
+    executor = ToolExecutor(SOURCE.registry(context), backend=ray_backend)
+    [outcome] = await asyncio.wait_for(
+        executor.run([ToolCallRequest("x", "add", {"a": 1, "b": 2})]), 60
+    )  # no time limit: before, such a call waited forever
+    assert outcome.kind == "execution_error"
+    assert "the request could not be sent" in outcome.result.text

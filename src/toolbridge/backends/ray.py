@@ -466,10 +466,15 @@ class _Dispatcher:
             )  # fmt: skip
         unique = {call.context.key: call.context for call in calls}
         request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
-        if len(calls) == 1 and calls[0].sink is None:
-            refs = stream.actor.answer.remote(request)
-        else:
-            refs = stream.actor.run.options(num_returns="streaming").remote(request)
+        try:
+            if len(calls) == 1 and calls[0].sink is None:
+                refs = stream.actor.answer.remote(request)
+            else:
+                refs = stream.actor.run.options(num_returns="streaming").remote(request)
+        except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
+            logger.exception("sending %d calls to a worker failed", len(calls))
+            self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
+            return
         task = loop.create_task(self._receive(stream, refs))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
