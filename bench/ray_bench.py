@@ -1,21 +1,27 @@
-"""RayBackend against bare Ray actor calls and the local backend, side by side in one run.
+"""RayBackend against bare Ray actor calls of the same function, interleaved in one run.
 
-    python bench/ray_bench.py [--calls 2000] [--sessions 50] [--rounds 3]
+    python bench/ray_bench.py [--calls 200] [--sessions 1] [--workers 2] [--rounds 15]
+                              [--one-at-a-time]
 
 Workload: `calls` calls of a tool that sleeps 5 ms, spread over `sessions` concurrent
-sessions (each its own executor and workspace), all sharing one pool. Reported: median
-wall time per round, the ratio to bare actor calls of the same function, the per-call
-overhead above bare Ray in µs, and the scaling from 1 to 2 worker processes.
+sessions (each its own executor and workspace), all sharing one pool of `workers` actors.
+Each round runs bare actors and RayBackend back to back (alternating which goes first),
+so the machine's load drift hits both alike. Reported: the median wall time and caller
+CPU time per round, the median of the per-round ratios to bare Ray, and the load average
+before and after (the machine may be shared: read the ratios). `--one-at-a-time`: each
+session's calls run one after another (``concurrency=False``; bare: awaited in turn).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +29,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # bench_tools, importable by the workers too
 
 
-async def toolbridge_round(backend: Any, workspaces: list[Path], per_session: int) -> float:
-    from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
+def executors_for(backend: Any, workspaces: list[Path], concurrency: bool) -> list[Any]:
+    from toolbridge import ExecutionPolicy, ToolContext, ToolExecutor
     from toolbridge.backends.ray import ToolSource
 
     source = ToolSource("bench_tools:build")
-    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
-    executors = [
+    policy = ExecutionPolicy(
+        persist_results=False, loop_guard=False, tracing=False, concurrency=concurrency
+    )
+    return [
         ToolExecutor(
             source.registry(ToolContext(workspace=folder, session=f"s{index}")),
             policy,
@@ -37,40 +45,55 @@ async def toolbridge_round(backend: Any, workspaces: list[Path], per_session: in
         )
         for index, folder in enumerate(workspaces)
     ]
+
+
+async def toolbridge_round(executors: list[Any], per_session: int) -> None:
+    from toolbridge import ToolCallRequest
+
     batches = [
         [ToolCallRequest(f"c{i}", "wait_5ms", {"n": i}) for i in range(per_session)]
         for _ in executors
     ]
-    start = time.perf_counter()
     results = await asyncio.gather(
         *(executor.run(batch) for executor, batch in zip(executors, batches, strict=True))
     )
-    elapsed = time.perf_counter() - start
     assert all(outcome.ok for outcomes in results for outcome in outcomes)
-    return elapsed
 
 
-async def bare_round(actors: list[Any], total: int) -> float:
-    start = time.perf_counter()
-    await asyncio.gather(*(actors[i % len(actors)].wait.remote(i) for i in range(total)))
-    return time.perf_counter() - start
+async def bare_round(actors: list[Any], total: int, sessions: int, in_turn: bool) -> None:
+    if not in_turn:
+        answers = await asyncio.gather(
+            *(actors[i % len(actors)].wait.remote(i) for i in range(total))
+        )
+        assert answers == list(range(total))
+        return
+
+    async def session(first: int) -> None:
+        for i in range(first, total, sessions):
+            assert await actors[i % len(actors)].wait.remote(i) == i
+
+    await asyncio.gather(*(session(first) for first in range(sessions)))
 
 
-def median_of(rounds: int, run: Any) -> float:
-    return statistics.median(asyncio.run(run()) for _ in range(rounds))
+def timed(run: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+    """Wall and caller CPU seconds of one round (CPU: every thread of this process)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(run())  # type: ignore[arg-type]
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--sessions", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--one-at-a-time", action="store_true")
     args = parser.parse_args()
-    import os
-
     import ray
 
     os.environ["PYTHONPATH"] = str(HERE)
+    load_before = os.getloadavg()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     from bench_tools import BareWorker
 
@@ -83,46 +106,68 @@ def main() -> None:
         workspaces = [Path(tmp) / f"w{i}" for i in range(args.sessions)]
         for folder in workspaces:
             folder.mkdir()
-        rows: list[tuple[str, float]] = []
-        for workers in (1, 2):
-            actors = [
-                ray.remote(BareWorker).options(max_concurrency=1000, num_cpus=0).remote()
-                for _ in range(workers)
-            ]
-            ray.get([actor.wait.remote(0) for actor in actors])
-            rows.append(
-                (
-                    f"bare Ray actors ({workers})",
-                    median_of(args.rounds, lambda a=actors: bare_round(a, total)),
-                )
-            )
-            for actor in actors:
-                ray.kill(actor)
-            backend = RayBackend(ToolSource("bench_tools:build"), workers=workers)
-            asyncio.run(toolbridge_round(backend, workspaces, 1))  # warm: pools and registries
-            ours = median_of(
-                args.rounds, lambda b=backend: toolbridge_round(b, workspaces, per_session)
-            )
-            rows.append((f"RayBackend ({workers})", ours))
-            backend.close()
-        local = median_of(
-            args.rounds, lambda: toolbridge_round(LocalBackend(), workspaces, per_session)
+        actors = [
+            ray.remote(BareWorker).options(max_concurrency=1000, num_cpus=0).remote()
+            for _ in range(args.workers)
+        ]
+        ray.get([actor.wait.remote(0) for actor in actors])
+        backend = RayBackend(ToolSource("bench_tools:build"), workers=args.workers)
+        concurrency = not args.one_at_a_time
+        ours = executors_for(backend, workspaces, concurrency)
+        local = executors_for(LocalBackend(), workspaces, concurrency)
+        contenders: dict[str, Callable[[], Awaitable[None]]] = {
+            "bare Ray actors": lambda: bare_round(actors, total, args.sessions, not concurrency),
+            "RayBackend": lambda: toolbridge_round(ours, per_session),
+        }
+        for run in contenders.values():  # warm: pools, registries, imports
+            timed(run)
+            timed(run)
+        walls: dict[str, list[float]] = {name: [] for name in contenders}
+        cpus: dict[str, list[float]] = {name: [] for name in contenders}
+        for round_number in range(args.rounds):
+            order = list(contenders)
+            if round_number % 2:
+                order.reverse()
+            for name in order:
+                wall, cpu = timed(contenders[name])
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+        local_wall, local_cpu = zip(
+            *(timed(lambda: toolbridge_round(local, per_session)) for _ in range(3)), strict=True
         )
-        rows.append(("LocalBackend (this process)", local))
+        backend.close()
+        for actor in actors:
+            ray.kill(actor)
     ray.shutdown()
-    times = dict(rows)
-    print(f"{total} calls of a 5 ms tool from {args.sessions} sessions, median of {args.rounds}")
-    print("| runner | seconds | vs bare Ray (same workers) | overhead above bare, µs/call |")
-    print("|---|---|---|---|")
-    for name, seconds in rows:
-        workers = "2" if "(2)" in name else "1"
-        bare = times[f"bare Ray actors ({workers})"]
-        ratio = seconds / bare
-        overhead = (seconds - bare) / total * 1e6
-        print(f"| {name} | {seconds:.3f} | {ratio:.2f}x | {overhead:+.0f} |")
-    ours = times["RayBackend (1)"] / times["RayBackend (2)"]
-    bare = times["bare Ray actors (1)"] / times["bare Ray actors (2)"]
-    print(f"scaling 1 -> 2 workers: RayBackend {ours:.2f}x, bare {bare:.2f}x")
+    load_after = os.getloadavg()
+    wall_ratios = [
+        o / b for o, b in zip(walls["RayBackend"], walls["bare Ray actors"], strict=True)
+    ]
+    cpu_ratios = [o / b for o, b in zip(cpus["RayBackend"], cpus["bare Ray actors"], strict=True)]
+    print(
+        f"{total} calls of a 5 ms tool from {args.sessions} session(s)"
+        f"{', one at a time' if args.one_at_a_time else ''}, {args.workers} workers, "
+        f"{args.rounds} interleaved rounds; load average {load_before[0]:.1f} before, "
+        f"{load_after[0]:.1f} after ({os.cpu_count()} cores)"
+    )
+    print("| runner | wall, median s | caller CPU, median s | wall vs bare | CPU vs bare |")
+    print("|---|---|---|---|---|")
+    for name in contenders:
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        if name == "RayBackend":
+            ratio = f"{statistics.median(wall_ratios):.2f}x"
+            cpu_ratio = f"{statistics.median(cpu_ratios):.2f}x"
+        else:
+            ratio = cpu_ratio = "1.00x"
+        print(f"| {name} | {wall:.4f} | {cpu:.4f} | {ratio} | {cpu_ratio} |")
+    print(
+        f"| LocalBackend (this process) | {statistics.median(local_wall):.4f} | "
+        f"{statistics.median(local_cpu):.4f} | | |"
+    )
+    print(
+        f"per-round wall ratios: min {min(wall_ratios):.2f}x, max {max(wall_ratios):.2f}x; "
+        f"CPU: min {min(cpu_ratios):.2f}x, max {max(cpu_ratios):.2f}x"
+    )
 
 
 if __name__ == "__main__":

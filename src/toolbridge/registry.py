@@ -57,6 +57,7 @@ __all__ = [
     "ToolRegistry",
     "describe_exception",
     "malformed_result_error",
+    "timeout_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -321,6 +322,7 @@ class ToolRegistry:
         call_id: str | None = None,
         time_limit: float | _ToolTimeout | None = TOOL_TIMEOUT,
         approved: bool = False,
+        budget: float | None = None,
     ) -> Invocation:
         """Run one prepared call under the tool's contract: the one place every path uses.
 
@@ -329,6 +331,8 @@ class ToolRegistry:
           the call); it fails with an ``approval_required`` error instead.
         - Time limit: `time_limit` seconds, by default the tool's own `timeout` (None: no
           limit); past it, `execute` is cancelled and the call fails with ``timeout``.
+          `budget`: the seconds left of that limit when some of it went on waiting
+          elsewhere (for a Ray worker); the error still names the limit itself.
         - Hooks: `before_execute` and `after_execute` (also for error results).
         - Errors: any exception from the tool, and any `BaseException` other than
           `CancelledError`, `KeyboardInterrupt` and `SystemExit` (which propagate), becomes
@@ -356,7 +360,7 @@ class ToolRegistry:
             if time_limit is None:
                 value = await tool.execute(**args)
             else:
-                async with asyncio.timeout(time_limit) as deadline:
+                async with asyncio.timeout(time_limit if budget is None else budget) as deadline:
                     value = await tool.execute(**args)
                 if deadline.expired():  # it caught the cancellation and finished late anyway
                     raise TimeoutError
@@ -366,7 +370,7 @@ class ToolRegistry:
         except BaseException as exc:
             exception = exc
             if deadline is not None and deadline.expired() and time_limit is not None:
-                error = _timed_out(tool.name, time_limit)
+                error = timeout_error(tool.name, time_limit)
             elif isinstance(exc, MalformedResult):
                 error = malformed_result_error(tool.name, exc)
             else:
@@ -403,7 +407,8 @@ class ToolRegistry:
         return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
 
 
-def _timed_out(tool_name: str, time_limit: float) -> ToolError:
+def timeout_error(tool_name: str, time_limit: float) -> ToolError:
+    """The model's view of a call stopped at its time limit, on every backend."""
     return ToolError(
         ErrorKind.TIMEOUT,
         f"tool {tool_name!r} did not finish within its time limit of {time_limit:g} s; its "

@@ -26,6 +26,7 @@ def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
     # A cancelled async call gets a generous grace to stop before its worker is killed: no
     # test here means to trip it (blocking calls are killed at once, whatever the grace).
     backend = RayBackend(SOURCE, workers=2, grace=WAIT)
+    backend.start()  # up before the tests: a call's time limit counts the wait for a worker
     yield backend
     backend.close()
 

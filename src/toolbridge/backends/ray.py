@@ -2,14 +2,20 @@
 
 Only prepared, approved calls travel: the name, the validated arguments, the call id
 and the context they run in. Each worker is a Ray actor that builds the tools once, from
-an importable `ToolSource`, and answers with the same `Invocation` a local run gives;
-the caller's executor caps, spills and reports results as it always does. Ray does the
-placement, transport, resource accounting and restarts.
+an importable `ToolSource`, and runs each call through the same `run_prepared` a local
+run uses, so the model reads the same texts; the caller's executor caps, spills and
+reports results as it always does. Ray does the placement, transport, resource
+accounting and restarts.
 
-A timed-out call is cancelled on its worker; one that does not stop within `grace`
-seconds (blocking code) has its worker killed and restarted. A call whose worker died
-is answered with a ``worker_lost`` error, after retries on a fresh worker when its tool is
-read-only or idempotent.
+The calls that reach the backend together (one scheduling group of one or many
+executors) go to each worker in one request; the worker streams back chunks of what
+finished, and the progress its calls reported, as it happens.
+
+A call's time limit starts when it reaches the backend, so waiting for a worker counts;
+the worker stops the call at the limit. A call that runs blocking code, or whose worker
+does not answer within `grace` seconds after the limit, has its worker killed and
+restarted. A call whose worker died is answered with a ``worker_lost`` error, after
+retries on a fresh worker when its tool is read-only or idempotent.
 """
 
 from __future__ import annotations
@@ -17,24 +23,32 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import itertools
 import json
 import logging
 import os
 import pickle
-from collections.abc import Mapping
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolbridge.backends import CallRunner
-from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.registry import Invocation, PreparedCall, ToolRegistry
+from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
+from toolbridge.progress import ProgressSink, ToolProgress, current_progress_sink, set_progress_sink
+from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.tool import Tool, ToolContext, ToolResult
 
 __all__ = ["RayBackend", "RemoteToolException", "ToolSource"]
 
 logger = logging.getLogger(__name__)
 
-_RAY_KEYS = ("num_cpus", "num_gpus", "memory")
+_RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+
+MAX_PENDING_PROGRESS = 100
+"""Progress reports of one call a worker keeps while the caller has not taken them: past
+that, the oldest give way (the caller sees the latest, in order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,57 +100,228 @@ class _Context:
         return ToolContext(workspace=Path(self.workspace), config=self.config, session=self.session)
 
 
-class _Worker:
-    """The actor: builds the registry of each context once, runs prepared calls on it."""
+class _Call(NamedTuple):
+    """One call as it travels: the index of its context in the request, what to run, its
+    limit (named in a timeout) and budget (what is left of it), and whether the caller
+    listens to its progress."""
 
-    def __init__(self, source: ToolSource) -> None:
+    context: int
+    name: str
+    arguments: dict[str, Any]
+    call_id: str
+    time_limit: float | None
+    budget: float | None
+    progress: bool
+
+
+class _Request(NamedTuple):
+    """The calls one worker gets at once: serialised once, whatever their number."""
+
+    batch: int
+    contexts: tuple[_Context, ...]
+    calls: tuple[_Call, ...]
+
+
+# What a worker streams back, in chunks of (position in the request, kind, payload).
+_PROGRESS, _ANSWER, _FAILED, _CANCELLED = 0, 1, 2, 3
+_Item = tuple[int, int, Any]
+
+
+class _Outbox:
+    """What the calls of one request have to send back until the stream takes it: each
+    call's progress (bounded by `MAX_PENDING_PROGRESS`), then its answer, in order."""
+
+    def __init__(self) -> None:
+        self.progress: dict[int, deque[tuple[float, float | None, str | None]]] = {}
+        self.answers: dict[int, tuple[int, Any]] = {}
+        self.ready: dict[int, None] = {}  # positions with something to send, in order
+        self.wake = asyncio.Event()
+
+    def report(self, position: int, progress: ToolProgress) -> None:
+        queued = self.progress.get(position)
+        if queued is None:
+            queued = self.progress[position] = deque(maxlen=MAX_PENDING_PROGRESS)
+        queued.append((progress.progress, progress.total, progress.message))
+        self.ready[position] = None
+        self.wake.set()
+
+    def answer(self, position: int, kind: int, payload: Any) -> None:
+        self.answers[position] = (kind, payload)
+        self.ready[position] = None
+        self.wake.set()
+
+    async def take(self) -> list[_Item]:
+        """Everything ready, once something is: a call's progress before its answer."""
+        await self.wake.wait()
+        self.wake.clear()
+        chunk: list[_Item] = []
+        for position in self.ready:
+            queued = self.progress.pop(position, None)
+            if queued:
+                chunk.extend((position, _PROGRESS, report) for report in queued)
+            answer = self.answers.pop(position, None)
+            if answer is not None:
+                chunk.append((position, *answer))
+        self.ready.clear()
+        return chunk
+
+
+class _Worker:
+    """The actor: builds the registry of each context once, runs requests of prepared calls
+    on it, streaming back what they report and answer."""
+
+    def __init__(self, source: ToolSource, max_calls: int) -> None:
         self.source = source
+        self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
         self.registries: dict[tuple[str, str, str], ToolRegistry] = {}
+        self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
 
     def ready(self) -> int:
         """The process id of this incarnation: answers once the actor is up."""
         return os.getpid()
 
-    async def call(
-        self, request: tuple[_Context, str, dict[str, Any], str]
-    ) -> tuple[ToolResult, ToolError | None, tuple[str, str] | None, bytes | None]:
-        """Run one call; the request is one tuple, so Ray serialises one object, not four."""
-        context, name, arguments, call_id = request
-        registry = self.registries.get(context.key)
-        if registry is None:
-            registry = self.registries[context.key] = self.source.registry(context.tool_context())
-        tool = registry.get(name)
-        if tool is None:
-            error = ToolError(
-                ErrorKind.EXECUTION_ERROR,
-                f"the worker has no tool {name!r}: its ToolSource builds other tools than "
-                "the caller's registry.",
-                "Tell the user; the cluster is misconfigured.",
+    async def run(self, request: _Request) -> AsyncIterator[list[_Item]]:
+        """Run every call of `request` concurrently; yield chunks until each has answered."""
+        outbox = _Outbox()
+        tasks = {
+            position: asyncio.create_task(
+                self._one(request.contexts[call.context], call, position, outbox)
             )
-            return ToolResult.error(error), error, None, None
-        prepared = PreparedCall(name, tool, arguments, None)
-        invocation = await registry.run_prepared(
-            prepared, call_id=call_id, time_limit=None, approved=True
-        )
-        exception = invocation.exception
-        described = (type(exception).__name__, str(exception)) if exception else None
+            for position, call in enumerate(request.calls)
+        }
+        self.running[request.batch] = tasks
         try:
-            value = pickle.dumps(invocation.value) if invocation.value is not None else None
-        except Exception:
-            value = None  # the caller gets the result without the raw value
-        return invocation.result, invocation.error, described, value
+            left = len(tasks)
+            while left:
+                chunk = await outbox.take()
+                left -= sum(1 for _, kind, _ in chunk if kind != _PROGRESS)
+                yield chunk
+        finally:
+            del self.running[request.batch]
+            for task in tasks.values():
+                task.cancel()
+
+    async def answer(self, request: _Request) -> list[_Item]:
+        """`run` in one reply, for a request with nothing to stream (one call, no progress):
+        a plain actor call costs the caller less than a stream."""
+        return [item async for chunk in self.run(request) for item in chunk]
+
+    async def cancel(self, batch: int, position: int) -> None:
+        """Cancel one call of a running request (the caller stopped waiting for it)."""
+        task = self.running.get(batch, {}).get(position)
+        if task is not None:
+            task.cancel()
+
+    async def _one(self, context: _Context, call: _Call, position: int, outbox: _Outbox) -> None:
+        try:
+            registry = self.registries.get(context.key)
+            if registry is None:
+                registry = self.source.registry(context.tool_context())
+                self.registries[context.key] = registry
+            tool = registry.get(call.name)
+            if tool is None:
+                missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
+                outbox.answer(position, _FAILED, missing + " than the caller's registry")
+                return
+            if call.progress:  # this task's own context: no reset needed
+                set_progress_sink(functools.partial(outbox.report, position))
+            budget = call.budget
+            if self.slots.locked():  # a full worker: the wait for a slot is in the budget
+                budget = await self._slot(budget)
+                if budget is not None and budget <= 0:
+                    assert call.time_limit is not None
+                    error = timeout_error(call.name, call.time_limit)
+                    timed_out = Invocation(ToolResult.error(error), None, error, TimeoutError())
+                    outbox.answer(position, _ANSWER, _wire(timed_out))
+                    return
+            else:
+                await self.slots.acquire()  # free: no wait
+            try:
+                invocation = await registry.run_prepared(
+                    PreparedCall(call.name, tool, call.arguments, None),
+                    call_id=call.call_id,
+                    time_limit=call.time_limit,
+                    budget=budget,
+                    approved=True,
+                )
+            finally:
+                self.slots.release()
+            outbox.answer(position, _ANSWER, _wire(invocation))
+        except asyncio.CancelledError:
+            outbox.answer(position, _CANCELLED, None)
+            raise
+        except BaseException as exc:  # building the tools failed, or a tool's SystemExit
+            logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
+            outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
+
+    async def _slot(self, budget: float | None) -> float | None:
+        """Wait for a free slot within `budget`: what is left of it (<= 0: none came)."""
+        if budget is None:
+            await self.slots.acquire()
+            return None
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        try:
+            async with asyncio.timeout(budget):
+                await self.slots.acquire()
+        except TimeoutError:
+            return 0.0
+        return max(budget - (loop.time() - began), 1e-3)
 
 
-@dataclass(slots=True)
+def _wire(invocation: Invocation) -> tuple[Any, ...]:
+    """An invocation as it travels: the raw value as is when it is plain, else pickled here
+    (a value that cannot be pickled stays behind; the result still goes). An exception
+    travels described, except a `PolicyViolation`, which the caller's loop guard reads
+    (its `target`) as it does locally: that one travels whole."""
+    exception = invocation.exception
+    described = None
+    if exception is not None:
+        whole = None
+        if isinstance(exception, PolicyViolation):
+            try:
+                whole = pickle.dumps(exception)
+            except Exception:
+                logger.debug("policy violation %r cannot be pickled", exception, exc_info=True)
+        described = (type(exception).__name__, str(exception), whole)
+    value = invocation.value
+    if value is None or type(value) in (str, int, float, bool):
+        return invocation.result, invocation.error, described, value, False
+    try:
+        return invocation.result, invocation.error, described, pickle.dumps(value), True
+    except Exception:
+        return invocation.result, invocation.error, described, None, False
+
+
+def _invocation(wire: tuple[Any, ...]) -> Invocation:
+    result, error, described, value, pickled = wire
+    exception: BaseException | None = None
+    if described is not None:
+        name, text, whole = described
+        exception = _unpickled(whole) if whole is not None else None
+        if exception is None:
+            exception = RemoteToolException(f"{name}: {text}")
+    return Invocation(result, pickle.loads(value) if pickled else value, error, exception)
+
+
+def _unpickled(data: bytes) -> BaseException | None:
+    try:
+        found = pickle.loads(data)
+    except Exception:  # a class the caller does not have: described instead
+        logger.debug("a worker's exception cannot be unpickled here", exc_info=True)
+        return None
+    return found if isinstance(found, BaseException) else None
+
+
+@dataclass(slots=True, eq=False)
 class _Pool:
-    """The actors that run the calls of one resource shape: in-flight counts, the process
-    id of each actor's incarnation, and a readiness probe for each actor (re)starting.
-
-    Probes are Ray object refs polled without blocking, not tasks: the pool outlives any
-    one event loop.
-    """
+    """The actors that run the calls of one resource shape: what each holds in flight, the
+    process id of each actor's incarnation, and a readiness probe for each actor
+    (re)starting. Probes are Ray object refs polled without blocking: the pool outlives
+    any one event loop."""
 
     actors: list[Any]
+    needs: Mapping[str, Any]
     load: list[int] = field(init=False)
     pids: list[int | None] = field(init=False)
     probes: dict[int, Any] = field(init=False)
@@ -146,16 +331,11 @@ class _Pool:
         self.pids = [None] * len(self.actors)
         self.probes = {index: actor.ready.remote() for index, actor in enumerate(self.actors)}
 
-    async def pick(self) -> int:
-        """The least loaded actor that is up; waits for a (re)start when none is."""
-        delay = 0.01
-        while True:
+    def up(self) -> list[int]:
+        """The actors that answer now."""
+        if self.probes:
             self._poll()
-            up = [i for i in range(len(self.actors)) if i not in self.probes]
-            if up:
-                return min(up, key=self.load.__getitem__)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+        return [index for index in range(len(self.actors)) if index not in self.probes]
 
     def restarted(self, index: int) -> None:
         """The actor at `index` died or was killed: use it again once a new process answers."""
@@ -180,6 +360,270 @@ class _Pool:
             else:  # the old incarnation answered, or none yet: ask again
                 self.probes[index] = self.actors[index].ready.remote()
 
+    def missing(self) -> list[str]:
+        """The resources this pool needs that no live node of the cluster has enough of."""
+        import ray
+
+        needs = {_RAY_KEYS.get(key, key): amount for key, amount in self.needs.items()}
+        alive = ray.nodes()  # type: ignore[no-untyped-call]
+        nodes = [node.get("Resources", {}) for node in alive if node.get("Alive")]
+        return [key for key, amount in needs.items() if all(n.get(key, 0) < amount for n in nodes)]
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """A call on the caller's side, from the moment it reaches the backend to its answer."""
+
+    tool: Tool
+    pool: _Pool
+    context: _Context
+    arguments: dict[str, Any]
+    call_id: str
+    time_limit: float | None
+    deadline: float  # loop time: the end of its limit, or of the wait for a worker
+    sink: ProgressSink | None
+    future: asyncio.Future[Invocation]
+    retryable: bool
+    tries: int = 0
+    stream: _Stream | None = None  # where it runs (None: waiting for a worker)
+    position: int = 0
+    answered: bool = False
+    timer: asyncio.TimerHandle | None = None
+    waiter: asyncio.Future[None] | None = None  # set by a caller waiting for it to stop
+
+
+@dataclass(slots=True, eq=False)
+class _Stream:
+    """One request on one actor, and the calls it carries (by position)."""
+
+    pool: _Pool
+    index: int
+    batch: int
+    calls: list[_Pending]
+
+    @property
+    def actor(self) -> Any:
+        return self.pool.actors[self.index]
+
+
+class _Dispatcher:
+    """The backend's work on one event loop: calls waiting for a worker, the requests they
+    go out in (one per actor each time the loop comes round), and their answers."""
+
+    def __init__(self, backend: RayBackend) -> None:
+        self.backend = backend
+        self.waiting: dict[_Pool, list[_Pending]] = {}
+        self.flush: asyncio.Handle | None = None
+        self.retry_delay = 0.01
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, call: _Pending) -> None:
+        self.waiting.setdefault(call.pool, []).append(call)
+        loop = asyncio.get_running_loop()
+        if self.flush is None:
+            self.flush = loop.call_soon(self._send)
+        if call.timer is None:
+            call.timer = loop.call_at(call.deadline, self._expire, call)
+
+    def _send(self) -> None:
+        """Send every waiting call whose pool has a worker up: one request per actor."""
+        self.flush = None
+        for pool, calls in list(self.waiting.items()):
+            up = pool.up()
+            if not up:
+                continue
+            del self.waiting[pool]
+            shares: dict[int, list[_Pending]] = {}
+            load = pool.load
+            for call in calls:
+                index = min(up, key=load.__getitem__)
+                load[index] += 1
+                shares.setdefault(index, []).append(call)
+            for index, share in shares.items():
+                self._request(pool, index, share)
+        if self.waiting:  # some pool has no worker up yet: look again soon
+            self.flush = asyncio.get_running_loop().call_later(self.retry_delay, self._send)
+            self.retry_delay = min(self.retry_delay * 2, 0.25)
+        else:
+            self.retry_delay = 0.01
+
+    def _request(self, pool: _Pool, index: int, calls: list[_Pending]) -> None:
+        stream = _Stream(pool, index, next(self.backend._batches), calls)
+        contexts: dict[tuple[str, str, str], int] = {}
+        wire: list[_Call] = []
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for position, call in enumerate(calls):
+            call.stream, call.position = stream, position
+            call.tries += 1
+            context = contexts.setdefault(call.context.key, len(contexts))
+            budget = None if call.time_limit is None else call.deadline - now
+            wire.append(
+                _Call(
+                    context, call.tool.name, call.arguments, call.call_id, call.time_limit,
+                    budget, call.sink is not None,
+                )
+            )  # fmt: skip
+        unique = {call.context.key: call.context for call in calls}
+        request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
+        try:
+            if len(calls) == 1 and calls[0].sink is None:
+                refs = stream.actor.answer.remote(request)
+            else:
+                refs = stream.actor.run.options(num_returns="streaming").remote(request)
+        except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
+            logger.exception("sending %d calls to a worker failed", len(calls))
+            self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
+            return
+        task = loop.create_task(self._receive(stream, refs))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _receive(self, stream: _Stream, refs: Any) -> None:
+        """Deliver what the stream brings; when it breaks, settle the calls it still had."""
+        import ray
+        import ray.exceptions
+
+        try:
+            if isinstance(refs, ray.ObjectRef):
+                self._chunk(stream, await refs)
+            else:
+                async for ref in refs:
+                    self._chunk(stream, await ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+            self._lost(stream, exc)
+        except ray.exceptions.RayTaskError as exc:  # the worker failed outside any tool
+            logger.error("a worker failed on a request of %d calls: %s", len(stream.calls), exc)
+            self._fail(stream, repr(exc.cause))
+        except Exception as exc:  # Ray's transport, or a fault here: said, never a hang
+            logger.exception("receiving the answers of %d calls failed", len(stream.calls))
+            self._fail(stream, f"{type(exc).__name__}: {exc}")
+        self._fail(stream, "its request ended without an answer")
+
+    def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
+        for position, kind, payload in chunk:
+            call = stream.calls[position]
+            if call.stream is stream:  # not since retried elsewhere
+                self._deliver(call, kind, payload)
+
+    def _fail(self, stream: _Stream, cause: str) -> None:
+        for call in stream.calls:
+            if call.stream is stream and not call.answered:
+                self._deliver(call, _FAILED, cause)
+
+    def _deliver(self, call: _Pending, kind: int, payload: Any) -> None:
+        if call.answered:
+            return
+        if kind == _PROGRESS:
+            if call.sink is not None and not call.future.done():
+                try:
+                    call.sink(ToolProgress(*payload))
+                except Exception:  # a listener's failure must not fail the call
+                    logger.exception("progress sink %r failed", call.sink)
+            return
+        if kind == _ANSWER:
+            invocation = _invocation(payload)
+            self._finish(call, invocation)
+            error = invocation.error
+            if error is not None and error.kind is ErrorKind.TIMEOUT and _blocking(call.tool):
+                # its thread runs on: only a new process stops it
+                self._restart(call.stream, "a blocking call outlived its time limit")
+        elif kind == _FAILED:
+            logger.error("the worker failed on call %r (%s): %s", call.call_id, call.tool.name,
+                         payload)  # fmt: skip
+            self._finish(call, _failed(_worker_failed(call.tool.name, str(payload))))
+        else:  # cancelled on the worker: the caller stopped waiting for it
+            self._finish(call, _failed(_cancelled(call.tool.name)))
+
+    def _finish(self, call: _Pending, invocation: Invocation) -> None:
+        call.answered = True
+        if call.stream is not None:
+            call.stream.pool.load[call.stream.index] -= 1
+        if call.timer is not None:
+            call.timer.cancel()
+        if not call.future.done():
+            call.future.set_result(invocation)
+        if call.waiter is not None and not call.waiter.done():
+            call.waiter.set_result(None)
+
+    def _lost(self, stream: _Stream, exc: Exception) -> None:
+        """The worker died: retry what may be retried on a fresh one, answer the rest."""
+        stream.pool.restarted(stream.index)
+        for call in stream.calls:
+            if call.answered or call.stream is not stream:
+                continue
+            logger.warning("worker of call %r (%s) was lost on attempt %d: %s",
+                           call.call_id, call.tool.name, call.tries, exc)  # fmt: skip
+            if call.future.done():  # the caller stopped waiting
+                self._finish(call, _failed(_cancelled(call.tool.name)))
+            elif call.retryable and call.tries <= self.backend.retries:
+                stream.pool.load[stream.index] -= 1
+                call.stream = None
+                if call.timer is not None:  # it may be past its limit: its grace timer
+                    call.timer.cancel()
+                    call.timer = None
+                if call.time_limit is None:  # a fresh wait for a fresh worker
+                    call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
+                self.submit(call)
+            else:
+                self._finish(call, _failed(_worker_lost(call, exc)))
+
+    def _expire(self, call: _Pending) -> None:
+        """The call's deadline: one still waiting for a worker fails now; one that runs
+        gets `grace` seconds more for its worker's own answer, then its worker goes."""
+        call.timer = None
+        if call.answered:
+            return
+        if call.stream is None:
+            self.waiting[call.pool].remove(call)
+            if not self.waiting[call.pool]:
+                del self.waiting[call.pool]
+            # A retry that outlived its limit timed out; a first try never started.
+            limit = call.time_limit
+            late = timeout_error(call.tool.name, limit) if call.tries and limit else None
+            self._finish(call, _failed(late or _no_worker(call)))
+        elif call.time_limit is not None:
+            loop = asyncio.get_running_loop()
+            call.timer = loop.call_later(self.backend.grace, self._overdue, call)
+
+    def _overdue(self, call: _Pending) -> None:
+        call.timer = None
+        if call.answered or call.stream is None:
+            return
+        assert call.time_limit is not None
+        stream = call.stream
+        self._finish(call, _failed(timeout_error(call.tool.name, call.time_limit), TimeoutError()))
+        self._restart(stream, "a call did not stop at its time limit")
+
+    def _restart(self, stream: _Stream | None, why: str) -> None:
+        import ray
+
+        if stream is None:
+            return
+        logger.warning("restarting a worker: %s", why)
+        ray.kill(stream.actor, no_restart=False)
+        stream.pool.restarted(stream.index)
+
+    async def stop(self, call: _Pending) -> None:
+        """The caller was cancelled: stop the call on its worker (kill the worker when the
+        call runs blocking code or does not stop within `grace`)."""
+        if call.answered:
+            return
+        if call.stream is None:
+            waiting = self.waiting.get(call.pool, [])
+            if call in waiting:
+                waiting.remove(call)
+            self._finish(call, _failed(_cancelled(call.tool.name)))
+            return
+        stream = call.stream
+        call.waiter = asyncio.get_running_loop().create_future()
+        stream.actor.cancel.remote(stream.batch, call.position)
+        done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
+        if _blocking(call.tool) or not done:
+            if not done:
+                self._finish(call, _failed(_cancelled(call.tool.name)))
+            self._restart(stream, "a cancelled call did not stop")
+
 
 class RayBackend:
     """Runs calls on Ray actors built from `source` (see the module docstring).
@@ -189,6 +633,9 @@ class RayBackend:
     resources such as ``{"sandbox": 1}``) runs on its own pool of `workers_per_resource`
     actors placed by Ray where those resources are. `retries`: how many more times a
     read-only or idempotent call is tried on a fresh worker after its worker died.
+    `max_calls_per_worker`: how many calls one worker runs at once (more wait there, within
+    their limits). `start_timeout`: how long a call without a time limit waits for a worker
+    to take it.
     """
 
     def __init__(
@@ -200,6 +647,7 @@ class RayBackend:
         max_calls_per_worker: int = 1000,
         retries: int = 2,
         grace: float = 1.0,
+        start_timeout: float = 60.0,
         address: str | None = None,
     ) -> None:
         import ray
@@ -212,8 +660,13 @@ class RayBackend:
         self.max_calls_per_worker = max_calls_per_worker
         self.retries = retries
         self.grace = grace
+        self.start_timeout = start_timeout
         self._remote = ray.remote(_Worker)
         self._pools: dict[tuple[tuple[str, Any], ...], _Pool] = {}
+        self._batches = itertools.count()
+        self._dispatchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Dispatcher] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def bind(self, registry: ToolRegistry) -> CallRunner:
         ctx = registry.context
@@ -229,7 +682,25 @@ class RayBackend:
 
         return run
 
-    def _pool(self, tool: Tool) -> _Pool:
+    def start(self, tools: Iterable[Tool] = (), *, timeout: float = 60.0) -> None:
+        """Start the workers of `tools` (and those for tools without resource needs) and
+        wait until they answer. A call's time limit counts its wait for a worker, so
+        starting ahead spares the first calls a cold start. Raises `TimeoutError` (naming
+        any resource no node has) when some are not up within `timeout` seconds."""
+        import ray
+
+        pools = {id(pool): pool for pool in [self._pool(None), *map(self._pool, tools)]}
+        probes = [probe for pool in pools.values() for probe in pool.probes.values()]
+        ray.wait(probes, num_returns=len(probes), timeout=timeout)
+        late = [pool for pool in pools.values() if len(pool.up()) < len(pool.actors)]
+        if late:
+            missing = sorted({key for pool in late for key in pool.missing()})
+            why = f": no node offers {', '.join(map(repr, missing))}" if missing else ""
+            raise TimeoutError(
+                f"{len(late)} Ray worker pool(s) did not start in {timeout:g} s{why}"
+            )
+
+    def _pool(self, tool: Tool | None) -> _Pool:
         resources: Mapping[str, Any] = getattr(tool, "ray_resources", None) or {}
         shape = tuple(sorted(resources.items()))
         pool = self._pools.get(shape)
@@ -237,7 +708,7 @@ class RayBackend:
             options: dict[str, Any] = {
                 "max_restarts": -1,
                 "max_task_retries": 0,
-                "max_concurrency": self.max_calls_per_worker,
+                "max_concurrency": self.max_calls_per_worker + 8,  # + probes and cancels
                 "num_cpus": 0,
             }
             custom = {k: v for k, v in resources.items() if k not in _RAY_KEYS}
@@ -245,90 +716,33 @@ class RayBackend:
             if custom:
                 options["resources"] = custom
             size = self.workers_per_resource if resources else self.workers
-            actors = [self._remote.options(**options).remote(self.source) for _ in range(size)]
-            pool = self._pools[shape] = _Pool(actors)
+            worker = self._remote.options(**options)
+            actors = [worker.remote(self.source, self.max_calls_per_worker) for _ in range(size)]
+            pool = self._pools[shape] = _Pool(actors, dict(resources))
         return pool
 
     async def run(
         self, prepared: PreparedCall, context: _Context, call_id: str, time_limit: float | None
     ) -> Invocation:
-        import ray.exceptions
-
+        """Run one prepared call on a worker; its time limit counts from now."""
         tool, arguments = prepared.tool, prepared.arguments
         assert tool is not None and arguments is not None
-        pool = self._pool(tool)
-        retryable = tool.read_only or bool(getattr(tool, "idempotent", False))
-        attempts = 1 + (self.retries if retryable else 0)
-        lost: Exception | None = None
-        for attempt in range(attempts):
-            index = await pool.pick()
-            pool.load[index] += 1
-            try:
-                ref = pool.actors[index].call.remote((context, tool.name, arguments, call_id))
-                if time_limit is None:  # the common case: Ray's own awaitable, nothing more
-                    try:
-                        wire = await ref
-                    except asyncio.CancelledError:
-                        await asyncio.shield(
-                            self._stop(ref, _answer(ref), pool, index, kill=_blocking(tool))
-                        )
-                        raise
-                else:
-                    wire = await self._within(ref, time_limit, pool, index, tool)
-                if wire is None:
-                    assert time_limit is not None
-                    return _failed(_timed_out(tool.name, time_limit))
-            except ray.exceptions.RayTaskError as exc:  # the worker failed outside the tool
-                logger.error("worker failed on call %r (%s): %s", call_id, tool.name, exc)
-                return _failed(
-                    ToolError(
-                        ErrorKind.EXECUTION_ERROR,
-                        f"the worker running {tool.name!r} failed: {exc.cause!r}.",
-                        "Tell the user; the cluster or its tool source needs attention.",
-                    )
-                )
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
-                lost = exc
-                pool.restarted(index)
-                logger.warning(
-                    "worker of call %r (%s) was lost on attempt %d: %s", call_id, tool.name,
-                    attempt + 1, exc,
-                )  # fmt: skip
-                continue
-            finally:
-                pool.load[index] -= 1
-            result, error, described, value = wire
-            exception = RemoteToolException(": ".join(described)) if described else None
-            return Invocation(result, pickle.loads(value) if value else None, error, exception)
-        return _failed(_worker_lost(tool.name, attempts, retryable, lost))
-
-    async def _within(
-        self, ref: Any, time_limit: float, pool: _Pool, index: int, tool: Tool
-    ) -> Any:
-        """The call's answer if it comes within `time_limit`; else stop it and return None."""
-        answer = _answer(ref)
+        loop = asyncio.get_running_loop()
+        dispatcher = self._dispatchers.get(loop)
+        if dispatcher is None:
+            dispatcher = self._dispatchers[loop] = _Dispatcher(self)
+        wait = self.start_timeout if time_limit is None else time_limit
+        call = _Pending(
+            tool, self._pool(tool), context, arguments, call_id, time_limit,
+            loop.time() + wait, current_progress_sink(), loop.create_future(),
+            tool.read_only or bool(getattr(tool, "idempotent", False)),
+        )  # fmt: skip
+        dispatcher.submit(call)
         try:
-            return await asyncio.wait_for(asyncio.shield(answer), time_limit)
-        except TimeoutError:
-            await self._stop(ref, answer, pool, index, kill=_blocking(tool))
-            return None
+            return await call.future
         except asyncio.CancelledError:
-            await asyncio.shield(self._stop(ref, answer, pool, index, kill=_blocking(tool)))
+            await asyncio.shield(dispatcher.stop(call))
             raise
-
-    async def _stop(
-        self, ref: Any, answer: asyncio.Future[Any], pool: _Pool, index: int, *, kill: bool
-    ) -> None:
-        """Cancel a call on its worker; kill (and so restart) the worker when the call runs
-        blocking code (cancelling cannot stop a thread) or does not stop within `grace`."""
-        import ray
-
-        ray.cancel(ref)
-        done, _ = await asyncio.wait([answer], timeout=self.grace)
-        if kill or not done:
-            logger.warning("restarting a worker to stop a call that outlived its limit")
-            ray.kill(pool.actors[index], no_restart=False)
-            pool.restarted(index)
 
     def close(self) -> None:
         """Kill every worker actor (the Ray runtime itself stays up)."""
@@ -340,13 +754,6 @@ class RayBackend:
         self._pools.clear()
 
 
-def _answer(ref: Any) -> asyncio.Future[Any]:
-    """The call's answer as an asyncio future whose failure never goes unretrieved."""
-    future = asyncio.wrap_future(ref.future())
-    future.add_done_callback(lambda done: done.cancelled() or done.exception())
-    return future
-
-
 def _blocking(tool: Tool) -> bool:
     """Whether the tool runs synchronous code in a thread, which only a process kill stops."""
     from toolbridge.function_tool import FunctionTool
@@ -354,23 +761,60 @@ def _blocking(tool: Tool) -> bool:
     return isinstance(tool, FunctionTool) and not tool._is_async
 
 
-def _failed(error: ToolError) -> Invocation:
-    return Invocation(ToolResult.error(error), None, error, None)
+def _failed(error: ToolError, exception: BaseException | None = None) -> Invocation:
+    return Invocation(ToolResult.error(error), None, error, exception)
 
 
-def _timed_out(tool_name: str, time_limit: float) -> ToolError:
+# --- texts only a cluster needs (every other text comes from the registry, as locally) ---
+
+
+def _no_worker(call: _Pending) -> ToolError:
+    """A call no worker took before its deadline: say which resource no node has, if so."""
+    name = call.tool.name
+    missing = call.pool.missing() if call.pool.needs else []
+    if missing:
+        offers = " or ".join(repr(key) for key in missing)
+        return ToolError(
+            ErrorKind.EXECUTION_ERROR,
+            f"no worker offers resource {offers}, which tool {name!r} needs: no node of the "
+            "Ray cluster has it, so the call did not run.",
+            "Do not call this tool again now; tell the user the cluster needs a node with "
+            f"that resource (the tool asks for {dict(call.pool.needs)}).",
+        )
+    limit = call.time_limit
+    within = f"its time limit of {limit:g} s" if limit is not None else "the time allowed"
     return ToolError(
         ErrorKind.TIMEOUT,
-        f"{tool_name!r} did not finish within {time_limit:g} s and was stopped.",
-        "Try a smaller task, or ask the user to raise the time limit.",
+        f"tool {name!r} did not start within {within}: no Ray worker for it was up in "
+        "time (the cluster is busy or still starting one), so the call did not run.",
+        "Try again later, or tell the user the cluster is short of workers.",
     )
 
 
-def _worker_lost(tool_name: str, attempts: int, retried: bool, exc: Exception | None) -> ToolError:
-    again = f" (tried {attempts} times)" if retried else " (not retried: it may have side effects)"
+def _worker_failed(tool_name: str, cause: str) -> ToolError:
+    return ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"the worker running {tool_name!r} failed outside the tool: {cause}.",
+        "Tell the user; the cluster or its tool source needs attention.",
+    )
+
+
+def _cancelled(tool_name: str) -> ToolError:
+    return ToolError(
+        ErrorKind.CANCELLED,
+        f"the call to {tool_name!r} was cancelled before it finished.",
+        "It may have partly run: check its effects before calling it again.",
+    )
+
+
+def _worker_lost(call: _Pending, exc: Exception | None) -> ToolError:
+    again = (
+        f" (tried {call.tries} times)" if call.retryable
+        else " (not retried: it may have side effects)"
+    )  # fmt: skip
     return ToolError(
         ErrorKind.WORKER_LOST,
-        f"the worker running {tool_name!r} died before it answered{again}; it may have "
+        f"the worker running {call.tool.name!r} died before it answered{again}; it may have "
         f"partly run. Cause: {type(exc).__name__ if exc else 'unknown'}.",
         "Check its effects before calling it again.",
     )

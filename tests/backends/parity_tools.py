@@ -1,0 +1,133 @@
+"""Tools whose outcomes must read the same on every backend, built the same way on the
+caller and on Ray workers (`build`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from toolbridge import (
+    Tool,
+    ToolContext,
+    ToolExecutionError,
+    ToolResult,
+    current_context,
+    tool,
+    tool_parameters,
+)
+from toolbridge.errors import WorkspaceViolation
+from toolbridge.progress import report_progress
+
+
+@tool(read_only=True)
+async def add(a: int, b: int) -> dict[str, int]:
+    """A plain success with a structured value."""
+    return {"sum": a + b}
+
+
+@tool(read_only=True)
+async def refuse(path: str) -> str:
+    """Fails the way a tool says it failed, with a message and hint for the model."""
+    raise ToolExecutionError(f"no file at {path!r}", hint="List the folder first.")
+
+
+@tool(read_only=True)
+async def error_result(path: str) -> ToolResult:
+    """Returns an error result of its own."""
+    return ToolResult.error(f"{path} is locked", metadata={"locked": path})
+
+
+@tool(read_only=True)
+async def crash(message: str) -> str:
+    """Raises an unexpected exception."""
+    raise ValueError(message)
+
+
+@tool(read_only=True)
+async def malformed() -> ToolResult:
+    """Returns a result that cannot be sent back (its content is a number)."""
+    return ToolResult(42)  # type: ignore[arg-type]
+
+
+@tool(read_only=True, timeout=0.5)
+async def too_slow(seconds: float) -> str:
+    """Outlives its time limit."""
+    await asyncio.sleep(seconds)
+    return "finished"
+
+
+@tool(timeout=0.5)
+async def stubborn() -> str:
+    """Ignores being cancelled (a misbehaving tool): only killing its process stops it."""
+    (current_context().workspace / "stubborn.pid").write_text(str(os.getpid()))
+    while True:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:  # swallowed on purpose: the fault under test
+            continue
+
+
+@tool
+async def read_secret(spelling: str) -> str:
+    """Refused by the workspace guard, whatever the spelling (the loop guard counts it).
+    Not read-only, so calls run in order and the guard counts them in that order."""
+    raise WorkspaceViolation(f"{spelling!r} is outside the workspace", target="/etc/shadow")
+
+
+@tool(read_only=True)
+async def wait_forever(label: str) -> str:
+    """Says it started (a file), then waits until cancelled."""
+    (current_context().workspace / f"{label}.started").write_text(label)
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@tool(read_only=True)
+async def pid() -> int:
+    """The id of the process running the call."""
+    return os.getpid()
+
+
+@tool(read_only=True)
+async def long_text(chars: int) -> str:
+    """A result past the cap: previewed, and saved on the caller's side."""
+    return "".join(chr(ord("a") + i % 26) for i in range(chars))
+
+
+@tool(read_only=True)
+async def steps(count: int) -> str:
+    """Reports its progress `count` times, then answers."""
+    for step in range(1, count + 1):
+        report_progress(step, count, f"step {step} of {count}")
+        await asyncio.sleep(0)
+    return f"{count} steps"
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsQuantum(Tool):
+    """Needs a resource no node of the test cluster has."""
+
+    name = "needs_quantum"
+    description = "Runs where a quantum chip is."
+    ray_resources = {"quantum_chip": 1}
+    timeout = 1.5
+
+    async def execute(self, **kwargs: Any) -> str:
+        return "ran"
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsQuantumNoLimit(NeedsQuantum):
+    """The same, without a time limit of its own."""
+
+    name = "needs_quantum_no_limit"
+    timeout = None
+
+
+def build(ctx: ToolContext) -> list[Tool]:
+    return [
+        add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
+        wait_forever, pid, long_text, steps,
+        NeedsQuantum(), NeedsQuantumNoLimit(),
+    ]  # fmt: skip
