@@ -45,9 +45,9 @@ def to_json(value: Any) -> str:
     try:
         try:
             text = _dumps(value)
-        except ValueError:  # NaN or an infinity, or a value that holds itself
+        except (ValueError, TypeError):  # NaN, an infinity, a key not text, or a loop
             text = _dumps(_named_numbers(value))
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise JournalError(
             f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
             "(objects, arrays, text, numbers) that does not contain itself"
@@ -72,8 +72,17 @@ def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
         raise ValueError(f"keep_sessions must be 0 or more, not {keep_sessions}")
 
 
+def _repr(value: Any) -> str:
+    """What JSON cannot hold, as its repr; a repr that fails is not the caller's problem
+    (a refused call's hostile arguments are still recorded)."""
+    try:
+        return repr(value)
+    except Exception as exc:
+        return f"<{type(value).__name__} object (its repr failed: {type(exc).__name__})>"
+
+
 _ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), default=repr, allow_nan=False
+    ensure_ascii=False, separators=(",", ":"), default=_repr, allow_nan=False
 )  # made once: `json.dumps` with options builds an encoder per call
 
 
@@ -82,11 +91,17 @@ def _dumps(value: Any) -> str:
 
 
 def _named_numbers(value: Any) -> Any:
-    """`value` with every NaN or infinite float replaced by its name."""
+    """`value` with every NaN or infinite float replaced by its name, and every object
+    key JSON cannot hold (a tuple) by its repr."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
-        return {key: _named_numbers(item) for key, item in value.items()}
+        return {
+            key if isinstance(key, str | int | float | bool | None) else _repr(key): _named_numbers(
+                item
+            )
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_named_numbers(item) for item in value]
     return value

@@ -1,0 +1,37 @@
+"""Acceptance review of the journal: what an independent check found, each on SQLite and a
+real PostgreSQL server where the journal's backend matters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
+from toolbridge.errors import ErrorKind
+from toolbridge.journal import CallState, open_journal
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for this object")
+
+
+async def test_a_refused_call_with_arguments_json_cannot_hold_is_recorded_not_raised(
+    journal_target: str, tmp_path: Path
+) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    hostile = {"k": {(1, 2): 3}, "r": {"a": _Unprintable(), "b": 1}}
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        outcomes = await executor.run([ToolCallRequest(i, "add", a) for i, a in hostile.items()])
+        assert [o.kind for o in outcomes] == [ErrorKind.INVALID_ARGUMENTS] * 2
+        entries = await journal.entries(session="s")
+    assert sorted(e.key.call_id for e in entries) == ["k", "r"]
+    assert {e.state for e in entries} == {CallState.REFUSED}
+    by_id = {e.key.call_id: e.arguments for e in entries}
+    assert by_id["k"] == {"(1, 2)": 3}
+    assert by_id["r"]["b"] == 1 and "_Unprintable" in by_id["r"]["a"]
