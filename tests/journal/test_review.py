@@ -35,3 +35,28 @@ async def test_a_refused_call_with_arguments_json_cannot_hold_is_recorded_not_ra
     by_id = {e.key.call_id: e.arguments for e in entries}
     assert by_id["k"] == {"(1, 2)": 3}
     assert by_id["r"]["b"] == 1 and "_Unprintable" in by_id["r"]["a"]
+
+
+async def test_a_call_id_that_is_not_text_is_an_error_of_that_call_alone(
+    journal_target: str, tmp_path: Path
+) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        number, none, fine = await executor.run([
+            ToolCallRequest(5, "add", {"a": 1, "b": 2}),  # type: ignore[arg-type]
+            ToolCallRequest(None, "no_such_tool", {}),  # type: ignore[arg-type]
+            ToolCallRequest("c", "add", {"a": 1, "b": 2}),
+        ])  # fmt: skip
+        assert fine.ok and fine.result.text == "3"
+        assert number.kind is ErrorKind.EXECUTION_ERROR
+        assert "call id is not text" in number.result.text
+        assert "failed: AttributeError" not in number.result.text
+        assert none.kind is ErrorKind.UNKNOWN_TOOL
+        entries = await journal.entries(session="s")
+    assert [e.key.call_id for e in entries] == ["c"]

@@ -168,6 +168,11 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     is never UTF-8, and PostgreSQL's text holds no NUL (`nul` False). Storing it changed
     would let two calls share one record, so it is an error of that claim alone."""
     for part, text in (("session", key.session), ("call id", key.call_id), ("tool name", tool)):
+        if not isinstance(text, str):  # hostile input the type hints did not stop
+            raise JournalError(
+                f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
+                f"journal: its {part} is not text ({type(text).__name__}). Use a string."
+            )
         if text.isascii() and (nul or "\x00" not in text):
             continue
         if not nul and "\x00" in text:
