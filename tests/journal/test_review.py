@@ -3,11 +3,23 @@ real PostgreSQL server where the journal's backend matters."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
 from toolbridge.errors import ErrorKind
-from toolbridge.journal import CallState, open_journal
+from toolbridge.journal import (
+    CallJournal,
+    CallKey,
+    CallState,
+    ClaimAction,
+    SQLiteJournal,
+    open_journal,
+)
 
 
 class _Unprintable:
@@ -60,3 +72,39 @@ async def test_a_call_id_that_is_not_text_is_an_error_of_that_call_alone(
         assert none.kind is ErrorKind.UNKNOWN_TOOL
         entries = await journal.entries(session="s")
     assert [e.key.call_id for e in entries] == ["c"]
+
+
+async def test_an_unheard_claim_of_a_queued_call_leaves_it_queued_not_interrupted(
+    journal_target: str,
+) -> None:
+    key = CallKey("s", "c1", "d" * 64)
+    async with await open_journal(journal_target) as first:  # claims it queued, then dies
+        assert (await first.claim(key, "t", {}, queued=True)).action is ClaimAction.RUN
+    async with await open_journal(journal_target) as journal:
+        release, blocker = hold_the_writer(journal)
+        claim = asyncio.ensure_future(journal.claim(key, "t", {}))  # to run it at once
+        await asyncio.sleep(0.05)
+        claim.cancel()  # the caller never hears the answer, so never starts the tool
+        release()
+        await blocker
+        with pytest.raises(asyncio.CancelledError):
+            await claim
+        await journal.entries()  # the undo was queued before this, on the same writer
+        entry = await journal.entry(key)
+        assert entry is not None and entry.state is CallState.QUEUED
+        again = await journal.claim(key, "t", {})
+        assert again.action is ClaimAction.RUN and again.entry.attempt == 1
+
+
+def hold_the_writer(journal: CallJournal) -> tuple[Any, asyncio.Future[Any]]:
+    """Keep the journal's writer busy until `release()`, so a claim waits in its queue."""
+    if isinstance(journal, SQLiteJournal):
+        gate = threading.Event()
+        journal._inline = False  # batches go to the writer thread (held), not run on the loop
+        return gate.set, asyncio.ensure_future(journal._submit(lambda conn: gate.wait(5)))
+    event = asyncio.Event()
+
+    async def wait(conn: object) -> None:
+        await event.wait()
+
+    return event.set, asyncio.ensure_future(journal._submit(wait))  # type: ignore[attr-defined]

@@ -120,10 +120,12 @@ class _Finish:
 
 @dataclass(slots=True)
 class _Release:
-    """Let go of owned calls; `delete` also removes their rows (claims nobody heard)."""
+    """Let go of owned calls; `delete` also removes their rows, `requeue` marks them queued
+    again (claims nobody heard: new rows, and queued rows taken over)."""
 
     keys: list[CallKey]
     delete: bool = False
+    requeue: bool = False
 
 
 @dataclass(slots=True)
@@ -140,6 +142,7 @@ class PostgresJournal(CallJournal):
         self._description = description
         self._owner = owner
         self._held: set[CallKey] = set()
+        self._from_queue: set[CallKey] = set()  # claims that took a queued row, until heard
         self._sessions: set[str] = set()  # runs held by `hold_session`
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
@@ -259,15 +262,21 @@ class PostgresJournal(CallJournal):
 
     def _settle(self, job: _Job, ok: bool, value: Any) -> None:
         assert job.future is not None
+        requeue = False
+        if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
+            self._from_queue.discard(value.entry.key)
+            requeue = value.action is ClaimAction.RUN
         if not job.future.cancelled():
             if ok:
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
         elif ok and isinstance(value, Claim) and value.action in _OWNING and not self._closed:
-            # Nobody heard the answer, so the call never ran: undo the claim.
-            delete = value.action is ClaimAction.RUN
-            self._jobs.put_nowait(_Job(_Release([value.entry.key], delete=delete), None))
+            # Nobody heard the answer, so the call never ran: undo the claim (a queued row
+            # it took over is queued again, not deleted: its record stays).
+            delete = value.action is ClaimAction.RUN and not requeue
+            release = _Release([value.entry.key], delete=delete, requeue=requeue)
+            self._jobs.put_nowait(_Job(release, None))
 
     async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
         """Insert every call not stored yet (they are this journal's now); ask about the rest."""
@@ -328,6 +337,8 @@ class PostgresJournal(CallJournal):
                 answers.append(Claim(ClaimAction.BUSY, entry))
             elif entry.state is CallState.QUEUED:  # it never started: run it, same attempt
                 taken = await self._take_over(op.key, owner, "queued", op.queued)
+                if taken is not None:
+                    self._from_queue.add(op.key)  # an unheard claim queues it again
                 action = ClaimAction.RUN if taken is not None else ClaimAction.BUSY
                 answers.append(Claim(action, taken or entry))
             elif (taken := await self._take_over(op.key, owner)) is not None:
@@ -425,6 +436,9 @@ class PostgresJournal(CallJournal):
         change = (
             "DELETE FROM toolbridge_calls AS c USING"
             if op.delete
+            else "UPDATE toolbridge_calls AS c SET owner = NULL, state = 'queued', "
+            "started_at = NULL FROM"
+            if op.requeue
             else "UPDATE toolbridge_calls AS c SET owner = NULL FROM"
         )
         await self._conn.execute(

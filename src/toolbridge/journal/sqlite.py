@@ -625,9 +625,14 @@ class SQLiteJournal(CallJournal):
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
             # The caller was cancelled before it heard the answer, so it never ran the call:
-            # a new row goes, a taken one is left ownerless; either way, let go.
-            if claim.action is ClaimAction.RUN and not inserted:
-                _set_owner(conn, key, None)
+            # a new row goes, a taken queued one is queued again and an interrupted one is
+            # left ownerless; either way, let go.
+            if claim.action is ClaimAction.RUN and not inserted:  # taken over: it was queued
+                conn.execute(
+                    "UPDATE toolbridge_calls SET owner = NULL, state = 'queued', started_at = NULL "
+                    "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                    tuple(key),
+                )
             elif claim.action is ClaimAction.RUN:
                 conn.execute(
                     "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? "
