@@ -17,6 +17,7 @@ from toolbridge.journal import (
     CallKey,
     CallState,
     ClaimAction,
+    JournalError,
     SQLiteJournal,
     open_journal,
 )
@@ -108,3 +109,10 @@ def hold_the_writer(journal: CallJournal) -> tuple[Any, asyncio.Future[Any]]:
         await event.wait()
 
     return event.set, asyncio.ensure_future(journal._submit(wait))  # type: ignore[attr-defined]
+
+
+def test_a_folder_given_as_the_journal_says_it_is_a_folder(tmp_path: Path) -> None:
+    for create in (True, False):
+        with pytest.raises(JournalError, match="is a folder, not a journal file"):
+            SQLiteJournal(tmp_path, create=create)
+    assert list(tmp_path.iterdir()) == []

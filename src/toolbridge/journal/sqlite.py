@@ -976,6 +976,11 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
 def _why_not_writable(path: Path) -> str:
     """Why the journal at `path` cannot be created or written, and what to do about it."""
     folder = path.parent
+    if path.is_dir():
+        return (
+            f"{path} is a folder, not a journal file. Give the path of the journal's file "
+            "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
+        )
     if not folder.is_dir():
         return (
             f"the folder {folder} does not exist. Create it, or give the journal a path in "
