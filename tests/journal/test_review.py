@@ -116,3 +116,20 @@ def test_a_folder_given_as_the_journal_says_it_is_a_folder(tmp_path: Path) -> No
         with pytest.raises(JournalError, match="is a folder, not a journal file"):
             SQLiteJournal(tmp_path, create=create)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_reader_opened_before_the_owners_file_existed_sees_a_live_call_running(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.sqlite3"
+    async with SQLiteJournal(path):
+        pass
+    (tmp_path / "journal.sqlite3-owners").unlink()  # a journal restored without its side file
+    key = CallKey("s", "c1", "d" * 64)
+    async with SQLiteJournal(path, create=False) as reader, SQLiteJournal(path) as writer:
+        assert (await writer.claim(key, "t", {})).action is ClaimAction.RUN
+        entry = await reader.entry(key)
+        assert entry is not None and entry.state is CallState.RUNNING
+    async with SQLiteJournal(path, create=False) as reader:  # the writer is gone now
+        entry = await reader.entry(key)
+        assert entry is not None and entry.state is CallState.INTERRUPTED

@@ -140,8 +140,9 @@ class _Owner:
         flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         self.number = 0
         self.held: set[CallKey] = set()
+        self._path, self._flags = path, flags | (0 if follow_links else os.O_NOFOLLOW)
         try:
-            self.fd = os.open(path, flags | (0 if follow_links else os.O_NOFOLLOW), 0o600)
+            self.fd = os.open(path, self._flags, 0o600)
         except FileNotFoundError:
             if create:
                 raise
@@ -156,12 +157,14 @@ class _Owner:
     def elsewhere(self, number: int | None) -> bool:
         """Whether another open journal owns the calls whose owner is `number` (this one's
         own calls are in `held`)."""
-        return (
-            number is not None
-            and number != self.number
-            and self.fd >= 0
-            and _locked_by_another(self.fd, number)
-        )
+        if number is None or number == self.number:
+            return False
+        if self.fd < 0:  # a reader's: the side file may have come since (a writer opened)
+            try:
+                self.fd = os.open(self._path, self._flags)
+            except OSError:  # still none (or not one to open): no owner can be proven alive
+                return False
+        return _locked_by_another(self.fd, number)
 
     def close(self) -> None:
         self.held.clear()
