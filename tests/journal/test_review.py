@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from toolbridge.journal import (
     SQLiteJournal,
     open_journal,
 )
+from toolbridge.journal.recorder import CallRecorder
 
 
 class _Unprintable:
@@ -133,3 +135,31 @@ async def test_a_reader_opened_before_the_owners_file_existed_sees_a_live_call_r
     async with SQLiteJournal(path, create=False) as reader:  # the writer is gone now
         entry = await reader.entry(key)
         assert entry is not None and entry.state is CallState.INTERRUPTED
+
+
+async def test_a_redactor_that_fails_on_refused_arguments_neither_raises_nor_leaks(
+    journal_target: str, tmp_path: Path
+) -> None:
+    @tool
+    def login(user: str, token: str) -> str:
+        """Log in."""
+        return f"welcome {user}"
+
+    def redact(name: str, arguments: Mapping[str, Any]) -> Any:
+        return {**arguments, "token": arguments["token"][:2] + "***"}  # valid arguments only
+
+    registry = ToolRegistry([login], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=CallRecorder(journal, "s", redact=redact))
+        ok, missing, text = await executor.run([
+            ToolCallRequest("a", "login", {"user": "u", "token": "secret-a"}),
+            ToolCallRequest("b", "login", {"user": "secret-b"}),  # invalid: no token
+            ToolCallRequest("c", "login", '{"token": "secret-c"'),  # type: ignore[arg-type]
+        ])  # fmt: skip
+        assert ok.ok and ok.result.text == "welcome u"
+        assert missing.kind is ErrorKind.INVALID_ARGUMENTS
+        assert text.kind is ErrorKind.ARGUMENTS_NOT_JSON
+        entries = {e.key.call_id: e for e in await journal.entries(session="s")}
+    assert entries["a"].arguments == {"user": "u", "token": "se***"}
+    assert {e.state for e in entries.values()} == {CallState.FINISHED, CallState.REFUSED}
+    assert "secret" not in str([e.arguments for e in entries.values()])

@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 JOURNAL_METADATA_KEY = "toolbridge.journal"
 """Metadata key of a replayed result: ``{"replayed": True, "attempt": n}``."""
 
+UNREDACTED = "<not stored: the redactor could not read these arguments>"
+"""What a refused call's record holds instead of arguments its redactor failed on."""
+
 Redactor = Callable[[str, Mapping[str, Any]], Any]
 """(tool name, arguments) -> what to store as the arguments (default: them as they are)."""
 
@@ -145,8 +148,15 @@ class CallRecorder:
         """Record a call refused before it ran (never claimed: it did not run). The audit
         record failing does not change the refusal: it is logged."""
         stored = arguments
-        if self.redact is not None and isinstance(arguments, Mapping):
-            stored = self.redact(tool_name, arguments)
+        if self.redact is not None:  # never stored unredacted: a refusal's are often odd
+            try:
+                if not isinstance(arguments, Mapping):
+                    raise TypeError(f"the arguments are {type(arguments).__name__}, not an object")
+                stored = self.redact(tool_name, arguments)
+            except Exception as exc:
+                logger.error("the redactor could not read the arguments of refused call %r "
+                             "(%s); they are not stored", call_id, type(exc).__name__)  # fmt: skip
+                stored = UNREDACTED
         try:
             await self.journal.refuse(
                 refused_key(self.session, call_id), tool_name, stored,
