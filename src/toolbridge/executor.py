@@ -473,7 +473,7 @@ class ToolExecutor:
                 repairs=prepared.repairs,
                 started_at=time.time(),
             )
-            await self._settle(batch, index, outcome)
+            await self._refuse(batch, index, outcome, prepared.arguments)  # it never ran
 
     # --- one call -------------------------------------------------------------------------
 

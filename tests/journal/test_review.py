@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
+from toolbridge import (
+    ExecutionPolicy,
+    ToolCallRequest,
+    ToolContext,
+    ToolExecutor,
+    ToolRegistry,
+    tool,
+)
 from toolbridge.errors import ErrorKind
 from toolbridge.journal import (
     CallJournal,
@@ -163,3 +170,29 @@ async def test_a_redactor_that_fails_on_refused_arguments_neither_raises_nor_lea
     assert entries["a"].arguments == {"user": "u", "token": "se***"}
     assert {e.state for e in entries.values()} == {CallState.FINISHED, CallState.REFUSED}
     assert "secret" not in str([e.arguments for e in entries.values()])
+
+
+async def test_calls_skipped_after_a_failure_are_in_the_audit_trail(
+    journal_target: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def step(name: str) -> str:
+        """Do one step; the step named 'bad' fails."""
+        ran.append(name)
+        if name == "bad":
+            raise ValueError("bad step")
+        return name
+
+    registry = ToolRegistry([step], context=ToolContext(workspace=tmp_path, session="s"))
+    policy = ExecutionPolicy(fail_on_tool_error=True, persist_results=False)
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, policy, journal=journal)
+        outcomes = await executor.run(
+            [ToolCallRequest(f"c{i}", "step", {"name": n}) for i, n in enumerate(["bad", "x"])]
+        )
+        assert ran == ["bad"] and outcomes[1].kind is ErrorKind.CANCELLED
+        entries = {e.key.call_id: e for e in await journal.entries(session="s")}
+    assert entries["c0"].state is CallState.FINISHED
+    assert (entries["c1"].state, entries["c1"].error_kind) == (CallState.REFUSED, "cancelled")
