@@ -613,6 +613,8 @@ class _Dispatcher:
             waiting = self.waiting.get(call.pool, [])
             if call in waiting:
                 waiting.remove(call)
+                if not waiting:  # else `_send` polls for a worker for nobody, forever
+                    del self.waiting[call.pool]
             self._finish(call, _failed(_cancelled(call.tool.name)))
             return
         stream = call.stream
