@@ -529,6 +529,11 @@ class ToolExecutor:
                             start = self._started(batch, call)
                             if unrecorded is not None:
                                 invocation = _answered(tool.name, ToolResult.error(unrecorded))
+                                # It never started: left queued (not finished with this
+                                # error), so it runs once the journal can record it.
+                                if recording is not None:
+                                    await self._abandon(recording)
+                                recording = None
                             else:
                                 invocation = await self._run_prepared(
                                     tool.name, call.id, prepared, time_limit

@@ -196,3 +196,37 @@ async def test_calls_skipped_after_a_failure_are_in_the_audit_trail(
         entries = {e.key.call_id: e for e in await journal.entries(session="s")}
     assert entries["c0"].state is CallState.FINISHED
     assert (entries["c1"].state, entries["c1"].error_kind) == (CallState.REFUSED, "cancelled")
+
+
+async def test_a_call_whose_start_could_not_be_recorded_is_not_stored_as_finished(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def step(name: str) -> str:
+        """Do one step."""
+        ran.append(name)
+        return f"did {name}"
+
+    class StartFailsOnce(SQLiteJournal):
+        """A real journal whose first `start` fails, as a full disk or a lock held too
+        long would make it (then the disk has room again)."""
+
+        failed = False
+
+        async def start(self, key: CallKey) -> None:
+            if not self.failed:
+                self.failed = True
+                raise JournalError("the disk holding the journal is full")
+            await super().start(key)
+
+    registry = ToolRegistry([step], context=ToolContext(workspace=tmp_path, session="s"))
+    policy = ExecutionPolicy(max_concurrency=1, persist_results=False)
+    call = ToolCallRequest("c1", "step", {"name": "a"})
+    async with StartFailsOnce(tmp_path / "journal.sqlite3") as journal:
+        [first] = await ToolExecutor(registry, policy, journal=journal).run([call])
+        assert first.kind is ErrorKind.EXECUTION_ERROR and "was not run" in first.result.text
+        assert ran == []
+        [again] = await ToolExecutor(registry, policy, journal=journal).run([call])
+    assert again.ok and again.result.text == "did a" and ran == ["a"]
