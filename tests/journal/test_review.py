@@ -19,6 +19,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
+from toolbridge.approval import arguments_digest
 from toolbridge.errors import ErrorKind
 from toolbridge.journal import (
     CallJournal,
@@ -230,3 +231,40 @@ async def test_a_call_whose_start_could_not_be_recorded_is_not_stored_as_finishe
         assert ran == []
         [again] = await ToolExecutor(registry, policy, journal=journal).run([call])
     assert again.ok and again.result.text == "did a" and ran == ["a"]
+
+
+async def test_a_journal_failure_after_taking_over_an_interrupted_call_lets_it_go(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    @tool(read_only=True)
+    def look(name: str) -> str:
+        """Look something up (read-only: re-run after a crash)."""
+        ran.append(name)
+        return f"found {name}"
+
+    class RestartFailsOnce(SQLiteJournal):
+        """A real journal whose first `restart` fails (a full disk, then room again)."""
+
+        failed = False
+
+        async def restart(self, key: CallKey, *, queued: bool = False) -> Any:
+            if not self.failed:
+                self.failed = True
+                raise JournalError("the disk holding the journal is full")
+            return await super().restart(key, queued=queued)
+
+    registry = ToolRegistry([look], context=ToolContext(workspace=tmp_path, session="s"))
+    call = ToolCallRequest("c1", "look", {"name": "a"})
+    path = tmp_path / "journal.sqlite3"
+    async with SQLiteJournal(path) as crashed:  # it started the call, then went away
+        key = CallKey("s", "c1", arguments_digest("look", {"name": "a"}))
+        assert (await crashed.claim(key, "look", {"name": "a"})).action is ClaimAction.RUN
+    async with RestartFailsOnce(path) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        [first] = await executor.run([call])
+        assert "was not run" in first.result.text and ran == []
+        # A real hang (the call kept as this journal's own, busy forever) reaches the limit.
+        [again] = await asyncio.wait_for(executor.run([call]), 30)
+    assert again.ok and again.result.text == "found a" and ran == ["a"]

@@ -90,6 +90,7 @@ class CallRecorder:
         """
         key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
         stored = self.redact(tool.name, arguments) if self.redact else arguments
+        taken = False  # owned as interrupted: `restart` or `finish` it, or let it go
         try:
             claim = await self.journal.claim(
                 key, tool.name, stored, approval=approval, queued=queued
@@ -118,6 +119,7 @@ class CallRecorder:
                     "attempt": claim.entry.attempt,
                 }
                 return result
+            taken = True  # the claim was INTERRUPTED: this journal owns the call now
             if tool.read_only or getattr(tool, "idempotent", False):
                 entry = await self.journal.restart(key, queued=queued)
                 logger.info("re-running interrupted call %r of %r", call_id, tool.name)
@@ -128,6 +130,11 @@ class CallRecorder:
             return error
         except JournalError as exc:
             logger.error("journal failed before call %r of %r: %s", call_id, tool.name, exc)
+            if taken:  # a call this journal took over is let go, not kept busy by nobody
+                try:
+                    await self.journal.abandon(key)
+                except JournalError as again:
+                    logger.error("could not let go of call %r: %s", call_id, again)
             return _not_recorded(exc)
 
     async def start(self, recording: Recording) -> ToolError | None:
