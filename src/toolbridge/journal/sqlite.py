@@ -164,6 +164,7 @@ class _Owner:
                 self.fd = os.open(self._path, self._flags)
             except OSError:  # still none (or not one to open): no owner can be proven alive
                 return False
+            _OPEN_OWNERS.add(self)  # a forked child closes its copy, as of any owner's
         return _locked_by_another(self.fd, number)
 
     def close(self) -> None:
