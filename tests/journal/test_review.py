@@ -268,3 +268,45 @@ async def test_a_journal_failure_after_taking_over_an_interrupted_call_lets_it_g
         # A real hang (the call kept as this journal's own, busy forever) reaches the limit.
         [again] = await asyncio.wait_for(executor.run([call]), 30)
     assert again.ok and again.result.text == "found a" and ran == ["a"]
+
+
+async def test_a_run_cancelled_while_taking_over_an_interrupted_call_lets_it_go(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    @tool(read_only=True)
+    def look(name: str) -> str:
+        """Look something up (read-only: re-run after a crash)."""
+        ran.append(name)
+        return f"found {name}"
+
+    class SlowRestart(SQLiteJournal):
+        """A real journal whose first `restart` waits until the test lets it go on."""
+
+        entered = asyncio.Event()
+        waited = False
+
+        async def restart(self, key: CallKey, *, queued: bool = False) -> Any:
+            if not self.waited:
+                self.waited = True
+                self.entered.set()
+                await asyncio.Event().wait()  # until cancelled
+            return await super().restart(key, queued=queued)
+
+    registry = ToolRegistry([look], context=ToolContext(workspace=tmp_path, session="s"))
+    call = ToolCallRequest("c1", "look", {"name": "a"})
+    path = tmp_path / "journal.sqlite3"
+    async with SQLiteJournal(path) as crashed:  # it started the call, then went away
+        key = CallKey("s", "c1", arguments_digest("look", {"name": "a"}))
+        assert (await crashed.claim(key, "look", {"name": "a"})).action is ClaimAction.RUN
+    async with SlowRestart(path) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        task = asyncio.create_task(executor.run([call]))
+        await asyncio.wait_for(journal.entered.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # A real hang (the call kept as this journal's own, busy forever) reaches the limit.
+        [again] = await asyncio.wait_for(executor.run([call]), 30)
+    assert again.ok and again.result.text == "found a" and ran == ["a"]

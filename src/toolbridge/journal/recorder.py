@@ -11,6 +11,7 @@ exactly what it saw the first time.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from collections.abc import Callable, Mapping
@@ -128,14 +129,22 @@ class CallRecorder:
             await self.journal.finish(key, result_to_json(ToolResult.error(error)),
                                       error_kind=error.kind)  # fmt: skip
             return error
+        except asyncio.CancelledError:
+            if taken:  # stopped mid-way: let go of it (it stays interrupted), then stop
+                await asyncio.shield(self._let_go(key))
+            raise
         except JournalError as exc:
             logger.error("journal failed before call %r of %r: %s", call_id, tool.name, exc)
             if taken:  # a call this journal took over is let go, not kept busy by nobody
-                try:
-                    await self.journal.abandon(key)
-                except JournalError as again:
-                    logger.error("could not let go of call %r: %s", call_id, again)
+                await self._let_go(key)
             return _not_recorded(exc)
+
+    async def _let_go(self, key: CallKey) -> None:
+        """Give up a call this journal took over and will not run now (best effort)."""
+        try:
+            await self.journal.abandon(key)
+        except JournalError as exc:
+            logger.error("could not let go of call %r: %s", key.call_id, exc)
 
     async def start(self, recording: Recording) -> ToolError | None:
         """Mark a queued recording running, just before its tool starts; the `ToolError` to
