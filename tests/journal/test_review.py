@@ -310,3 +310,30 @@ async def test_a_run_cancelled_while_taking_over_an_interrupted_call_lets_it_go(
         # A real hang (the call kept as this journal's own, busy forever) reaches the limit.
         [again] = await asyncio.wait_for(executor.run([call]), 30)
     assert again.ok and again.result.text == "found a" and ran == ["a"]
+
+
+async def test_a_redactor_that_fails_on_a_call_about_to_run_is_not_called_a_tool_failure(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def login(user: str, token: str) -> str:
+        """Log in."""
+        ran.append(user)
+        return f"welcome {user}"
+
+    def redact(name: str, arguments: Mapping[str, Any]) -> Any:
+        return {**arguments, "token": arguments["token"].encode("ascii").hex()}
+
+    registry = ToolRegistry([login], context=ToolContext(workspace=tmp_path, session="s"))
+    async with SQLiteJournal(tmp_path / "journal.sqlite3") as journal:
+        executor = ToolExecutor(registry, journal=CallRecorder(journal, "s", redact=redact))
+        [outcome] = await executor.run([
+            ToolCallRequest("a", "login", {"user": "u", "token": "sécret"}),
+        ])  # fmt: skip
+        assert await journal.entries(session="s") == []
+    assert ran == [] and outcome.kind is ErrorKind.EXECUTION_ERROR
+    assert "the call was not run" in outcome.result.text
+    assert "redactor failed on the arguments: UnicodeEncodeError" in outcome.result.text
+    assert "tool 'login' failed" not in outcome.result.text

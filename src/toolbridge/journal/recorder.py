@@ -90,7 +90,12 @@ class CallRecorder:
         `queued`: the call may wait for a slot; `start` its recording when its tool starts.
         """
         key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
-        stored = self.redact(tool.name, arguments) if self.redact else arguments
+        try:
+            stored = self.redact(tool.name, arguments) if self.redact else arguments
+        except Exception as exc:  # the caller's code: the call is not run unrecorded
+            logger.exception("the journal's redactor failed on call %r of %r", call_id, tool.name)
+            failed = JournalError(f"its redactor failed on the arguments: {type(exc).__name__}")
+            return _not_recorded(failed)
         taken = False  # owned as interrupted: `restart` or `finish` it, or let it go
         try:
             claim = await self.journal.claim(
