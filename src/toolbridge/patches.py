@@ -118,7 +118,12 @@ def parse_patch(text: str) -> tuple[FileChange, ...]:
     if lines[0].strip() == _BEGIN:
         return _V4AReader(lines).read()
     if any(
-        line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
+        line.startswith("diff --git ")
+        or (
+            line.startswith("--- ")
+            and index + 1 < len(lines)
+            and lines[index + 1].startswith("+++ ")
+        )
         for index, line in enumerate(lines)
     ):
         return _read_unified(lines)
@@ -222,7 +227,8 @@ class _V4AReader:
                 self.index += 1
                 hunks.finish(end_of_file=True)
                 continue
-            if stripped.startswith("*** "):
+            # The next operation, or the end. A context line (' *** note') is not one.
+            if stripped == _END or line.startswith((_ADD, _DELETE, _UPDATE)):
                 break
             self.index += 1
             hunks.add(line, self.index)

@@ -557,3 +557,70 @@ async def test_apply_patch_is_loaded_and_needs_approval_like_write_file(workspac
     write = registry.get("write_file")
     assert tool is not None and write is not None
     assert tool.read_only is False and tool.read_only == write.read_only
+
+
+async def test_hunk_lines_that_look_like_markers_are_content(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "notes.md").write_text("*** Heading ***\n--- rule\nold\n")
+    patch = v4a(
+        "*** Update File: notes.md",
+        "@@",
+        " *** Heading ***",
+        " --- rule",
+        "-old",
+        "+*** Add File: not a header",
+    )
+    result = await patcher.execute("apply_patch", {"patch": patch})
+    assert not result.is_error, result.text
+    assert (workspace / "notes.md").read_text() == (
+        "*** Heading ***\n--- rule\n*** Add File: not a header\n"
+    )
+
+
+async def test_a_missing_anchor_and_hunks_out_of_order_are_errors(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text(APP)
+    missing = await patcher.execute(
+        "apply_patch",
+        {"patch": v4a("*** Update File: app.py", "@@ class Missing:", "-x", "+y")},
+    )
+    assert missing.is_error
+    assert "hunk 1 of app.py: the anchor '@@ class Missing:' was not found" in missing.text
+    backwards = await patcher.execute(
+        "apply_patch",
+        {
+            "patch": v4a(
+                "*** Update File: app.py",
+                "@@",
+                " class Shouter:",
+                "-    def greet(self):",
+                "+    def shout(self):",
+                "@@",
+                "-import os",
+                "+import sys",
+            )
+        },
+    )
+    assert backwards.is_error
+    assert "hunk 2 of app.py: its context is found only before the place" in backwards.text
+    assert (workspace / "app.py").read_text() == APP
+
+
+async def test_a_git_rename_without_changes(patcher: ToolRegistry, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("same\n")
+    diff = "diff --git a/a.txt b/b.txt\nsimilarity index 100%\nrename from a.txt\nrename to b.txt\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert not result.is_error, result.text
+    assert result.text.splitlines()[1:] == ["moved a.txt -> b.txt (+0 -0)"]
+    assert (workspace / "b.txt").read_text() == "same\n" and not (workspace / "a.txt").exists()
+
+
+async def test_edits_in_a_crlf_file_keep_crlf(patcher: ToolRegistry, workspace: Path) -> None:
+    (workspace / "w.txt").write_bytes(b"a\r\nb\r\nc\r\n")
+    result = await patcher.execute(
+        "apply_patch", {"edits": [{"path": "w.txt", "old_text": "a\nb\n", "new_text": "a\nB\n"}]}
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "w.txt").read_bytes() == b"a\r\nB\r\nc\r\n"
