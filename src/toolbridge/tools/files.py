@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import difflib
 import os
 import time
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from toolbridge.fs import (
     require_directory,
 )
 from toolbridge.images import read_image_header
+from toolbridge.patches import closest_windows
 from toolbridge.results import image_media_type
 from toolbridge.security.workspace import WalkEntry, Workspace
 from toolbridge.tool import ImageBlock, TextBlock, ToolContext, ToolResult, tool_parameters
@@ -398,37 +398,10 @@ def _match_lines(text: str, needle: str) -> list[int]:
     return lines
 
 
-NEAR_LINES = 20
-NEAR_SECONDS = 2.0
-
-
 def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
     """The no-match error, showing the lines most like `needle` so the model can copy them."""
     lines = text.splitlines()
-    # Compare windows of at most NEAR_LINES lines, and stop at a time budget: the search
-    # runs in a thread that cannot be cancelled, so its cost must be bounded.
-    wanted = (needle.strip("\n").splitlines() or [needle])[:NEAR_LINES]
-    size = len(wanted)
-    target = "\n".join(line.strip() for line in wanted)
-    matcher = difflib.SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2(target[:4000])
-    scored: list[tuple[float, int]] = []
-    deadline = time.monotonic() + NEAR_SECONDS
-    for start in range(min(max(1, len(lines) - size + 1), 50_000)):
-        if start % 1000 == 999 and time.monotonic() > deadline:
-            break
-        window = "\n".join(line.strip() for line in lines[start : start + size])
-        matcher.set_seq1(window[:4000])
-        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
-            ratio = matcher.ratio()
-            if ratio >= 0.6:
-                scored.append((ratio, start))
-    chosen: list[tuple[float, int]] = []
-    for ratio, start in sorted(scored, key=lambda item: (-item[0], item[1])):
-        if all(abs(start - other) >= size for _, other in chosen):
-            chosen.append((ratio, start))
-        if len(chosen) == 3:
-            break
+    chosen = closest_windows(lines, needle.strip("\n").splitlines() or [needle])
     message = f"old_string was not found in {shown}"
     if not chosen:
         return ToolExecutionError(
@@ -436,8 +409,7 @@ def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
             hint="Read the file with read_file and copy the exact text into old_string.",
         )
     parts = [message + ". The closest text:"]
-    for ratio, start in chosen:
-        end = min(start + size, len(lines))
+    for ratio, start, end in chosen:
         same = "; differs only in indentation or spacing" if ratio == 1.0 else ""
         where = f"line {end}" if end == start + 1 else f"lines {start + 1}-{end}"
         parts.append(f"{where} ({ratio:.0%} similar{same}):")
