@@ -375,8 +375,7 @@ class ApplyPatchTool(WorkspaceTool):
                 created = self.workspace.write_atomic(entry.real, data)
                 done.append(entry)
                 if created and entry.mode is not None:
-                    with self.workspace.open_read(entry.real) as file:
-                        os.fchmod(file.fileno(), entry.mode)
+                    self._set_mode(entry.real, entry.mode)
             for entry in deletes:
                 self._delete(entry)
                 done.append(entry)
@@ -392,6 +391,11 @@ class ApplyPatchTool(WorkspaceTool):
             if problems:
                 logger.error("apply_patch could not put back %s", ", ".join(problems))
             raise
+
+    def _set_mode(self, real: Path, mode: int) -> None:
+        """Give the file at `real` the permission bits `mode` (opened without following links)."""
+        with self.workspace.open_read(real) as file:
+            os.fchmod(file.fileno(), mode)
 
     def _current(self, real: Path) -> bytes | None:
         if not os.path.lexists(real):
@@ -416,8 +420,8 @@ class ApplyPatchTool(WorkspaceTool):
             try:
                 if entry.original is None:
                     self._delete(entry)
-                else:
-                    self.workspace.write_atomic(entry.real, entry.original)
+                elif self.workspace.write_atomic(entry.real, entry.original) and entry.mode:
+                    self._set_mode(entry.real, entry.mode)  # a deleted file comes back as it was
             except (OSError, ToolExecutionError) as exc:
                 problems.append(f"{entry.shown} ({exc})")
         return problems
