@@ -200,7 +200,7 @@ async def test_every_provider_format_sends_the_image_as_an_image(workspace: Path
     assert block == {"image": {"format": "png", "source": {"bytes": data}}}
 
 
-async def test_gemini_names_a_gif_it_cannot_take_instead_of_failing_the_request(
+async def test_gemini_and_ollama_name_a_gif_they_cannot_take_instead_of_failing(
     workspace: Path,
 ) -> None:
     (workspace / "anim.gif").write_bytes(gif(2, 2))
@@ -210,5 +210,10 @@ async def test_gemini_names_a_gif_it_cannot_take_instead_of_failing_the_request(
     response = message["parts"][0]["functionResponse"]
     assert "parts" not in response
     assert "image/gif, which Gemini does not take" in response["response"]["output"]
+    [ollama_message] = ollama.result_messages(outcomes)
+    assert "images" not in ollama_message
+    assert "image/gif, which Ollama does not take" in ollama_message["content"]
     [anthropic_message] = anthropic.result_messages(outcomes)
     assert anthropic_message["content"][0]["content"][1]["source"]["media_type"] == "image/gif"
+    [bedrock_message] = bedrock.result_messages(outcomes)
+    assert bedrock_message["content"][0]["toolResult"]["content"][1]["image"]["format"] == "gif"
