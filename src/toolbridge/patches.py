@@ -532,7 +532,10 @@ def _place(texts: list[str], hunk: Hunk, cursor: int, offset: int, shown: str) -
         if starts is None:
             found = _find_all(texts, old, cursor, normal)
         else:
-            found = sorted({f for s in starts if (f := _find_first(texts, old, s, normal)) >= 0})
+            # From the anchor line itself: a context may repeat it as its first line.
+            found = sorted(
+                {f for s in starts if (f := _find_first(texts, old, s - 1, normal)) >= 0}
+            )
         if not found:
             continue
         if hunk.old_start is not None:

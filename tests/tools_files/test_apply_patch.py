@@ -624,3 +624,20 @@ async def test_edits_in_a_crlf_file_keep_crlf(patcher: ToolRegistry, workspace: 
     )
     assert not result.is_error, result.text
     assert (workspace / "w.txt").read_bytes() == b"a\r\nB\r\nc\r\n"
+
+
+async def test_a_context_that_repeats_its_anchor_line_applies(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text(APP)
+    patch = v4a(
+        "*** Update File: app.py",
+        "@@ class Shouter:",
+        " class Shouter:",
+        "     def greet(self):",
+        "-        return 'hi'",
+        "+        return 'HI'",
+    )
+    result = await patcher.execute("apply_patch", {"patch": patch})
+    assert not result.is_error, result.text
+    assert (workspace / "app.py").read_text().endswith("        return 'HI'\n")
