@@ -145,7 +145,7 @@ def _trim_blank(lines: list[str]) -> list[str]:
     start, end = 0, len(lines)
     while start < end and not lines[start].strip():
         start += 1
-    while end > start and not lines[end - 1].strip():
+    while end > start and not lines[end - 1]:  # " " at the end is an empty context line
         end -= 1
     return lines[start:end]
 

@@ -9,7 +9,7 @@ import difflib
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolbridge import ToolContext, ToolRegistry
@@ -47,6 +47,7 @@ def run(before: list[str], after: list[str], make_patch: str) -> tuple[bool, str
 
 @settings(max_examples=60, deadline=None)
 @given(before=LINES, after=LINES)
+@example(before=[""], after=["a", ""])  # the diff ends with a context line " "
 def test_a_unified_diff_always_turns_before_into_after(before: list[str], after: list[str]) -> None:
     if before == after:
         return

@@ -19,10 +19,10 @@ async def test_a_range_that_reaches_the_end_says_so(
     assert last.text.splitlines() == [
         "     4\tline 4",
         "     5\tline 5",
-        "… lines 4-5 shown; that is the end of f.txt (5 lines)",
+        "… lines 4-5 shown; end of file (f.txt has 5 lines)",
     ]
     past = await registry.execute("read_file", {"path": "f.txt", "offset": 3})
-    assert past.text.splitlines()[-1] == "… lines 3-5 shown; that is the end of f.txt (5 lines)"
+    assert past.text.splitlines()[-1] == "… lines 3-5 shown; end of file (f.txt has 5 lines)"
 
 
 async def test_a_whole_file_read_has_no_end_note(registry: ToolRegistry, workspace: Path) -> None:

@@ -32,7 +32,7 @@ async def test_read_file_range_with_string_numbers(registry: ToolRegistry, works
     assert tail.text.splitlines() == [
         "     9\tline 9",
         "    10\tline 10",
-        "… lines 9-10 shown; that is the end of a.txt (10 lines)",
+        "… lines 9-10 shown; end of file (a.txt has 10 lines)",
     ]
 
 
@@ -65,7 +65,7 @@ async def test_read_file_size_cap_says_how_to_read_a_range(
     assert ranged.text.splitlines() == [
         " 29999\t0123456789",
         " 30000\t0123456789",
-        "… lines 29999-30000 shown; that is the end of big.txt (30000 lines)",
+        "… lines 29999-30000 shown; end of file (big.txt has 30000 lines)",
     ]
 
 
@@ -120,9 +120,7 @@ async def test_read_file_refuses_nul_bytes_past_the_sniffed_head(
     assert not before.is_error and "\x00" not in before.text
     assert before.text.splitlines()[-1].endswith("read on with offset=2001")
     after = await registry.execute("read_file", {"path": "late.txt", "offset": 2002})
-    assert (
-        after.text == "  2002\tafter\n… line 2002 shown; that is the end of late.txt (2002 lines)"
-    )
+    assert after.text == "  2002\tafter\n… line 2002 shown; end of file (late.txt has 2002 lines)"
 
 
 async def test_read_file_ordinary_errors(registry: ToolRegistry, workspace: Path) -> None:

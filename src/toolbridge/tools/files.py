@@ -135,7 +135,8 @@ class ReadFileTool(WorkspaceTool):
             if looks_binary(head):  # refuse most binaries at once
                 raise binary_file_error(shown)
             file.seek(0)
-            # A whole file needs no note at its end; a model reading in ranges does.
+            # A model reading in ranges is told where the file ends; a whole file, read
+            # without offset and limit, is all there (a longer one says it continues).
             ranged = offset is not None or limit is not None
             first, count = offset or 1, limit or self.default_limit
             return self._number_lines(file, shown, first, count, note_end=ranged)
@@ -224,8 +225,9 @@ class ReadFileTool(WorkspaceTool):
                 f"offset={last + 1}"
             )
         elif note_end:
+            lines = "1 line" if number == 1 else f"{number} lines"
             where = f"line {last}" if first == last else f"lines {first}-{last}"
-            out.append(f"… {where} shown; that is the end of {shown} ({number} lines)")
+            out.append(f"… {where} shown; end of file ({shown} has {lines})")
         return "\n".join(out)
 
 
