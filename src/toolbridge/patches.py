@@ -42,6 +42,9 @@ _UPDATE = "*** Update File: "
 _MOVE = "*** Move to: "
 _EOF = "*** End of File"
 _UNIFIED_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# A unified hunk header written inside a V4A patch, after its '@@': the numbers are
+# ignored (V4A places hunks by context); the text after them is an anchor.
+_NUMBERED_HEADER = re.compile(r"-\d+(?:,\d+)? \+\d+(?:,\d+)? @@(.*)")
 
 # Context matching levels, strictest first: what a line is compared by.
 LEVELS: tuple[tuple[str, Callable[[str], str]], ...] = (
@@ -262,6 +265,9 @@ class _HunkCollector:
             if self.body:
                 self.finish(end_of_file=False)
             anchor = line[2:].strip()
+            numbered = _NUMBERED_HEADER.fullmatch(anchor)  # '@@ -3,4 +3,5 @@ def f():'
+            if numbered is not None:
+                anchor = numbered.group(1).strip()  # git's function context, if any
             if anchor and not re.fullmatch(r"@*", anchor):
                 self.anchors.append(anchor)
             return

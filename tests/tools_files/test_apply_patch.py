@@ -641,3 +641,19 @@ async def test_a_context_that_repeats_its_anchor_line_applies(
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
     assert (workspace / "app.py").read_text().endswith("        return 'HI'\n")
+
+
+async def test_line_numbers_after_a_v4a_at_sign_are_ignored_and_git_context_anchors(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text(APP)
+    patch = v4a(
+        "*** Update File: app.py",
+        "@@ -12,3 +12,3 @@ class Shouter:",
+        "     def greet(self):",
+        "-        return 'hi'",
+        "+        return 'HI'",
+    )
+    result = await patcher.execute("apply_patch", {"patch": patch})
+    assert not result.is_error, result.text
+    assert (workspace / "app.py").read_text().endswith("        return 'HI'\n")
