@@ -922,17 +922,20 @@ class CompiledSchema:
             return Checked(value, (), _capped(found))
         validator = self._validator
         try:
-            if self.settled:
-                if validator.is_valid(value):  # valid as sent: no cast pass, no copy
-                    return _new_tuple(Checked, (value, (), ()))
-                errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
-                if not any(_castable(error) for error in errors):
-                    # no cast could change the verdict (a missing key, a bad format...)
-                    return Checked(value, (), _capped(list(_render_errors(errors, set()))))
+            if self.settled and validator.is_valid(value):
+                return _new_tuple(Checked, (value, (), ()))  # valid as sent: no cast, no copy
             state = _CastState()
             new = value if self._caster is None else self._caster(value, (), state)
+            if new is not value and not state.unknown_paths and validator.is_valid(new):
+                return Checked(new, tuple(state.repairs), ())  # repaired: no error objects
+            if self.settled:
+                errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
+                if not any(_castable(error) for error in errors):
+                    # no cast could change the verdict (a missing key, a bad format...):
+                    # the problems of the arguments as sent, with no repair applied
+                    return Checked(value, (), _capped(list(_render_errors(errors, set()))))
             repairs = tuple(state.repairs)
-            if not state.unknown_paths and validator.is_valid(new):
+            if new is value and not state.unknown_paths and validator.is_valid(new):
                 return Checked(new, repairs, ())
             return Checked(new, repairs, self._issues(new, state))
         except (RecursionError, ValueError) as exc:

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
+import jsonschema_rs
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+
 from toolbridge import ToolRegistry, tool
+from toolbridge.schema import (
+    MAX_ISSUES,
+    Checked,
+    CompiledSchema,
+    _capped,
+    _castable,
+    _CastState,
+    _render_errors,
+)
 
 
 @tool
@@ -48,3 +65,125 @@ def test_many_unknown_names_stay_bounded_and_correct() -> None:
     long_name = "x" * 1_000
     error = registry.prepare_call(long_name, {}).error
     assert error is not None and long_name not in registry._unknown_errors
+
+
+# --- CompiledSchema.check: the repaired-call shortcut against the general order ---------
+
+SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+    {
+        "type": "object",
+        "$defs": {"Priority": {"enum": ["low", "normal", "high"]}},
+        "properties": {
+            "title": {"type": "string", "minLength": 1},
+            "start": {"type": "string", "format": "date-time"},
+            "priority": {"$ref": "#/$defs/Priority"},
+            "count": {"type": "number", "minimum": 0},
+            "flags": {"type": "array", "items": {"type": "boolean"}},
+            "who": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                    "required": ["name"],
+                },
+            },
+            "note": {"type": ["string", "null"]},
+        },
+        "required": ["title", "start"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "u": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+            "extra": {"type": "object", "additionalProperties": {"type": "number"}},
+        },
+        "additionalProperties": False,
+    },
+    {  # no integer anywhere: "settled", valid values skip the cast pass
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "count": {"type": "number"},
+            "flags": {"type": "array", "items": {"type": "boolean"}},
+            "who": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "note": {"type": "string", "nullable": True},
+        },
+        "required": ["title"],
+    },
+]
+_COMPILED = [CompiledSchema(schema) for schema in SCHEMAS]
+assert _COMPILED[-1].settled
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.sampled_from([1.0, 2.5, -0.5]),
+    st.sampled_from(
+        ["", "1", "60", "1.5", "true", "yes", "x", "low", "urgent", "2026-05-04T15:30:00Z", "[1]"]
+    ),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "age", "k"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_KEYS = st.sampled_from(
+    ["a", "b", "title", "start", "priority", "count", "flags", "who", "note", "u", "extra", "zz"]
+)
+
+
+def general_check(compiled: CompiledSchema, value: Any) -> Checked:
+    """The order `check` had before the shortcut: errors first, then the cast pass."""
+    validator = compiled._validator
+    if compiled.settled:
+        if validator.is_valid(value):
+            return Checked(value, (), ())
+        errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
+        if not any(_castable(error) for error in errors):
+            return Checked(value, (), _capped(list(_render_errors(errors, set()))))
+    state = _CastState()
+    new = value if compiled._caster is None else compiled._caster(value, (), state)
+    repairs = tuple(state.repairs)
+    if not state.unknown_paths and validator.is_valid(new):
+        return Checked(new, repairs, ())
+    return Checked(new, repairs, compiled._issues(new, state))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(SCHEMAS))), st.dictionaries(_KEYS, _VALUES, max_size=5))
+@example(0, {"a": 1.0})  # a cast that changes nothing a missing key is about
+@example(0, {"a": "1", "b": "2"})
+@example(1, {"title": "t", "start": "2026-05-04T15:30:00Z", "count": 2.0, "priority": "urgent"})
+@example(1, {"title": "", "count": "1"})
+@example(2, {"u": "true", "zz": 1})
+@example(3, {"count": "2.5", "note": None})
+@example(3, {"title": "t", "count": "2.5", "who": '{"name": 1}'})
+def test_property_check_answers_as_the_general_order(index: int, value: dict[str, Any]) -> None:
+    compiled = _COMPILED[index]
+    fast = compiled.check(value, plain=True)
+    general = general_check(compiled, value)
+    assert fast == general
+    assert (fast.value is value) == (general.value is value)
+    if not fast.issues:  # jsonschema-rs, as the oracle, agrees with what runs
+        oracle = jsonschema_rs.validator_for(SCHEMAS[index])
+        assert oracle.is_valid(fast.value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_property_valid_values_take_the_shortcut_unchanged(data: st.DataObject) -> None:
+    index = data.draw(st.sampled_from(range(len(SCHEMAS))))
+    schema = dict(SCHEMAS[index]) | {"additionalProperties": False}
+    value = data.draw(from_schema(schema))
+    checked = _COMPILED[index].check(value)
+    if not checked.issues:
+        assert checked == general_check(_COMPILED[index], value)
