@@ -12,6 +12,7 @@ so no input can exhaust the stack.
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
 from collections.abc import Iterator
@@ -20,7 +21,13 @@ from typing import Any
 from toolbridge.calls import Location, format_path
 from toolbridge.errors import ArgumentIssue
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "json_data_issues", "text_may_hide_problems"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "json_data_issues",
+    "leaves_look_plain",
+    "text_may_hide_problems",
+]
 
 # Levels of nested objects and arrays accepted in arguments. jsonschema-rs refuses data
 # deeper than 255 levels ("Recursion limit reached"); real arguments nest a few levels.
@@ -51,6 +58,32 @@ def text_may_hide_problems(text: str) -> bool:
     if not text.isascii() and _SURROGATE.search(text) is not None:
         return True
     return len(text) > 2 * MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH
+
+
+# In `marshal`'s bytes: the UTF-8 form of a surrogate (ED A0..BF), which no real
+# character has, and the last two bytes of a little-endian double whose exponent is all
+# ones (an infinity or a NaN). Other bytes can match too: that only sends a value down
+# the full walk.
+_MARSHAL_SUSPECT = re.compile(b"\xed[\xa0-\xbf]|[\xf0-\xff][\x7f\xff]")
+# An integer of more than MAX_INT_DIGITS digits takes more marshal bytes than this.
+_MARSHAL_LIMIT = 1_800
+
+
+def leaves_look_plain(value: Any) -> bool:
+    """Whether `value`'s leaves pass the checks of `json_data_issues`, as far as one C
+    pass (`marshal`) shows: exact built-in types only (no subclass, no Decimal, no
+    arbitrary object), no lone surrogate, no infinity or NaN, no huge integer.
+
+    It does not see which containers and keys hold what (a set, bytes, a tuple, an int
+    key pass `marshal`), nor the depth: a caller relies on it only together with a
+    validator that type-checks every value and key (`CompiledSchema` with a fully typed
+    schema). False means "walk it", never "it is not plain".
+    """
+    try:
+        data = marshal.dumps(value)
+    except ValueError:  # a subclass or a type marshal does not know, or too deep
+        return False
+    return len(data) <= _MARSHAL_LIMIT and _MARSHAL_SUSPECT.search(data) is None
 
 
 def json_data_issues(value: Any, *, limit: int = 21) -> list[ArgumentIssue]:

@@ -32,7 +32,7 @@ from toolbridge.calls import (
     format_path,
 )
 from toolbridge.errors import ArgumentIssue, ToolDefinitionError
-from toolbridge.jsondata import json_data_issues
+from toolbridge.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
 from toolbridge.naming import NameIndex
 
 __all__ = [
@@ -724,6 +724,65 @@ def _at_pointer(document: Any, pointer: str) -> Any:
     return document
 
 
+# Keywords that let values through without a type check of their own, or that combine
+# schemas: a node with one of these is not "fully typed".
+_UNTYPED_KEYWORDS = frozenset(
+    {
+        *_Compiler._COMPOSITION,
+        "patternProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "dependentSchemas",
+        "dependencies",
+        "propertyNames",
+        "contains",
+        "prefixItems",
+        "additionalItems",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
+
+def _typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int | None:
+    """How many levels of objects and arrays a value valid against `schema` can nest,
+    when the validator type-checks every value and visits every key of such a value
+    (each node has a ``type``; objects are closed or type their other keys; arrays type
+    their items); None when some value could pass unchecked, or the nesting is recursive.
+    """
+    if not isinstance(schema, dict) or any(k in schema for k in _UNTYPED_KEYWORDS):
+        return None
+    ref = schema.get("$ref")
+    if ref is not None:
+        if not isinstance(ref, str) or ref in refs or not ref.startswith("#/"):
+            return None
+        if "type" in schema:  # a $ref next to its own type: keep the rule simple
+            return None
+        target = _at_pointer(root, ref[1:])
+        return _typed_depth(target, root, refs | {ref})
+    declared = schema.get("type")
+    types = [declared] if isinstance(declared, str) else declared
+    if not isinstance(types, list) or not types:
+        return None
+    depth = 0
+    if "object" in types:
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        if not isinstance(properties, dict) or not (extra is False or isinstance(extra, dict)):
+            return None
+        children = [*properties.values(), *([extra] if isinstance(extra, dict) else [])]
+        below = [_typed_depth(child, root, refs) for child in children]
+        if any(level is None for level in below):
+            return None
+        depth = 1 + max((level for level in below if level is not None), default=0)
+    if "array" in types:
+        items = _typed_depth(schema.get("items"), root, refs)
+        if items is None:
+            return None
+        depth = max(depth, 1 + items)
+    return depth
+
+
 def _refuses_null(schema: Any) -> bool | None:
     """Whether a property's schema refuses null: True or False where its own keywords
     settle it, None where only the validator can tell ($ref, anyOf, not ...)."""
@@ -892,7 +951,7 @@ class CompiledSchema:
     `check` uses to skip it on the hot path.
     """
 
-    __slots__ = ("_caster", "_validator", "schema", "settled")
+    __slots__ = ("_caster", "_typed", "_validator", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -904,6 +963,10 @@ class CompiledSchema:
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
         validators.schema = checked
+        # Whether a valid value's plain-data check may be the validator's own pass plus
+        # `leaves_look_plain` instead of the Python walk (see `check`).
+        depth = _typed_depth(checked, checked, frozenset())
+        self._typed = depth is not None and depth <= MAX_DEPTH
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
@@ -918,9 +981,20 @@ class CompiledSchema:
         (`jsondata.json_data_issues`). A valid value the cast pass cannot change comes
         back as the same object. Never raises for any input.
         """
-        if not plain and (found := json_data_issues(value)):
-            return Checked(value, (), _capped(found))
         validator = self._validator
+        if not plain:
+            if self._typed and leaves_look_plain(value):
+                # A fully typed schema makes the validator look at every value and key
+                # (a set, bytes or an int key is a ValueError or invalid there), and
+                # `leaves_look_plain` saw the rest: a valid value is plain data.
+                try:
+                    plain = bool(validator.is_valid(value))
+                except ValueError:
+                    plain = False
+                if plain and self.settled:
+                    return _new_tuple(Checked, (value, (), ()))
+            if not plain and (found := json_data_issues(value)):
+                return Checked(value, (), _capped(found))
         try:
             if self.settled and validator.is_valid(value):
                 return _new_tuple(Checked, (value, (), ()))  # valid as sent: no cast, no copy

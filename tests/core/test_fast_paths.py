@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
 from typing import Any
 
 import jsonschema_rs
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from toolbridge import ToolRegistry, tool
+from toolbridge.jsondata import json_data_issues
 from toolbridge.schema import (
     MAX_ISSUES,
     Checked,
@@ -187,3 +189,163 @@ def test_property_valid_values_take_the_shortcut_unchanged(data: st.DataObject) 
     checked = _COMPILED[index].check(value)
     if not checked.issues:
         assert checked == general_check(_COMPILED[index], value)
+
+
+# --- the plain-data check of dict arguments: validator + marshal against the walk -------
+
+TYPED: list[dict[str, Any]] = [
+    {
+        "type": "object",
+        "$defs": {
+            "Person": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "score": {"type": "number"}},
+            },
+            "Level": {"enum": ["low", "high"], "type": "string"},
+        },
+        "properties": {
+            "title": {"type": "string"},
+            "level": {"$ref": "#/$defs/Level"},
+            "people": {"type": "array", "items": {"$ref": "#/$defs/Person"}},
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+            "flag": {"type": "boolean"},
+        },
+    },
+    {
+        "type": "object",
+        "properties": {
+            "grid": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+            "n": {"type": "integer"},
+        },
+    },
+]
+_TYPED = [CompiledSchema(schema) for schema in TYPED]
+
+
+class _Text(str):
+    pass
+
+
+class _Number(float):
+    pass
+
+
+_HOSTILE = st.one_of(
+    st.sampled_from(
+        [
+            "\ud800",
+            "a\udfffb",
+            "\ud83d\ude00",
+            "😀",
+            "café",
+            float("nan"),
+            float("inf"),
+            -float("inf"),
+            2**64,
+            Decimal("1.5"),
+            b"bytes",
+            bytearray(b"x"),
+            {1, 2},
+            frozenset({"a"}),
+            (1, 2),
+            ("a",),
+            1j,
+            ...,
+            _Text("sub"),
+            _Number(1.5),
+            object(),
+            True,
+            None,
+            0,
+            32767,
+            -1.5,
+            "low",
+            "x",
+        ]
+    ),
+    st.text(max_size=5),
+    st.integers(4298, 4301).map(lambda digits: 10**digits),  # around MAX_INT_DIGITS
+    st.integers(4298, 4301).map(lambda digits: -(10**digits)),
+    st.integers(),
+    st.floats(),
+)
+_HOSTILE_VALUES = st.recursive(
+    _HOSTILE,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["name", "score", "a", 1, None, 2.5, "\ud800", _Text("name")]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+
+
+def walked_check(compiled: CompiledSchema, value: Any) -> Checked:
+    """The general order: the Python walk over every value first, then `check`."""
+    if found := json_data_issues(value):
+        return Checked(value, (), _capped(found))
+    return compiled.check(value, plain=True)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(range(len(TYPED))),
+    st.dictionaries(
+        st.sampled_from(["title", "level", "people", "counts", "tags", "flag", "grid", "n"]),
+        _HOSTILE_VALUES,
+        max_size=4,
+    ),
+)
+@example(0, {"title": "\ud800"})
+@example(0, {"people": [{"name": "a", "score": float("nan")}]})
+@example(0, {"counts": {"a": 10**4300}})
+@example(0, {"counts": {1: 2}})
+@example(0, {"tags": ("a", "b")})
+@example(0, {"tags": {"a"}})
+@example(0, {"people": [{"name": _Text("a")}]})
+@example(0, {"people": [{"score": Decimal("1")}]})
+@example(1, {"grid": [[1.5, float("inf")]]})
+@example(1, {"grid": [[1.5, 2]], "n": 3.0})
+def test_property_dict_arguments_are_refused_as_the_walk_refuses(
+    index: int, value: dict[str, Any]
+) -> None:
+    compiled = _TYPED[index]
+    assert compiled._typed
+    fast = compiled.check(value)
+    general = walked_check(compiled, value)
+    assert fast == general or _both_nan_equal(fast, general)
+    assert (fast.value is value) == (general.value is value)
+
+
+def _both_nan_equal(first: Checked, second: Checked) -> bool:
+    """NaN != NaN: compare what was said, when the values only differ by holding NaN."""
+    return (first.repairs, first.issues) == (second.repairs, second.issues) and repr(
+        first.value
+    ) == repr(second.value)
+
+
+def test_only_fully_typed_schemas_take_the_validator_for_the_walk() -> None:
+    untyped = [
+        {"type": "object"},  # any keys, any values
+        {"type": "object", "properties": {"a": {}}},
+        {"type": "object", "properties": {"a": {"type": "array"}}},  # untyped items
+        {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}]}}},
+        {"type": "object", "patternProperties": {"x": {"type": "string"}}},
+        {"type": "object", "properties": {"a": {"type": "object"}}, "additionalProperties": True},
+        {  # recursive: nesting has no bound
+            "type": "object",
+            "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}},
+            "properties": {"head": {"$ref": "#/$defs/N"}},
+        },
+    ]
+    for schema in untyped:
+        assert not CompiledSchema(schema)._typed, schema
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(128):  # with the object around it: 129 levels, one too many
+        deep = {"type": "array", "items": deep}
+    assert not CompiledSchema({"type": "object", "properties": {"a": deep}})._typed
+    assert all(compiled._typed for compiled in _TYPED)
