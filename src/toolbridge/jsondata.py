@@ -62,9 +62,11 @@ def text_may_hide_problems(text: str) -> bool:
 
 # In `marshal`'s bytes: the UTF-8 form of a surrogate (ED A0..BF), which no real
 # character has, and the last two bytes of a little-endian double whose exponent is all
-# ones (an infinity or a NaN). Other bytes can match too: that only sends a value down
-# the full walk.
-_MARSHAL_SUSPECT = re.compile(b"\xed[\xa0-\xbf]|[\xf0-\xff][\x7f\xff]")
+# ones (an infinity or a NaN) after its type code ("g", or "g" | 0x80 for a double
+# marshal refers to twice). Other bytes can match too: that only sends a value down
+# the full walk. Each is searched for only where its rare byte is present (memchr).
+_SURROGATE_UTF8 = re.compile(b"\xed[\xa0-\xbf]")
+_NON_FINITE_DOUBLE = re.compile(b"[g\xe7].{6}[\xf0-\xff][\x7f\xff]", re.DOTALL)
 # An integer of more than MAX_INT_DIGITS digits takes more marshal bytes than this.
 _MARSHAL_LIMIT = 1_800
 
@@ -83,7 +85,13 @@ def leaves_look_plain(value: Any) -> bool:
         data = marshal.dumps(value)
     except ValueError:  # a subclass or a type marshal does not know, or too deep
         return False
-    return len(data) <= _MARSHAL_LIMIT and _MARSHAL_SUSPECT.search(data) is None
+    if len(data) > _MARSHAL_LIMIT:
+        return False
+    if b"\xed" in data and _SURROGATE_UTF8.search(data) is not None:
+        return False
+    return not (
+        (b"\x7f" in data or b"\xff" in data) and _NON_FINITE_DOUBLE.search(data) is not None
+    )
 
 
 def json_data_issues(value: Any, *, limit: int = 21) -> list[ArgumentIssue]:

@@ -982,34 +982,34 @@ class CompiledSchema:
         back as the same object. Never raises for any input.
         """
         validator = self._validator
+        valid: bool | None = None  # the validator's verdict on `value`, once asked
         if not plain:
             if self._typed and leaves_look_plain(value):
                 # A fully typed schema makes the validator look at every value and key
                 # (a set, bytes or an int key is a ValueError or invalid there), and
                 # `leaves_look_plain` saw the rest: a valid value is plain data.
                 try:
-                    plain = bool(validator.is_valid(value))
+                    valid = plain = bool(validator.is_valid(value))
                 except ValueError:
-                    plain = False
+                    valid = None
                 if plain and self.settled:
                     return _new_tuple(Checked, (value, (), ()))
             if not plain and (found := json_data_issues(value)):
                 return Checked(value, (), _capped(found))
         try:
-            if self.settled and validator.is_valid(value):
-                return _new_tuple(Checked, (value, (), ()))  # valid as sent: no cast, no copy
-            state = _CastState()
-            new = value if self._caster is None else self._caster(value, (), state)
-            if new is not value and not state.unknown_paths and validator.is_valid(new):
-                return Checked(new, tuple(state.repairs), ())  # repaired: no error objects
             if self.settled:
+                if valid is None:
+                    valid = bool(validator.is_valid(value))
+                if valid:  # valid as sent: no cast pass, no copy
+                    return _new_tuple(Checked, (value, (), ()))
                 errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
                 if not any(_castable(error) for error in errors):
-                    # no cast could change the verdict (a missing key, a bad format...):
-                    # the problems of the arguments as sent, with no repair applied
+                    # no cast could change the verdict (a missing key, a bad format...)
                     return Checked(value, (), _capped(list(_render_errors(errors, set()))))
+            state = _CastState()
+            new = value if self._caster is None else self._caster(value, (), state)
             repairs = tuple(state.repairs)
-            if new is value and not state.unknown_paths and validator.is_valid(new):
+            if not state.unknown_paths and validator.is_valid(new):
                 return Checked(new, repairs, ())
             return Checked(new, repairs, self._issues(new, state))
         except (RecursionError, ValueError) as exc:
