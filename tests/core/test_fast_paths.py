@@ -69,7 +69,7 @@ def test_many_unknown_names_stay_bounded_and_correct() -> None:
     assert error is not None and long_name not in registry._unknown_errors
 
 
-# --- CompiledSchema.check: the repaired-call shortcut against the general order ---------
+# --- CompiledSchema.check against the general order, written out ------------------------
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -144,7 +144,8 @@ _KEYS = st.sampled_from(
 
 
 def general_check(compiled: CompiledSchema, value: Any) -> Checked:
-    """The order `check` had before the shortcut: errors first, then the cast pass."""
+    """The general order, written out: validate, errors (and whether a cast could help),
+    then the cast pass; whatever shortcut `check` takes must answer the same."""
     validator = compiled._validator
     if compiled.settled:
         if validator.is_valid(value):
