@@ -125,7 +125,11 @@ class ToolIndex:
     ``re.search`` over names first, then the whole text.
 
     Built once; every term's weight per tool is computed at build time, so a search
-    only adds the weights of the query's terms.
+    only adds the weights of the query's terms. A common term (in more than
+    `common` tools: ``the``, ``get``, ``list`` in a big catalog) only adds its weight to
+    tools a rarer term found; when every term is common, the candidates are the
+    `common` tools where the rarest of them weighs most. That keeps a search over
+    10,000 tools to a few hundred additions whatever the query.
     """
 
     _K1 = 1.2
@@ -150,6 +154,7 @@ class ToolIndex:
         frequency: Counter[str] = Counter()
         for count in counts:
             frequency.update(count.keys())
+        self.common = max(64, total // 50)
         self._postings: dict[str, dict[int, float]] = {}
         for doc, count in enumerate(counts):
             norm = self._K1 * (1 - self._B + self._B * sum(count.values()) / (average or 1.0))
@@ -157,6 +162,11 @@ class ToolIndex:
                 df = frequency[term]
                 idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
                 self._postings.setdefault(term, {})[doc] = idf * tf * (self._K1 + 1) / (tf + norm)
+        self._top: dict[str, list[int]] = {
+            term: heapq.nlargest(self.common, postings, key=postings.__getitem__)
+            for term, postings in self._postings.items()
+            if len(postings) > self.common
+        }
 
     def __len__(self) -> int:
         return len(self.names)
@@ -188,17 +198,21 @@ class ToolIndex:
 
     def search_words(self, query: str, limit: int = 8) -> list[str]:
         """BM25: the tools with the highest summed weight of the query's words."""
+        terms = [t for t in dict.fromkeys(_tokens(query)) if t in self._postings]
+        terms.sort(key=lambda t: len(self._postings[t]))  # rarest first
         scores: dict[int, float] = {}
-        for term in dict.fromkeys(_tokens(query)):
-            postings = self._postings.get(term)
-            if postings is None:
+        for term in terms:
+            postings = self._postings[term]
+            if len(postings) <= self.common:  # a rare term: every tool it is in
+                get = scores.get
+                for doc, weight in postings.items():
+                    scores[doc] = get(doc, 0.0) + weight
                 continue
-            if not scores:
-                scores = dict(postings)
-                continue
-            get = scores.get
-            for doc, weight in postings.items():
-                scores[doc] = get(doc, 0.0) + weight
+            if not scores:  # only common terms: the rarest one's best tools are candidates
+                scores = dict.fromkeys(self._top[term], 0.0)
+            get_weight = postings.get
+            for doc in scores:
+                scores[doc] += get_weight(doc, 0.0)
         best = heapq.nlargest(limit, scores, key=scores.__getitem__)
         return [self.names[doc] for doc in best]
 
@@ -360,11 +374,9 @@ class ToolSearchTool(Tool):
     async def execute(self, **kwargs: Any) -> ToolResult:
         query: str = kwargs["query"]
         limit: int = kwargs.get("limit", 8)
-        if ToolIndex.regex_of(query) is not None:
-            # a model-written pattern may backtrack for long: never on the event loop
-            found = await asyncio.to_thread(self._deferral.search, query, limit)
-        else:
-            found = self._deferral.search(query, limit)
+        # Off the event loop: the first search after a change builds the index (seconds
+        # for 10,000 tools), and a model-written pattern may backtrack for long.
+        found = await asyncio.to_thread(self._deferral.search, query, limit)
         names = [tool.name for tool in found]
         if not found:
             text = (

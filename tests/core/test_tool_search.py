@@ -119,6 +119,18 @@ def test_a_regex_query_is_a_regex_and_prose_falls_back_to_words() -> None:
     assert index.search("issue[")[0] == "github_create_issue"  # no regex: words
 
 
+def test_common_words_in_a_big_catalog_still_rank_the_rare_match_first() -> None:
+    tools = [make(f"svc_get_item_{n:03d}", f"Get item {n} from the store.") for n in range(300)]
+    tools.append(make("svc_get_weather", "Get the weather forecast for a city."))
+    index = ToolIndex(tools)
+    assert index.common < 301  # "get", "item", "the" are common terms here
+    assert index.search("get the weather")[0] == "svc_get_weather"
+    assert index.search("get the forecast", limit=1) == ["svc_get_weather"]
+    only_common = index.search("get the", limit=5)  # every term common: still 5 tools
+    assert len(only_common) == 5 and len(set(only_common)) == 5
+    assert index.search("item 042", limit=1) == ["svc_get_item_042"]
+
+
 async def test_the_search_tool_returns_definitions_and_names_what_it_found() -> None:
     deferral = ToolDeferral(ToolRegistry(CATALOG), DeferralPolicy(max_tools=0))
     result = await deferral.registry.execute(SEARCH_TOOL_NAME, {"query": "issue", "limit": 1})
