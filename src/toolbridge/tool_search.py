@@ -141,12 +141,15 @@ class ToolIndex:
         counts: list[Counter[str]] = []
         for tool in tools:
             params = _parameter_text(tool.parameters)
-            texts.append(" ".join((tool.name, tool.description, params)).replace("\n", " "))
+            text = " ".join((tool.name, tool.description, params))
+            texts.append(text.replace("\n", " ").replace("\r", " ").lower())
             words = _tokens(tool.name) * 3 + _tokens(tool.description) + _tokens(params)
             counts.append(Counter(words))
-        # One text per tool, one tool per line: a regex scans them all in one C loop.
-        self._names_text = "\n".join(self.names)
-        self._name_starts = _starts(self.names)
+        # One text per tool, one tool per line, lower-cased: a regex scans them all in one
+        # C loop, and a lower-case pattern needs no IGNORECASE (about 10x faster).
+        lowered = [name.lower() for name in self.names]
+        self._names_text = "\n".join(lowered)
+        self._name_starts = _starts(lowered)
         self._text = "\n".join(texts)
         self._text_starts = _starts(texts)
         total = len(tools)
@@ -173,11 +176,17 @@ class ToolIndex:
 
     @staticmethod
     def regex_of(query: str) -> re.Pattern[str] | None:
-        """The query as a regular expression, when it has regex syntax and compiles."""
+        """The query as a case-insensitive regular expression over the lower-cased tool
+        texts, when it has regex syntax and compiles; ``^`` and ``$`` anchor at each tool.
+
+        Lower-cased itself unless an escape could change meaning with case (``\\S``)."""
         if not _REGEX_CHARS.intersection(query):
             return None
+        lowered = query.lower()
         try:
-            return re.compile(query, re.IGNORECASE | re.MULTILINE)  # ^ and $: per tool
+            if "\\" not in query or lowered == query:
+                return re.compile(lowered, re.MULTILINE)
+            return re.compile(query, re.IGNORECASE | re.MULTILINE)
         except re.error:
             return None
 

@@ -113,6 +113,8 @@ def test_a_regex_query_is_a_regex_and_prose_falls_back_to_words() -> None:
     assert index.search("^github_") == ["github_create_issue", "github_list_pull_requests"]
     assert index.search("slack|jira") == ["slack_post_message", "jira_createTicket"]
     assert index.search("CREATE.*ISSUE") == ["github_create_issue"]  # case-insensitive
+    assert index.search(r"POST\S*MESSAGE") == ["slack_post_message"]  # \S is not \s
+    assert index.search(r"^\w+_find_SLOT$") == ["calendar_find_slot"]
     # a name match ranks before a match in the text only
     assert index.search("message|ticket")[0:2] == ["slack_post_message", "jira_createTicket"]
     assert index.search("meeting time?")[0] == "calendar_find_slot"  # no regex hit: words
