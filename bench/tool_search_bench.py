@@ -12,23 +12,31 @@ the definitions sent per request with every tool sent and under the default
 `DeferralPolicy` (before and after a search that found 8 tools), the time to build the
 search index (once per registry change), the median time of a search (BM25 words and
 regular expressions) and the per-turn cost the agent loop adds (`ToolDeferral.select`
-with the tools found so far). It prints a markdown table and the load average at the
-start and the end: the machine may be shared, so compare numbers of one run. Not a test.
+with the tools found so far). A second table runs the agent loop of bench/agent_bench.py
+(a scripted model, 5 parallel calls of an async tool a turn, 120 turns) over the 200-tool
+catalog with and without tool search, interleaved, and gives the per-turn medians.
+It prints markdown tables and the load average at the start and the end: the machine may
+be shared, so compare numbers of one run. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import itertools
 import json
 import os
 import platform
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from toolbridge import Tool, ToolRegistry
+from toolbridge import ExecutionPolicy, Tool, ToolRegistry
+from toolbridge.agent import AgentRunner, ScriptedModel
 from toolbridge.results import estimate_tokens
 from toolbridge.tool_search import DeferralPolicy, ToolDeferral
 
@@ -144,13 +152,45 @@ def measure(size: int, repetitions: int) -> dict[str, Any]:
     }
 
 
+async def loop_turn_us(tool_search: bool, catalog_tools: list[Tool]) -> float:
+    """Median µs per turn (turns 5 to 104) of one agent run over `catalog_tools` + echo."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from agent_bench import TURNS, echo, script
+
+    stamps: list[float] = []
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False, tracing=False)
+    runner = AgentRunner(
+        ScriptedModel(script(stamps), record=False),
+        [echo, *catalog_tools],
+        policy=policy,
+        max_turns=TURNS + 1,
+        tool_search=DeferralPolicy(always_loaded=frozenset({"echo"})) if tool_search else False,
+    )
+    result = await runner.run("go")
+    assert result.stop_reason == "final", result.stop_reason
+    durations = [b - a for a, b in itertools.pairwise(stamps)]
+    return statistics.median(durations[5:105]) * 1e6
+
+
+def loop_rows(repeats: int) -> tuple[float, float]:
+    tools = catalog(200)
+    off: list[float] = []
+    on: list[float] = []
+    for _ in range(repeats):  # interleaved: both see the same load
+        off.append(asyncio.run(loop_turn_us(False, tools)))
+        on.append(asyncio.run(loop_turn_us(True, tools)))
+    return statistics.median(off), statistics.median(on)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 10_000])
     parser.add_argument("--repetitions", type=int, default=200)
+    parser.add_argument("--loop-repeats", type=int, default=7)
     args = parser.parse_args()
     load_start = os.getloadavg()
     rows = [measure(size, args.repetitions) for size in args.sizes]
+    loop_off, loop_on = loop_rows(args.loop_repeats)
     load_end = os.getloadavg()
     print(
         f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; "
@@ -169,6 +209,11 @@ def main() -> None:
             f"{r['build_ms']:.0f} ms | {r['words_median']:.0f} / {r['words_max']:.0f} µs | "
             f"{r['regex_max']:.0f} µs | {r['turn']:.1f} µs | {r['cached']:.2f} µs |"
         )
+    print()
+    print("| agent loop over 200 tools + echo | µs per turn (median) | ratio |")
+    print("|---|---:|---:|")
+    print(f"| every definition sent | {loop_off:.0f} | 1.00x |")
+    print(f"| tool search on (echo always loaded) | {loop_on:.0f} | {loop_on / loop_off:.2f}x |")
 
 
 if __name__ == "__main__":

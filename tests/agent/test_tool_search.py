@@ -154,3 +154,28 @@ def test_active_tools_round_trip_and_a_bad_one_is_a_value_error() -> None:
 def test_a_bad_tool_search_option_is_a_type_error(server: ScriptedServer, workspace: Path) -> None:
     with pytest.raises(TypeError, match="tool_search must be True, False or a DeferralPolicy"):
         runner(server, workspace, tool_search=8)
+
+
+async def test_a_journaled_session_resumes_with_the_tools_it_found(
+    server: ScriptedServer, workspace: Path
+) -> None:
+    from toolbridge.journal import SQLiteJournal
+
+    server.add(
+        openai_chat_stream(calls=[search("s1", "write a note file")]),
+        openai_chat_stream(calls=[("n1", "write_note", '{"name": "b.txt", "text": "yo"}')]),
+    )
+    path = workspace / "journal.sqlite3"
+    async with SQLiteJournal(path) as journal:
+        paused = await runner(server, workspace, journal=journal).run("Note.", session="s")
+    assert paused.stop_reason is StopReason.APPROVAL_REQUIRED
+
+    server.add(openai_chat_stream(text="Noted."))
+    async with SQLiteJournal(path) as journal:  # another journal object, as after a restart
+        stored = await journal.load_run("s")
+        assert stored is not None and stored["active_tools"] == ["write_note"]
+        again = runner(server, workspace, journal=journal)
+        done = await again.run(None, session="s", decisions=[paused.pending[0].approve()])
+    assert done.stop_reason is StopReason.FINAL
+    assert sent(server.bodies()[-1]) == [SEARCH_TOOL_NAME, "write_note"]
+    assert (workspace / "b.txt").read_text() == "yo\n"
