@@ -102,9 +102,14 @@ _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def _tokens(text: str) -> list[str]:
+def _words(text: str) -> list[str]:
     """Lower-case words of `text`; snake_case, kebab-case and camelCase split apart."""
-    return [_stem(word) for word in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())]
+    return _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
+
+
+def _tokens(text: str) -> list[str]:
+    """The words of `text` as the index keeps them (a plural's 's' dropped)."""
+    return [_stem(word) for word in _words(text)]
 
 
 def _parameter_text(parameters: Mapping[str, Any]) -> str:
@@ -138,13 +143,22 @@ class ToolIndex:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self.names = [tool.name for tool in tools]
         texts: list[str] = []
-        counts: list[Counter[str]] = []
+        counts: list[dict[str, int]] = []
+        stems: dict[str, str] = {}  # each distinct word stemmed once
         for tool in tools:
             params = _parameter_text(tool.parameters)
             text = " ".join((tool.name, tool.description, params))
             texts.append(text.replace("\n", " ").replace("\r", " ").lower())
-            words = _tokens(tool.name) * 3 + _tokens(tool.description) + _tokens(params)
-            counts.append(Counter(words))
+            raw = Counter(_words(f"{tool.description} {params}"))
+            for word in _words(tool.name):
+                raw[word] += 3
+            count: dict[str, int] = {}
+            for word, tf in raw.items():
+                stem = stems.get(word)
+                if stem is None:
+                    stem = stems[word] = _stem(word)
+                count[stem] = count.get(stem, 0) + tf
+            counts.append(count)
         # One text per tool, one tool per line, lower-cased: a regex scans them all in one
         # C loop, and a lower-case pattern needs no IGNORECASE (about 10x faster).
         lowered = [name.lower() for name in self.names]
@@ -158,15 +172,15 @@ class ToolIndex:
         for count in counts:
             frequency.update(count.keys())
         self.common = max(64, total // 50)
-        self._postings: dict[str, dict[int, float]] = {}
+        idf = {t: math.log(1 + (total - df + 0.5) / (df + 0.5)) for t, df in frequency.items()}
+        self._postings: dict[str, dict[int, float]] = {term: {} for term in frequency}
+        postings_of, k1, b, plus = self._postings, self._K1, self._B, self._K1 + 1
         for doc, count in enumerate(counts):
-            norm = self._K1 * (1 - self._B + self._B * sum(count.values()) / (average or 1.0))
+            norm = k1 * (1 - b + b * sum(count.values()) / (average or 1.0))
             for term, tf in count.items():
-                df = frequency[term]
-                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-                self._postings.setdefault(term, {})[doc] = idf * tf * (self._K1 + 1) / (tf + norm)
-        self._top: dict[str, list[int]] = {
-            term: heapq.nlargest(self.common, postings, key=postings.__getitem__)
+                postings_of[term][doc] = idf[term] * tf * plus / (tf + norm)
+        self._top: dict[str, list[int]] = {  # stable: ties keep catalog order
+            term: sorted(postings, key=postings.__getitem__, reverse=True)[: self.common]
             for term, postings in self._postings.items()
             if len(postings) > self.common
         }
