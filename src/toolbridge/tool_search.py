@@ -242,10 +242,21 @@ class ToolIndex:
     def search_regex(self, pattern: re.Pattern[str], limit: int = 8) -> list[str]:
         """Tools whose name matches, then those whose text matches, in catalog order."""
         found: dict[int, None] = {}
+        # `re` tries a leading '^' at every position of a search: a match at each tool's
+        # start is far faster (without a '|', the '^' anchors the whole pattern).
+        anchored = pattern.pattern.startswith("^") and "|" not in pattern.pattern
         for text, starts in (
             (self._names_text, self._name_starts),
             (self._text, self._text_starts),
         ):
+            if anchored:
+                match_at = pattern.match
+                for doc, start in enumerate(starts):
+                    if match_at(text, start) is not None:
+                        found.setdefault(doc)
+                        if len(found) >= limit:
+                            break
+                continue
             position = 0
             while len(found) < limit:
                 match = pattern.search(text, position)
