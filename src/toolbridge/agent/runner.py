@@ -929,8 +929,8 @@ class AgentRunner:
         if self.tool_search is not None:
             for ret in results:  # what a search found is sent from the next request on
                 if ret.call.name == SEARCH_TOOL_NAME:
-                    found = found_tools(ret.result)
-                    state.active_tools.extend(n for n in found if n not in state.active_tools)
+                    new = [n for n in found_tools(ret.result) if n not in state.active_tools]
+                    state.active_tools.extend(dict.fromkeys(new))
         if any(outcome.fatal for outcome in outcomes):
             return StopReason.TOOL_ERROR
         if self.output is not None:
