@@ -52,15 +52,17 @@ def search(call_id: str, query: str, limit: int = 1) -> tuple[str, str, str]:
     return (call_id, SEARCH_TOOL_NAME, json.dumps({"query": query, "limit": limit}))
 
 
+@pytest.mark.parametrize("eager", [False, True])
 async def test_a_model_searches_then_calls_what_it_found(
-    server: ScriptedServer, workspace: Path
+    server: ScriptedServer, workspace: Path, eager: bool
 ) -> None:
     server.add(
         openai_chat_stream(calls=[search("s1", "weather in a city")]),
         openai_chat_stream(calls=[("w1", "get_weather", '{"city": "Paris"}')]),
         openai_chat_stream(text="Sunny in Paris."),
     )
-    result = await runner(server, workspace).run("Weather in Paris?")
+    # eager: the read-only search starts while the model still streams its turn
+    result = await runner(server, workspace, eager_tools=eager).run("Weather in Paris?")
 
     assert result.stop_reason is StopReason.FINAL and result.output == "Sunny in Paris."
     first, second, third = server.bodies()
