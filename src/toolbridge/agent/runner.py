@@ -68,6 +68,13 @@ from toolbridge.outcomes import EventType, OutcomeStatus, ToolOutcome
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
+from toolbridge.tool_search import (
+    SEARCH_TOOL_NAME,
+    DeferralPolicy,
+    ToolDeferral,
+    ToolSelection,
+    found_tools,
+)
 
 if TYPE_CHECKING:
     from toolbridge.journal import CallJournal
@@ -98,6 +105,27 @@ def _registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | Non
                 f"{type(item).__name__}"
             )
     return ToolRegistry(items)
+
+
+def _deferral(
+    registry: ToolRegistry,
+    option: DeferralPolicy | bool,
+    skills: SkillSet | None,
+    output: OutputSpec | None,
+    native: NativeOutput | None,
+) -> ToolDeferral | None:
+    """The run's tool search under `option` (None: off); the skill tools and the
+    ``final_result`` tool are always sent."""
+    if option is False:
+        return None
+    if option is True:
+        option = DeferralPolicy()
+    if not isinstance(option, DeferralPolicy):
+        raise TypeError(f"tool_search must be True, False or a DeferralPolicy, got {option!r}")
+    keep = [tool.name for tool in skills.tools()] if skills is not None else []
+    if output is not None and native is None:
+        keep.append(output.tool_name)
+    return ToolDeferral(registry, option, keep=keep)
 
 
 def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
@@ -286,7 +314,10 @@ class AgentRunner:
     `tracer_provider` given), a run is an ``invoke_agent`` span with ``chat {model}``
     and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
     concurrency-safe calls while the model is still streaming the rest of the turn
-    (not with `max_tool_calls` or ``fail_on_tool_error``).
+    (not with `max_tool_calls` or ``fail_on_tool_error``). `tool_search` (True, or a
+    `toolbridge.tool_search.DeferralPolicy`) defers large tool sets: requests carry the
+    always-loaded tools and a ``tool_search`` tool, and what it finds is sent at the end
+    of every later request of the run (kept in `RunState.active_tools`).
 
     With `journal` (a `toolbridge.journal.CallJournal`; the runner then builds each run's
     executor, so not with `executor_factory`), every run is kept under a
@@ -319,6 +350,7 @@ class AgentRunner:
         eager_tools: bool = False,
         journal: CallJournal | None = None,
         session: str | None = None,
+        tool_search: DeferralPolicy | bool = False,
     ) -> None:
         if isinstance(model, str):
             from toolbridge.agent.providers import model_from_string
@@ -350,6 +382,9 @@ class AgentRunner:
         self.native_output = self._native_output(output_mode)
         if self.output is not None and self.native_output is None:
             registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
+        self.tool_search = _deferral(registry, tool_search, skills, self.output, self.native_output)
+        if self.tool_search is not None:
+            registry = self.tool_search.registry
         self.output_retries = output_retries
         self.registry = registry
         self.instructions = instructions
@@ -653,10 +688,13 @@ class AgentRunner:
         With a deadline, each event is awaited with the time left, so the timeout never
         fires while the consumer holds an event.
         """
+        tools: ToolRegistry | ToolSelection = self.registry
+        if self.tool_search is not None:
+            tools = self.tool_search.select(run.state.active_tools)
         request = ModelRequest(
             self.instructions,
             run.conversation,
-            self.registry,
+            tools,
             self.settings,
             run.cache,
             turn,
@@ -888,6 +926,11 @@ class AgentRunner:
         results = tuple(by_id[call.id] for call in last.calls if call.id in by_id)
         state.conversation.append(ToolResultsMessage(results))
         state.settled = []
+        if self.tool_search is not None:
+            for ret in results:  # what a search found is sent from the next request on
+                if ret.call.name == SEARCH_TOOL_NAME:
+                    new = [n for n in found_tools(ret.result) if n not in state.active_tools]
+                    state.active_tools.extend(dict.fromkeys(new))
         if any(outcome.fatal for outcome in outcomes):
             return StopReason.TOOL_ERROR
         if self.output is not None:
