@@ -53,6 +53,7 @@ from toolbridge.journal.records import (
     session_in_use,
     session_lock_number,
 )
+from toolbridge.security.control import control_file
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
 
@@ -210,9 +211,8 @@ class SQLiteJournal(CallJournal):
     def in_workspace(
         cls, workspace: str | os.PathLike[str], *, durability: Durability = "process"
     ) -> SQLiteJournal:
-        folder = Path(workspace) / ".toolbridge"
-        folder.mkdir(parents=True, exist_ok=True)
-        return cls(folder / "journal.sqlite3", durability=durability)
+        # Checked before SQLite opens it: the folder and the file are no links.
+        return cls(control_file(workspace, "journal.sqlite3"), durability=durability)
 
     # --- opening -----------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """The exec sandbox: find bubblewrap, check that it works here, and build its command line.
 
-Inside the sandbox the workspace is the only writable place that outlives the call.
+Inside the sandbox the workspace is the only writable place that outlives the call,
+except toolbridge's own folder in it (``.toolbridge/``), which is mounted read-only.
 The rest of the file system is bound read-only, and the places where secrets and
 live services usually are (``/home``, ``/root``, ``/run`` with its sockets, ``/tmp``)
 are replaced by empty private directories. The command gets fresh PID, IPC, UTS,
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolbridge.errors import ToolConfigError
+from toolbridge.security.control import control_folder
 
 __all__ = [
     "HIDDEN_PATHS",
@@ -67,6 +69,11 @@ class BubblewrapSandbox:
         hidden = [p for p in HIDDEN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
         shown = [*(_NETWORK_PATHS if self.network else ()), *map(str, self.read_paths)]
         root = str(workspace)
+        # toolbridge's own folder is made (checked: a real directory, not a link) before
+        # the command starts and mounted read-only over the writable workspace: the
+        # command can neither change it nor, when it was missing, create it or a link
+        # in its place. A mount point cannot be removed or renamed either.
+        control = str(control_folder(workspace))
         return [
             self.executable,
             "--die-with-parent", "--new-session", "--unshare-all",
@@ -79,6 +86,7 @@ class BubblewrapSandbox:
             *(arg for path in shown for arg in ("--ro-bind-try", path, path)),
             "--dir", SANDBOX_HOME,
             "--bind", root, root,
+            "--ro-bind", control, control,
             "--chdir", str(cwd),
             "--",
             *command,
