@@ -72,7 +72,7 @@ from toolbridge.results import (
     text_length,
 )
 from toolbridge.scheduling import ExclusiveGate
-from toolbridge.tool import ToolResult
+from toolbridge.tool import Tool, ToolResult
 from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
 
@@ -111,11 +111,16 @@ class ExecutionPolicy:
     default in a private per-user folder outside the workspace
     (`ResultStore.for_workspace`), or in `results_dir` (relative: inside the workspace,
     e.g. ``".toolbridge/results"``).
+
+    A call's time limit is its tool's own `Tool.timeout`, else `default_timeout`. A call
+    to an MCP server's tool, which waits on another process, always has one: the
+    server's ``timeout``, else `mcp_timeout` (60 s; None leaves it to `default_timeout`).
     """
 
     concurrency: bool = True
     max_concurrency: int | None = None
     default_timeout: float | None = None
+    mcp_timeout: float | None = 60.0
     fail_on_tool_error: bool = False
     approval: ApprovalRule = requires_approval_flag
     max_result_chars: int = 30_000
@@ -132,8 +137,10 @@ class ExecutionPolicy:
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1 or None, got {self.max_concurrency}")
-        if self.default_timeout is not None and self.default_timeout <= 0:
-            raise ValueError(f"default_timeout must be > 0 or None, got {self.default_timeout}")
+        for name in ("default_timeout", "mcp_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
         if self.max_result_chars < 100 or self.preview_chars < 1:
             raise ValueError("max_result_chars must be >= 100 and preview_chars >= 1")
 
@@ -408,6 +415,14 @@ class ToolExecutor:
             finally:
                 self._gate.release(exclusive)
 
+    def _time_limit(self, tool: Tool) -> float | None:
+        """See `ExecutionPolicy`: the tool's own limit, else the policy's (MCP's first)."""
+        if tool.timeout is not None:
+            return tool.timeout
+        if getattr(tool, "mcp_server", None) is not None and self.policy.mcp_timeout is not None:
+            return self.policy.mcp_timeout
+        return self.policy.default_timeout
+
     def _admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
         """Prepare a call: the prepared call to schedule, or the outcome that settles it now."""
         try:
@@ -512,9 +527,7 @@ class ToolExecutor:
                     return
                 answer, recording = begun
             try:
-                time_limit = (
-                    tool.timeout if tool.timeout is not None else self.policy.default_timeout
-                )
+                time_limit = self._time_limit(tool)
                 progress = (
                     set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
                 )

@@ -76,6 +76,9 @@ class MCPTool(Tool):
         self._connection = connection
         self.definition = definition
         self.server = connection.config.name
+        # Marks a tool that waits on an MCP server: without a `timeout` of its own, the
+        # executor gives its calls `ExecutionPolicy.mcp_timeout` (60 s by default).
+        self.mcp_server = self.server
         self.remote_name = definition.name
         self.name = name
         self.description = (
