@@ -64,7 +64,7 @@ from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import EventType, OutcomeStatus, ToolOutcome
+from toolbridge.outcomes import EventType, OutcomeStatus, ToolEvent, ToolOutcome
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
@@ -276,7 +276,9 @@ class AgentRunner:
     to the instructions and its ``load_skill`` / ``read_skill_file`` tools to the
     tools. Budgets: `max_turns` model turns, `max_tool_calls` calls, `max_total_tokens`
     (from the provider's usage) and `deadline` seconds of wall-clock time per run (it
-    bounds waiting for the model; tools have their own timeouts in the policy).
+    bounds waiting for the model and for tool calls: calls still running when it passes
+    are cancelled, answered with a ``cancelled`` result, and the run stops with
+    `StopReason.DEADLINE`; tools also have their own timeouts in the policy).
     `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
     `RunResult.output_value`; `output_mode` says how the model gives it: ``"native"``
     through the provider's structured output (the answer's text is JSON of the type),
@@ -840,15 +842,16 @@ class AgentRunner:
         batch = run.executor.batch(calls)
         events = aiter(batch.stream())
         started: set[int] = set()  # id() of the call objects already announced
+        finished: set[int] = set()
         tracer = self._tracer
         try:
             while True:
                 if tracer is not None:
                     # The batch's task starts on the first read: it inherits the run's span.
-                    event = await tracer.within(run.span, lambda: anext(events, None))
+                    event = await tracer.within(run.span, lambda: self._next(run, events))
                     tracer = None
                 else:
-                    event = await anext(events, None)
+                    event = await self._next(run, events)
                 if event is None:
                     break
                 if event.type is EventType.CALL_STARTED:
@@ -858,12 +861,33 @@ class AgentRunner:
                     if id(event.call) not in started:
                         started.add(id(event.call))
                         yield ToolStarted(event.call, turn)
+                    finished.add(id(event.call))
                     yield ToolFinished(event.outcome, turn)
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()  # stops the batch: a call still running is cancelled
         into[:] = batch.finished
+        for outcome in into:  # cancelled at the deadline: announced, so every call ends
+            if id(outcome.call) not in finished:
+                if id(outcome.call) not in started:
+                    yield ToolStarted(outcome.call, turn)
+                yield ToolFinished(outcome, turn)
+
+    async def _next(self, run: _Run, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
+        """The batch's next event; None at its end, or when the run's deadline passed
+        first (the calls still running are then cancelled, when `events` is closed)."""
+        remaining = self._remaining(run)
+        if remaining is None:
+            return await anext(events, None)
+        try:
+            return await asyncio.wait_for(anext(events, None), max(remaining, 0))
+        except TimeoutError:
+            left = self._remaining(run)
+            if left is not None and left <= 0:
+                logger.info("run deadline reached while tool calls ran")
+                return None
+            raise
 
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]

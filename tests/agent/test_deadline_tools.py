@@ -1,0 +1,79 @@
+"""The run's deadline covers tool calls: a tool that never returns is cancelled when the
+deadline passes, every call is answered, and the run stops with `DEADLINE`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from toolbridge import ExecutionPolicy, OutcomeStatus, ToolCallRequest, tool
+from toolbridge.agent import (
+    AgentRunner,
+    AssistantMessage,
+    RunFinished,
+    ScriptedModel,
+    StopReason,
+    ToolFinished,
+    ToolResultsMessage,
+)
+
+HANG_BOUND = 60.0  # only a real hang reaches it
+
+
+async def test_a_hanging_tool_ends_at_the_run_deadline(workspace: Path) -> None:
+    started = asyncio.Event()
+
+    @tool(read_only=True)
+    async def hang() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"  # pragma: no cover
+
+    @tool(read_only=True)
+    def quick() -> str:
+        """Returns at once."""
+        return "quick done"
+
+    turn = AssistantMessage(
+        calls=(ToolCallRequest("c1", "quick", "{}"), ToolCallRequest("c2", "hang", "{}"))
+    )
+    model = ScriptedModel([turn, AssistantMessage(text="unreachable")])
+    runner = AgentRunner(
+        model, [quick, hang], policy=ExecutionPolicy(persist_results=False), deadline=1.0
+    )
+    async with asyncio.timeout(HANG_BOUND):
+        events = [event async for event in runner.stream("go")]
+    assert started.is_set()
+    finished = {e.outcome.call.id: e.outcome for e in events if isinstance(e, ToolFinished)}
+    assert finished["c1"].status is OutcomeStatus.OK
+    assert finished["c2"].status is OutcomeStatus.CANCELLED
+    result = events[-1]
+    assert isinstance(result, RunFinished)
+    assert result.result.stop_reason is StopReason.DEADLINE
+    results = result.result.conversation[-1]
+    assert isinstance(results, ToolResultsMessage)  # every call answered: a valid history
+    by_id = {ret.call.id: ret.result for ret in results.results}
+    assert by_id["c1"].text == "quick done"
+    assert by_id["c2"].is_error and "cancelled" in by_id["c2"].text
+    assert len(model.requests) == 1  # the model was not asked again
+
+
+async def test_a_blocking_sync_tool_is_abandoned_at_the_deadline(workspace: Path) -> None:
+    release = threading.Event()
+
+    @tool(read_only=True)
+    def block() -> str:
+        """Blocks its worker thread until released."""
+        release.wait(HANG_BOUND)
+        return "released"
+
+    model = ScriptedModel([AssistantMessage(calls=(ToolCallRequest("c1", "block", "{}"),))])
+    runner = AgentRunner(model, [block], policy=ExecutionPolicy(persist_results=False), deadline=1)
+    try:
+        async with asyncio.timeout(HANG_BOUND / 2):
+            result = await runner.run("go")
+    finally:
+        release.set()
+    assert result.stop_reason is StopReason.DEADLINE
