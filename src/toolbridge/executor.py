@@ -379,7 +379,13 @@ class ToolExecutor:
         """
         runs: list[tuple[_Mode, list[tuple[int, PreparedCall]]]] = []
         concurrency = self.policy.concurrency
+        first_of: dict[str, int] = {}  # call id -> index of the call that has it
         for index, call in enumerate(batch.calls):
+            first = first_of.setdefault(call.id, index)
+            if first != index:  # its result could be taken for the other's: never run
+                error = duplicate_id_error(call.id, first, batch.calls[first].name)
+                await self._settle(batch, index, failed_outcome(call, error, ()))
+                continue
             prepared = self._admit(call)
             if isinstance(prepared, ToolOutcome):
                 await self._settle(batch, index, prepared)
@@ -811,6 +817,18 @@ async def _safe_hook(method: Callable[[ToolOutcome], Awaitable[Any]], outcome: T
     except Exception:
         logger.exception("executor hook %r failed for call %r", method, outcome.call.id)
         return None
+
+
+def duplicate_id_error(call_id: str, first: int, first_name: str) -> ToolError:
+    """The error of a call whose id an earlier call of its batch (or turn) already has:
+    results are matched to calls by id, so it is refused rather than run."""
+    return ToolError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"not run: the call id {call_id!r} is already used by call {first + 1} "
+        f"({first_name!r}) of this batch; every call needs an id of its own, so that each "
+        "result answers the right call",
+        "Send this call again with a new, unique id.",
+    )
 
 
 async def _before_hook(

@@ -62,9 +62,9 @@ from toolbridge.agent.state import (
 from toolbridge.agent.tracing import run_tracer
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
 from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import EventType, OutcomeStatus, ToolEvent, ToolOutcome
+from toolbridge.outcomes import EventType, OutcomeStatus, ToolEvent, ToolOutcome, failed_outcome
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
@@ -98,6 +98,25 @@ def _registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | Non
                 f"{type(item).__name__}"
             )
     return ToolRegistry(items)
+
+
+def _in_call_order(
+    calls: Sequence[ToolCallRequest], settled: Sequence[ToolReturn]
+) -> tuple[ToolReturn, ...]:
+    """Each call's own result, in call order. Matched by call, not only by id: two calls
+    sharing an id (the second refused) each keep their own result."""
+    by_id: dict[str, list[ToolReturn]] = {}
+    for ret in settled:
+        by_id.setdefault(ret.call.id, []).append(ret)
+    results = []
+    for call in calls:
+        candidates = by_id.get(call.id)
+        if not candidates:
+            continue
+        match = next((ret for ret in candidates if ret.call == call), candidates[0])
+        candidates.remove(match)
+        results.append(match)
+    return tuple(results)
 
 
 def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
@@ -812,14 +831,33 @@ class AgentRunner:
                 await early.cancel()
                 raise
             started = early.outcomes
-        rest = [call for call in calls if call.id not in started]
+        # By position: a call sharing the id of a call started early is refused, as the
+        # executor refuses one sharing an id within its batch (never the other's result).
+        early_at = {}
+        for position, call in enumerate(calls):
+            outcome = started.get(call.id)
+            if outcome is not None and call.id not in early_at and outcome.call == call:
+                early_at[call.id] = position
+        given: dict[int, ToolOutcome] = {i: started[calls[i].id] for i in early_at.values()}
+        rest = []
+        for position, call in enumerate(calls):
+            if position in given:
+                continue
+            if call.id in early_at:
+                first = early_at[call.id]
+                error = duplicate_id_error(call.id, first, calls[first].name)
+                given[position] = failed_outcome(call, error, ())
+                yield ToolStarted(call, turn)
+                yield ToolFinished(given[position], turn)
+                continue
+            rest.append(call)
         ran: list[ToolOutcome] = []
         if rest:
             async with aclosing(self._live(run, turn, rest, ran)) as events:
                 async for event in events:
                     yield event
         later = iter(ran)
-        outcomes = [started[c.id] if c.id in started else next(later) for c in calls]
+        outcomes = [given[i] if i in given else next(later) for i in range(len(calls))]
         stop = self._settle(run, calls, outcomes)
         if stop is not None:
             yield stop
@@ -908,8 +946,7 @@ class AgentRunner:
             return StopReason.APPROVAL_REQUIRED
         last = state.conversation[-1]
         assert isinstance(last, AssistantMessage)
-        by_id = {ret.call.id: ret for ret in state.settled}
-        results = tuple(by_id[call.id] for call in last.calls if call.id in by_id)
+        results = _in_call_order(last.calls, state.settled)
         state.conversation.append(ToolResultsMessage(results))
         state.settled = []
         if any(outcome.fatal for outcome in outcomes):
