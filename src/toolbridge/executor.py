@@ -102,6 +102,10 @@ BeforeCall = ToolResult | ToolError | PreparedCall | None
 """What `ExecutorHook.before_call` may return (see there)."""
 
 
+DEFAULT_MCP_TIMEOUT = 60.0
+"""Seconds an MCP tool call may take when neither its server nor the policy sets a limit."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExecutionPolicy:
     """How an executor schedules calls and shapes their results. Defaults are safe.
@@ -112,15 +116,16 @@ class ExecutionPolicy:
     (`ResultStore.for_workspace`), or in `results_dir` (relative: inside the workspace,
     e.g. ``".toolbridge/results"``).
 
-    A call's time limit is its tool's own `Tool.timeout`, else `default_timeout`. A call
-    to an MCP server's tool, which waits on another process, always has one: the
-    server's ``timeout``, else `mcp_timeout` (60 s; None leaves it to `default_timeout`).
+    A call's time limit is its tool's own `Tool.timeout`, else `default_timeout` (see
+    `time_limit`). A call to an MCP server's tool, which waits on another process,
+    always has one: the server's ``timeout``, else `mcp_timeout`, else `default_timeout`,
+    else `DEFAULT_MCP_TIMEOUT` (60 s).
     """
 
     concurrency: bool = True
     max_concurrency: int | None = None
     default_timeout: float | None = None
-    mcp_timeout: float | None = 60.0
+    mcp_timeout: float | None = None
     fail_on_tool_error: bool = False
     approval: ApprovalRule = requires_approval_flag
     max_result_chars: int = 30_000
@@ -133,6 +138,17 @@ class ExecutionPolicy:
     warn_after: int = 2
     block_after: int = 2
     tracing: bool = True
+
+    def time_limit(self, tool: Tool) -> float | None:
+        """The time limit of a call to `tool` under this policy (None: no limit)."""
+        if tool.timeout is not None:
+            return tool.timeout
+        if getattr(tool, "mcp_server", None) is None:
+            return self.default_timeout
+        for limit in (self.mcp_timeout, self.default_timeout):
+            if limit is not None:
+                return limit
+        return DEFAULT_MCP_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
@@ -421,14 +437,6 @@ class ToolExecutor:
             finally:
                 self._gate.release(exclusive)
 
-    def _time_limit(self, tool: Tool) -> float | None:
-        """See `ExecutionPolicy`: the tool's own limit, else the policy's (MCP's first)."""
-        if tool.timeout is not None:
-            return tool.timeout
-        if getattr(tool, "mcp_server", None) is not None and self.policy.mcp_timeout is not None:
-            return self.policy.mcp_timeout
-        return self.policy.default_timeout
-
     def _admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
         """Prepare a call: the prepared call to schedule, or the outcome that settles it now."""
         try:
@@ -533,7 +541,7 @@ class ToolExecutor:
                     return
                 answer, recording = begun
             try:
-                time_limit = self._time_limit(tool)
+                time_limit = self.policy.time_limit(tool)
                 progress = (
                     set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
                 )

@@ -1,5 +1,6 @@
 """Every MCP tool call ends: a server that never answers gives a `timeout` outcome (and
-is told the call was cancelled), by default after 60 s, sooner when configured."""
+is told the call was cancelled): after the server's `timeout`, else the policy's
+`mcp_timeout`, else its `default_timeout`, else 60 s."""
 
 from __future__ import annotations
 
@@ -36,8 +37,14 @@ async def call_wait(registry: ToolRegistry, policy: ExecutionPolicy) -> Any:
     return outcome
 
 
-def test_the_default_limit_is_60_seconds() -> None:
-    assert ExecutionPolicy().mcp_timeout == 60.0
+async def test_mcp_calls_always_have_a_limit(workspace: Path, tmp_path: Path) -> None:
+    registry = ToolRegistry([], context=ToolContext(workspace=workspace))
+    async with MCPClient(silent(tmp_path / "log"), registry):
+        tool = registry.get("mcp_s_wait")
+        assert isinstance(tool, MCPTool) and tool.timeout is None  # nothing configured
+        assert ExecutionPolicy().time_limit(tool) == 60.0
+        assert ExecutionPolicy(default_timeout=5).time_limit(tool) == 5
+        assert ExecutionPolicy(mcp_timeout=7, default_timeout=5).time_limit(tool) == 7
     with pytest.raises(ValueError, match="mcp_timeout must be > 0"):
         ExecutionPolicy(mcp_timeout=0)
 
@@ -62,16 +69,15 @@ async def test_the_policy_limit_ends_a_call_the_server_never_answers(
 async def test_the_servers_own_timeout_comes_first(workspace: Path, tmp_path: Path) -> None:
     registry = ToolRegistry([], context=ToolContext(workspace=workspace))
     async with MCPClient(silent(tmp_path / "log", timeout=1), registry):
-        # a policy without an MCP limit, and none for other tools: the server's still holds
-        policy = ExecutionPolicy(mcp_timeout=None, default_timeout=None)
-        outcome = await call_wait(registry, policy)
+        # the policy would give 60 s: the server's own limit comes first
+        outcome = await call_wait(registry, ExecutionPolicy())
         assert outcome.result.error_kind is ErrorKind.TIMEOUT
 
 
-async def test_without_an_mcp_limit_the_default_timeout_applies(
+async def test_without_an_mcp_limit_the_policys_default_timeout_applies(
     workspace: Path, tmp_path: Path
 ) -> None:
     registry = ToolRegistry([], context=ToolContext(workspace=workspace))
     async with MCPClient(silent(tmp_path / "log"), registry):
-        outcome = await call_wait(registry, ExecutionPolicy(mcp_timeout=None, default_timeout=1))
+        outcome = await call_wait(registry, ExecutionPolicy(default_timeout=1))
         assert outcome.result.error_kind is ErrorKind.TIMEOUT
