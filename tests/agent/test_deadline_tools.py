@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 from toolbridge import ExecutionPolicy, OutcomeStatus, ToolCallRequest, tool
 from toolbridge.agent import (
@@ -77,3 +78,38 @@ async def test_a_blocking_sync_tool_is_abandoned_at_the_deadline(workspace: Path
     finally:
         release.set()
     assert result.stop_reason is StopReason.DEADLINE
+
+
+class _LateRunner(AgentRunner):
+    """The deadline passes between the model's answer and its calls (as a slow journal
+    save can make it): the calls are cancelled before they start, and still answered."""
+
+    async def _tools(self, run: Any, turn: int, calls: Any, early: Any = None) -> Any:
+        assert self.deadline is not None
+        left = self._remaining(run)
+        assert left is not None
+        await asyncio.sleep(max(left, 0) + 0.05)  # until the deadline itself has passed
+        async for step in super()._tools(run, turn, calls, early):
+            yield step
+
+
+async def test_calls_reached_after_the_deadline_are_answered_as_cancelled() -> None:
+    ran: list[str] = []
+
+    @tool(read_only=True)
+    def quick() -> str:
+        """Returns at once."""
+        ran.append("quick")
+        return "quick done"
+
+    model = ScriptedModel([AssistantMessage(calls=(ToolCallRequest("c1", "quick", "{}"),))])
+    runner = _LateRunner(
+        model, [quick], policy=ExecutionPolicy(persist_results=False), deadline=0.5
+    )
+    async with asyncio.timeout(HANG_BOUND):
+        result = await runner.run("go")
+    assert result.stop_reason is StopReason.DEADLINE and ran == []
+    results = result.conversation[-1]
+    assert isinstance(results, ToolResultsMessage)
+    [ret] = results.results
+    assert ret.call.id == "c1" and ret.result.is_error and "cancelled" in ret.result.text

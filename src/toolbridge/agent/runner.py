@@ -905,6 +905,8 @@ class AgentRunner:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()  # stops the batch: a call still running is cancelled
+        if len(batch.finished) < len(calls):  # stopped before its task began (deadline)
+            batch._cancel_rest()
         into[:] = batch.finished
         for outcome in into:  # cancelled at the deadline: announced, so every call ends
             if id(outcome.call) not in finished:
