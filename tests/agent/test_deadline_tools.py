@@ -113,3 +113,26 @@ async def test_calls_reached_after_the_deadline_are_answered_as_cancelled() -> N
     assert isinstance(results, ToolResultsMessage)
     [ret] = results.results
     assert ret.call.id == "c1" and ret.result.is_error and "cancelled" in ret.result.text
+
+
+async def test_calls_started_early_end_at_the_deadline_too() -> None:
+    @tool(read_only=True)
+    async def hang() -> str:
+        """Never returns."""
+        await asyncio.Event().wait()
+        return "never"  # pragma: no cover
+
+    turn = AssistantMessage(calls=(ToolCallRequest("c1", "hang", "{}"),))
+    model = ScriptedModel([turn, AssistantMessage(text="unreachable")])
+    policy = ExecutionPolicy(persist_results=False)
+    runner = AgentRunner(model, [hang], policy=policy, deadline=1.0, eager_tools=True)
+    async with asyncio.timeout(HANG_BOUND):
+        events = [event async for event in runner.stream("go")]
+    finished = [e.outcome for e in events if isinstance(e, ToolFinished)]
+    assert [o.status for o in finished] == [OutcomeStatus.CANCELLED]
+    result = events[-1]
+    assert isinstance(result, RunFinished)
+    assert result.result.stop_reason is StopReason.DEADLINE
+    results = result.result.conversation[-1]
+    assert isinstance(results, ToolResultsMessage)
+    assert results.results[0].result.is_error and len(model.requests) == 1

@@ -64,7 +64,14 @@ from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
 from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import EventType, OutcomeStatus, ToolEvent, ToolOutcome, failed_outcome
+from toolbridge.outcomes import (
+    EventType,
+    Outcomes,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    failed_outcome,
+)
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
@@ -202,6 +209,7 @@ class _EarlyCalls:
         self._run = run
         self._open = True
         self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
+        self._into: dict[str, Outcomes] = {}  # each call's outcomes, kept when cancelled
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self.outcomes: dict[str, ToolOutcome] = {}
         """The outcomes reported so far (their `ToolFinished` was yielded)."""
@@ -212,11 +220,28 @@ class _EarlyCalls:
         if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
             self._open = False
             return False
-        task = asyncio.create_task(self._runner._execute(self._run, [call]))
+        into = self._into[call.id] = Outcomes()
+        task = asyncio.create_task(self._runner._execute(self._run, [call], into))
         ended = _Ended(call.id)
         task.add_done_callback(lambda _: self._queue.put_nowait(ended))
         self._tasks[call.id] = task
         return True
+
+    async def _expire(self, turn: int) -> list[ToolFinished]:
+        """The run's deadline passed: cancel the calls still running; their `cancelled`
+        outcomes join `outcomes`, so they are answered and never started again."""
+        running = [task for task in self._tasks.values() if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
+        expired = []
+        for call_id, task in self._tasks.items():
+            held = self._into[call_id]
+            if call_id not in self.outcomes and task.cancelled() and held:
+                self.outcomes[call_id] = held[0]
+                expired.append(ToolFinished(held[0], turn))
+        return expired
 
     def _report(self, ended: _Ended, turn: int) -> ToolFinished | None:
         task = self._tasks.get(ended.call_id)
@@ -255,12 +280,22 @@ class _EarlyCalls:
                 await asyncio.wait([pump])
 
     async def finished(self, turn: int) -> AsyncGenerator[ToolFinished, None]:
-        """The `ToolFinished` of the calls not reported yet, as each one ends."""
+        """The `ToolFinished` of the calls not reported yet, as each one ends; at the
+        run's deadline, those of the calls it cancelled."""
         while any(
             call_id not in self.outcomes and not task.cancelled()
             for call_id, task in self._tasks.items()
         ):
-            item = await self._queue.get()
+            left = self._runner._remaining(self._run)
+            try:
+                if left is None:
+                    item = await self._queue.get()
+                else:
+                    item = await asyncio.wait_for(self._queue.get(), max(left, 0))
+            except TimeoutError:
+                for expired in await self._expire(turn):
+                    yield expired
+                return
             if isinstance(item, _Ended):
                 finished = self._report(item, turn)
                 if finished is not None:
@@ -862,11 +897,14 @@ class AgentRunner:
         if stop is not None:
             yield stop
 
-    async def _execute(self, run: _Run, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
-        """The executor's outcomes for `calls`, with the run's span current if tracing."""
+    async def _execute(
+        self, run: _Run, calls: Sequence[ToolCallRequest], into: Outcomes | None = None
+    ) -> list[ToolOutcome]:
+        """The executor's outcomes for `calls`, with the run's span current if tracing
+        (`into` holds them, cancelled ones included, when the call is cancelled)."""
         if self._tracer is None:
-            return list(await run.executor.run(calls))
-        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls)))
+            return list(await run.executor.run(calls, into=into))
+        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls, into=into)))
 
     async def _live(
         self, run: _Run, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
