@@ -47,6 +47,7 @@ async def test_a_command_cannot_change_the_control_folder(workspace: Path, comma
 
 async def test_a_missing_control_folder_cannot_be_created_by_a_command(workspace: Path) -> None:
     tools = sandboxed(workspace)
+    assert not (workspace / ".toolbridge").exists()  # making the tool leaves no trace
     result = await tools.execute(
         "exec", {"command": "ln -s /tmp .toolbridge; mkdir -p .toolbridge/skills/x; echo done"}
     )
@@ -60,7 +61,6 @@ async def test_a_linked_control_folder_refuses_the_command(workspace: Path, tmp_
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     tools = sandboxed(workspace)
-    (workspace / ".toolbridge").rmdir()
     os.symlink(elsewhere, workspace / ".toolbridge")
     result = await tools.execute("exec", {"command": "echo ran > ran.txt"})
     assert result.is_error and result.error_kind is ErrorKind.WORKSPACE_VIOLATION

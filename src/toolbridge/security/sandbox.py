@@ -60,11 +60,15 @@ class BubblewrapSandbox:
     network: bool = False
     read_paths: tuple[Path, ...] = ()
 
-    def argv(self, command: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
+    def argv(
+        self, command: Sequence[str], *, workspace: Path, cwd: Path, control: bool = True
+    ) -> list[str]:
         """The bubblewrap command line that runs `command` in `cwd` with `workspace` writable.
 
         Order matters: later mounts go on top of earlier ones, so the workspace (and
         the readable extras) stay visible even when they lie under a hidden path.
+        `control=False` (the probe's) leaves toolbridge's folder alone: it is made only
+        when a real command is about to run.
         """
         hidden = [p for p in HIDDEN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
         shown = [*(_NETWORK_PATHS if self.network else ()), *map(str, self.read_paths)]
@@ -73,7 +77,7 @@ class BubblewrapSandbox:
         # the command starts and mounted read-only over the writable workspace: the
         # command can neither change it nor, when it was missing, create it or a link
         # in its place. A mount point cannot be removed or renamed either.
-        control = str(control_folder(workspace))
+        protect = ["--ro-bind", *[str(control_folder(workspace))] * 2] if control else []
         return [
             self.executable,
             "--die-with-parent", "--new-session", "--unshare-all",
@@ -86,7 +90,7 @@ class BubblewrapSandbox:
             *(arg for path in shown for arg in ("--ro-bind-try", path, path)),
             "--dir", SANDBOX_HOME,
             "--bind", root, root,
-            "--ro-bind", control, control,
+            *protect,
             "--chdir", str(cwd),
             "--",
             *command,
@@ -94,7 +98,7 @@ class BubblewrapSandbox:
 
     def probe(self, shell: str, workspace: Path) -> str | None:
         """Run an empty command in the sandbox; None if it works, else bubblewrap's complaint."""
-        argv = self.argv([shell, "-c", ":"], workspace=workspace, cwd=workspace)
+        argv = self.argv([shell, "-c", ":"], workspace=workspace, cwd=workspace, control=False)
         try:
             done = subprocess.run(
                 argv,
