@@ -1,6 +1,8 @@
 """toolbridge: `ToolRegistry.execute(name, raw_json)` and `prepare_call` alone.
 
-W1s (a sync function) is timed on the default path (a worker thread) and with
+W1-W4 are also timed through `prepare_call` with the arguments as a dict (the
+plain-data check runs on that path; decoded text skips it). W1s (a sync function)
+is timed on the default path (a worker thread) and with
 ``@tool(inline=True)`` (on the event loop).
 
 Run with the interpreter of bench/.venvs/toolbridge (an editable install of this repo):
@@ -9,6 +11,7 @@ Run with the interpreter of bench/.venvs/toolbridge (an editable install of this
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,8 +55,18 @@ async def build() -> Sequence[Case]:
         def prepare(name: str = name, text: str = text) -> Any:
             return registry.prepare_call(name, text)
 
+        data = json.loads(text)
+
+        def prepare_dict(name: str = name, data: Any = data) -> Any:
+            return registry.prepare_call(name, data)
+
         cases.append(Case(workload.key, "execute", execute, describe_result))
         cases.append(Case(workload.key, "prepare_call", prepare, describe_prepared, False))
+        if workload.key != "W1s":
+            # the arguments as a dict, as SDKs hand them over (Anthropic, Gemini)
+            cases.append(
+                Case(workload.key, "prepare_call, dict", prepare_dict, describe_prepared, False)
+            )
     for workload in SYNC_WORKLOADS:
 
         async def on_loop(name: str = workload.tool_name, text: str = workload.arguments) -> Any:

@@ -44,7 +44,7 @@ class ToolCallRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-RepairAction = Literal["unwrap_arguments", "decode_json", "cast"]
+RepairAction = Literal["unwrap_arguments", "decode_json", "cast", "drop_null"]
 Location = tuple[str | int, ...]
 
 

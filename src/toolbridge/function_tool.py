@@ -40,6 +40,7 @@ class FunctionTool(Tool):
         timeout: float | None = None,
         requires_approval: bool = False,
         inline: bool = False,
+        defer_loading: bool | None = None,
     ) -> None:
         signature = function_signature(fn, context_type=ToolContext)
         self.fn = fn
@@ -50,6 +51,7 @@ class FunctionTool(Tool):
         self.exclusive = exclusive
         self.timeout = timeout
         self.requires_approval = requires_approval
+        self.defer_loading = defer_loading
         self._concurrency_safe = concurrency_safe
         self._converter = signature.converter
         self._context_param = signature.context_param
@@ -122,6 +124,7 @@ def tool(
     timeout: float | None = None,
     requires_approval: bool = False,
     inline: bool = False,
+    defer_loading: bool | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -134,6 +137,8 @@ def tool(
 
     ``inline=True`` runs a sync function on the event loop instead of a worker thread:
     for cheap code that never blocks (no I/O, no sleeps), since it cannot be interrupted.
+    ``defer_loading=True`` keeps its definition out of requests under tool search until
+    the model finds it (`toolbridge.tool_search`).
     """
     if fn is not None:
         return FunctionTool(fn, **options)

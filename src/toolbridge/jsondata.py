@@ -12,6 +12,7 @@ so no input can exhaust the stack.
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
 from collections.abc import Iterator
@@ -20,7 +21,14 @@ from typing import Any
 from toolbridge.calls import Location, format_path
 from toolbridge.errors import ArgumentIssue
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "json_data_issues", "nesting", "text_may_hide_problems"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "json_data_issues",
+    "leaves_look_plain",
+    "nesting",
+    "text_may_hide_problems",
+]
 
 # Levels of nested objects and arrays accepted in arguments. jsonschema-rs refuses data
 # deeper than 255 levels ("Recursion limit reached"); real arguments nest a few levels.
@@ -51,6 +59,40 @@ def text_may_hide_problems(text: str) -> bool:
     if not text.isascii() and _SURROGATE.search(text) is not None:
         return True
     return len(text) > 2 * MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH
+
+
+# In `marshal`'s bytes: the UTF-8 form of a surrogate (ED A0..BF), which no real
+# character has, and the last two bytes of a little-endian double whose exponent is all
+# ones (an infinity or a NaN) after its type code ("g", or "g" | 0x80 for a double
+# marshal refers to twice). Other bytes can match too: that only sends a value down
+# the full walk. Each is searched for only where its rare byte is present (memchr).
+_SURROGATE_UTF8 = re.compile(b"\xed[\xa0-\xbf]")
+_NON_FINITE_DOUBLE = re.compile(b"[g\xe7].{6}[\xf0-\xff][\x7f\xff]", re.DOTALL)
+# An integer of more than MAX_INT_DIGITS digits takes more marshal bytes than this.
+_MARSHAL_LIMIT = 1_800
+
+
+def leaves_look_plain(value: Any) -> bool:
+    """Whether `value`'s leaves pass the checks of `json_data_issues`, as far as one C
+    pass (`marshal`) shows: exact built-in types only (no subclass, no Decimal, no
+    arbitrary object), no lone surrogate, no infinity or NaN, no huge integer.
+
+    It does not see which containers and keys hold what (a set, bytes, a tuple, an int
+    key pass `marshal`), nor the depth: a caller relies on it only together with a
+    validator that type-checks every value and key (`CompiledSchema` with a fully typed
+    schema). False means "walk it", never "it is not plain".
+    """
+    try:
+        data = marshal.dumps(value)
+    except ValueError:  # a subclass or a type marshal does not know, or too deep
+        return False
+    if len(data) > _MARSHAL_LIMIT:
+        return False
+    if b"\xed" in data and _SURROGATE_UTF8.search(data) is not None:
+        return False
+    return not (
+        (b"\x7f" in data or b"\xff" in data) and _NON_FINITE_DOUBLE.search(data) is not None
+    )
 
 
 def json_data_issues(value: Any, *, limit: int = 21) -> list[ArgumentIssue]:

@@ -32,6 +32,8 @@ class LoopGuard:
         self._failures: dict[str, dict[str, int]] = {}
         self._targets: dict[str, int] = {}
         self._blocked: dict[str, int] = {}
+        # The boundary each refused target (and each call that was refused for one) met.
+        self._boundaries: dict[str, tuple[str, ErrorKind]] = {}
 
     def check(self, tool_name: str, args: Mapping[str, Any]) -> ToolError | None:
         """The error to report instead of running this call, or None to let it run."""
@@ -42,10 +44,12 @@ class LoopGuard:
             key = canonical_arguments(args)
             failures = per_tool.get(key, 0)
             if failures >= self.block_after:
+                call = f"{tool_name}\n{key}"
                 return self._block(
-                    f"{tool_name}\n{key}",
+                    call,
                     f"blocked a repeated call: {tool_name!r} already failed {failures} times "
                     "with exactly these arguments, so it was not run again.",
+                    self._boundaries.get(call),
                 )
         for target, refusals in self._targets.items():
             if refusals >= self.block_after and _mentions(args, target):
@@ -53,6 +57,7 @@ class LoopGuard:
                     target,
                     f"blocked a repeated attempt at {target!r}: it was refused {refusals} "
                     "times already, so this call was not run.",
+                    self._boundaries.get(target),
                 )
         return None
 
@@ -77,11 +82,13 @@ class LoopGuard:
                 "unchanged; identical calls will be blocked."
             )
         if target is not None:
+            boundary = (target, error.kind)
+            self._boundaries[target] = self._boundaries[f"{tool_name}\n{key}"] = boundary
             refusals = self._targets[target] = self._targets.get(target, 0) + 1
             if refusals >= self.warn_after:
                 warning = (
-                    f"Warning: {target!r} has been refused {refusals} times. It will not "
-                    "become reachable; further attempts at it will be blocked."
+                    f"Warning: {target!r} has been refused {refusals} times. "
+                    f"{_boundary_text(*boundary)} Further attempts at it will be blocked."
                 )
         return warning
 
@@ -90,9 +97,17 @@ class LoopGuard:
         self._failures.clear()
         self._targets.clear()
         self._blocked.clear()
+        self._boundaries.clear()
 
-    def _block(self, key: str, message: str) -> ToolError:
+    def _block(
+        self, key: str, message: str, boundary: tuple[str, ErrorKind] | None = None
+    ) -> ToolError:
         times = self._blocked[key] = self._blocked.get(key, 0) + 1
+        if boundary is not None:  # a respelling meets the same wall: say so, and whom to ask
+            hint = _boundary_text(*boundary)
+            if times > 1:
+                hint = f"This is block number {times} for the same thing. {hint}"
+            return ToolError(ErrorKind.REPEATED_CALL, message, hint)
         hint = "Change the arguments or use another approach."
         if times > 1:
             hint = (
@@ -100,6 +115,21 @@ class LoopGuard:
                 "different approach, or tell the user what is not working and why."
             )
         return ToolError(ErrorKind.REPEATED_CALL, message, hint)
+
+
+def _boundary_text(target: str, kind: ErrorKind) -> str:
+    """What a model must do about a refused path or host: stop, and tell the user."""
+    if kind is ErrorKind.WORKSPACE_VIOLATION:
+        what = f"The path {target!r} is outside the workspace"
+    elif kind is ErrorKind.NETWORK_VIOLATION:
+        what = f"The address {target!r} is outside what the network policy allows"
+    else:
+        what = f"{target!r} is refused by this setup's policy"
+    return (
+        f"{what}: a hard boundary, not a mistake in the arguments. No other spelling, path "
+        "or tool reaches it. Stop trying, and tell the user that you need "
+        f"{target!r} and why; only they can change the setup."
+    )
 
 
 def _mentions(args: Mapping[str, Any], target: str) -> bool:

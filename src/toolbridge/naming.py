@@ -37,17 +37,22 @@ class NameIndex:
     __slots__ = ("_by_fold", "_grams", "_letters", "_words")
 
     def __init__(self, names: Sequence[str]) -> None:
-        self._by_fold: dict[str, str] = {}
+        # Folded spelling -> every name with that spelling ("Read-File" and "read_file"
+        # fold alike: a model's "READ_FILE" gets both, never one picked silently).
+        self._by_fold: dict[str, list[str]] = {}
         for name in names:
             folded = _fold(name)
-            self._by_fold.setdefault(folded, name)
-            self._by_fold.setdefault(folded.replace("_", ""), name)
+            for key in dict.fromkeys((folded, folded.replace("_", ""))):
+                self._by_fold.setdefault(key, []).append(name)
         self._grams = [(name, _bigrams(_fold(name))) for name in names]
         self._letters = {name: Counter(_fold(name)) for name in names}
         self._words = {name: frozenset(_fold(name).split("_")) - {""} for name in names}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """Names the model probably meant, best first; empty when none is close.
+
+        At most `limit` names, except that names tied with the last one are all listed:
+        a tie is never settled by picking one silently.
 
         Case, ``-``/``_`` and invented namespaces are ignored; otherwise names are ranked
         by the Dice similarity of their character bigrams (typos, a missing or extra
@@ -63,7 +68,7 @@ class NameIndex:
             folded = _fold(candidate)
             for key in (folded, folded.replace("_", "")):
                 if key in self._by_fold:
-                    return [self._by_fold[key]]
+                    return list(self._by_fold[key])
         folded = _fold(stripped)
         grams = _bigrams(folded)
         letters: Counter[str] | None = None
@@ -81,4 +86,8 @@ class NameIndex:
             if score >= _MIN_SIMILARITY:
                 scored.append((-score, registered))
         scored.sort()
+        if len(scored) > limit > 0:
+            last = scored[limit - 1][0]
+            while limit < len(scored) and scored[limit][0] == last:
+                limit += 1
         return [registered for _, registered in scored[:limit]]

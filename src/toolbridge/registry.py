@@ -63,6 +63,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
+_MAX_REMEMBERED_ERRORS = 64  # unknown tool names whose error is kept, per registry
+_MAX_REMEMBERED_NAME = 200
 MCP_PREFIX = "mcp_"
 
 
@@ -140,6 +142,9 @@ class ToolRegistry:
         # Derived views, rebuilt on first use after a change.
         self._names: tuple[str, ...] | None = None
         self._name_index: NameIndex | None = None
+        # The unknown-tool errors already written, by name: a model that misspells a tool
+        # tends to repeat the spelling. Bounded, and dropped with every change of tools.
+        self._unknown_errors: dict[str, ToolError] = {}
         self._definitions: _Definitions | None = None
         for tool in tools:
             self.register(tool)
@@ -194,6 +199,7 @@ class ToolRegistry:
     def _changed(self) -> None:
         self._names = None
         self._name_index = None
+        self._unknown_errors = {}
         self._definitions = None
 
     def _sorted_names(self) -> tuple[str, ...]:
@@ -389,6 +395,16 @@ class ToolRegistry:
         return Invocation(result, value, error, exception)
 
     def _unknown_tool(self, name: Any) -> ToolError:
+        if type(name) is str and (known := self._unknown_errors.get(name)) is not None:
+            return known
+        error = self._describe_unknown_tool(name)
+        if type(name) is str and len(name) <= _MAX_REMEMBERED_NAME:
+            if len(self._unknown_errors) >= _MAX_REMEMBERED_ERRORS:
+                self._unknown_errors.clear()
+            self._unknown_errors[name] = error
+        return error
+
+    def _describe_unknown_tool(self, name: Any) -> ToolError:
         names = self._sorted_names()
         available = ", ".join(names[:50]) + (" ..." if len(names) > 50 else "")
         hint = f"Call one of the available tools by its exact name: {available}."

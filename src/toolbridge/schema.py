@@ -32,7 +32,7 @@ from toolbridge.calls import (
     format_path,
 )
 from toolbridge.errors import ArgumentIssue, ToolDefinitionError
-from toolbridge.jsondata import json_data_issues
+from toolbridge.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
 from toolbridge.naming import NameIndex
 
 __all__ = [
@@ -538,6 +538,7 @@ class _Compiler:
         does not hold (an allOf branch) stays open, and then every call needs the cast pass.
         """
         schema = thaw(self.root)
+        _allow_null_where_nullable(schema)
         complete = not self.normalizes
         for pointer in self.closed_by_rule:
             node = _at_pointer(schema, pointer)
@@ -577,8 +578,23 @@ class _Compiler:
         allowed = tuple(props)
         if closed and extra_schema is not False:
             self.closed_by_rule.add(pointer)
-        if not (casters or patterns or extra or closed):
+        required = schema.get("required")
+        optional = set(props) - set(required if isinstance(required, list) else ())
+        # Optional properties that refuse null: a null there means "absent" and is dropped.
+        # True when the schema says so at a glance, else the validator decides on first use.
+        null_refused: dict[str, bool | Callable[[Any], bool]] = {}
+        for name in optional:
+            verdict = _refuses_null(props[name])
+            if verdict is not False:
+                null_refused[name] = verdict or self.validators.checker(
+                    f"{pointer}/properties/{_escape(name)}"
+                )
+        if not (casters or patterns or extra or closed or null_refused):
             return None
+
+        def refuses_null(key: str) -> bool:
+            verdict = null_refused[key]
+            return verdict if isinstance(verdict, bool) else not verdict(None)
 
         def cast_object(
             value: dict[str, Any], location: Location, state: _CastState
@@ -586,6 +602,12 @@ class _Compiler:
             out: dict[str, Any] | None = None
             unknown: list[str] | None = None
             for key, item in value.items():
+                if item is None and key in null_refused and refuses_null(key):
+                    if out is None:
+                        out = dict(value)
+                    del out[key]
+                    state.repairs.append(Repair((*location, key), "drop_null", None, None))
+                    continue
                 caster = casters.get(key)
                 if caster is None:
                     if key in props:
@@ -702,6 +724,155 @@ def _at_pointer(document: Any, pointer: str) -> Any:
     return document
 
 
+# Keywords that let values through without a type check of their own, or that combine
+# schemas: a node with one of these is not "fully typed".
+_UNTYPED_KEYWORDS = frozenset(
+    {
+        *_Compiler._COMPOSITION,
+        "patternProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "dependentSchemas",
+        "dependencies",
+        "propertyNames",
+        "contains",
+        "prefixItems",
+        "additionalItems",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
+
+def _typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int | None:
+    """How many levels of objects and arrays a value valid against `schema` can nest,
+    when the validator type-checks every value and visits every key of such a value
+    (each node has a ``type``; objects are closed or type their other keys; arrays type
+    their items); None when some value could pass unchecked, or the nesting is recursive.
+    """
+    if not isinstance(schema, dict) or any(k in schema for k in _UNTYPED_KEYWORDS):
+        return None
+    ref = schema.get("$ref")
+    if ref is not None:
+        if not isinstance(ref, str) or ref in refs or not ref.startswith("#/"):
+            return None
+        if "type" in schema:  # a $ref next to its own type: keep the rule simple
+            return None
+        target = _at_pointer(root, ref[1:])
+        return _typed_depth(target, root, refs | {ref})
+    declared = schema.get("type")
+    types = [declared] if isinstance(declared, str) else declared
+    if not isinstance(types, list) or not types:
+        return None
+    depth = 0
+    if "object" in types:
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        if not isinstance(properties, dict) or not (extra is False or isinstance(extra, dict)):
+            return None
+        children = [*properties.values(), *([extra] if isinstance(extra, dict) else [])]
+        below = [_typed_depth(child, root, refs) for child in children]
+        if any(level is None for level in below):
+            return None
+        depth = 1 + max((level for level in below if level is not None), default=0)
+    if "array" in types:
+        items = _typed_depth(schema.get("items"), root, refs)
+        if items is None:
+            return None
+        depth = max(depth, 1 + items)
+    return depth
+
+
+def _refuses_null(schema: Any) -> bool | None:
+    """Whether a property's schema refuses null: True or False where its own keywords
+    settle it, None where only the validator can tell ($ref, anyOf, not ...)."""
+    if isinstance(schema, bool):
+        return not schema
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("nullable") is True:
+        return None
+    declared = schema.get("type")
+    if (isinstance(declared, str) and declared != "null") or (
+        isinstance(declared, list) and "null" not in declared
+    ):
+        return True
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        return True
+    if "const" in schema and schema["const"] is not None:
+        return True
+    if any(k in schema for k in _Compiler._COMPOSITION) or "$ref" in schema:
+        return None
+    return False
+
+
+# Keywords whose value is a subschema, a map of subschemas, or a list of subschemas.
+_ONE_SCHEMA = (
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def _allow_null_where_nullable(schema: dict[str, Any]) -> None:
+    """Let every subschema with the OpenAPI keyword ``nullable: true`` accept null, in place.
+
+    Casting already reads ``nullable`` (a null is left alone there); JSON Schema itself
+    ignores the keyword, so without this the validator would refuse what casting kept.
+    Only keywords are widened, nothing moves: the JSON pointers of every subschema stay
+    valid. ``type`` gains "null", ``enum`` gains null, ``const`` becomes a two-value
+    ``enum``, ``anyOf``/``oneOf`` gain a null branch, a ``$ref`` moves into a new ``anyOf``
+    with a null branch, and each ``allOf`` branch is widened the same way.
+    """
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("nullable") is True:
+            _widen_to_null(node)
+        for keyword in _ONE_SCHEMA:
+            stack.append(node.get(keyword))
+        for keyword in _SCHEMA_MAPS:
+            children = node.get(keyword)
+            if isinstance(children, dict):
+                stack.extend(children.values())
+        for keyword in _SCHEMA_LISTS:
+            children = node.get(keyword)
+            if isinstance(children, list):
+                stack.extend(children)
+
+
+def _widen_to_null(node: dict[str, Any]) -> None:
+    declared = node.get("type")
+    if isinstance(declared, str) and declared != "null":
+        node["type"] = [declared, "null"]
+    elif isinstance(declared, list) and "null" not in declared:
+        node["type"] = [*declared, "null"]
+    if isinstance(node.get("enum"), list) and None not in node["enum"]:
+        node["enum"] = [*node["enum"], None]
+    if "const" in node and node["const"] is not None:
+        node["enum"] = [node.pop("const"), None]
+    for keyword in ("anyOf", "oneOf"):
+        if isinstance(node.get(keyword), list):
+            node[keyword] = [*node[keyword], {"type": "null"}]
+    if "$ref" in node and "anyOf" not in node:
+        node["anyOf"] = [{"$ref": node.pop("$ref")}, {"type": "null"}]
+    for branch in node.get("allOf") or ():
+        if isinstance(branch, dict):  # every branch must let null through
+            _widen_to_null(branch)
+
+
 def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
@@ -741,13 +912,20 @@ def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
         names += f" and {len(allowed) - _ALLOWED_SHOWN} more"
     message += f"; allowed keys: {names}"
     index = NameIndex(allowed)
-    close = [(key, found[0]) for key in keys[:_KEYS_SHOWN] if (found := index.suggest(key, 1))]
+    close = [
+        (key, _either(found)) for key in keys[:_KEYS_SHOWN] if (found := index.suggest(key, 1))
+    ]
     if len(keys) == 1 and close:
-        message += f" (did you mean {_shorten(close[0][1], 40)!r}?)"
+        message += f" (did you mean {close[0][1]}?)"
     elif close:
-        pairs = ", ".join(f"{_shorten(c, 40)!r} for {_shorten(k, 40)!r}" for k, c in close)
+        pairs = ", ".join(f"{c} for {_shorten(k, 40)!r}" for k, c in close)
         message += f" (did you mean {pairs}?)"
     return message
+
+
+def _either(names: Sequence[str]) -> str:
+    """``'a'``, or ``'a' or 'b'`` when two names are equally close."""
+    return " or ".join(repr(_shorten(name, 40)) for name in names)
 
 
 # --- the compiled schema ---------------------------------------------------------------
@@ -773,7 +951,7 @@ class CompiledSchema:
     `check` uses to skip it on the hot path.
     """
 
-    __slots__ = ("_caster", "_validator", "schema", "settled")
+    __slots__ = ("_caster", "_typed", "_validator", "schema", "settled")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
@@ -785,6 +963,10 @@ class CompiledSchema:
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
         validators.schema = checked
+        # Whether a valid value's plain-data check may be the validator's own pass plus
+        # `leaves_look_plain` instead of the Python walk (see `check`).
+        depth = _typed_depth(checked, checked, frozenset())
+        self._typed = depth is not None and depth <= MAX_DEPTH
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
@@ -799,12 +981,26 @@ class CompiledSchema:
         (`jsondata.json_data_issues`). A valid value the cast pass cannot change comes
         back as the same object. Never raises for any input.
         """
-        if not plain and (found := json_data_issues(value)):
-            return Checked(value, (), _capped(found))
         validator = self._validator
+        valid: bool | None = None  # the validator's verdict on `value`, once asked
+        if not plain:
+            if self._typed and leaves_look_plain(value):
+                # A fully typed schema makes the validator look at every value and key
+                # (a set, bytes or an int key is a ValueError or invalid there), and
+                # `leaves_look_plain` saw the rest: a valid value is plain data.
+                try:
+                    valid = plain = bool(validator.is_valid(value))
+                except ValueError:
+                    valid = None
+                if plain and self.settled:
+                    return _new_tuple(Checked, (value, (), ()))
+            if not plain and (found := json_data_issues(value)):
+                return Checked(value, (), _capped(found))
         try:
             if self.settled:
-                if validator.is_valid(value):  # valid as sent: no cast pass, no copy
+                if valid is None:
+                    valid = bool(validator.is_valid(value))
+                if valid:  # valid as sent: no cast pass, no copy
                     return _new_tuple(Checked, (value, (), ()))
                 errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
                 if not any(_castable(error) for error in errors):

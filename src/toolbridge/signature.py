@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -42,16 +43,13 @@ class FunctionSignature:
 
 def function_signature(fn: Callable[..., Any], *, context_type: type) -> FunctionSignature:
     """Build the schema, description and converter of `fn`; errors name the parameter."""
-    from pydantic import ConfigDict, Field, TypeAdapter, create_model
-
     owner = getattr(fn, "__qualname__", repr(fn))
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:
         raise ToolDefinitionError(f"{owner}: cannot resolve type hints: {exc}") from exc
     docs = _parse_docstring(fn)
-    fields: dict[str, Any] = {}
-    to_convert: dict[str, Any] = {}
+    params: list[tuple[str, Any, Any]] = []  # name, annotation, default (... when none)
     context_param: str | None = None
 
     for param in inspect.signature(fn).parameters.values():
@@ -65,11 +63,32 @@ def function_signature(fn: Callable[..., Any], *, context_type: type) -> Functio
             context_param = param.name
             continue
         default = ... if param.default is param.empty else param.default
-        description = docs.params.get(param.name)
+        params.append((param.name, annotation, default))
+
+    simple = _simple_signature(fn, params, docs, context_param)
+    if simple is not None:
+        return simple
+    return _pydantic_signature(fn, owner, params, docs, context_param)
+
+
+def _pydantic_signature(
+    fn: Callable[..., Any],
+    owner: str,
+    params: list[tuple[str, Any, Any]],
+    docs: _Docs,
+    context_param: str | None,
+) -> FunctionSignature:
+    """The general path: pydantic builds the schema and, where needed, the converter."""
+    from pydantic import ConfigDict, Field, TypeAdapter, create_model
+
+    fields: dict[str, Any] = {}
+    to_convert: dict[str, Any] = {}
+    for name, annotation, default in params:
+        description = docs.params.get(name)
         field_info = Field(default, description=description) if description else Field(default)
-        fields[param.name] = (annotation, field_info)
+        fields[name] = (annotation, field_info)
         if not _is_native(annotation):
-            to_convert[param.name] = annotation
+            to_convert[name] = annotation
 
     try:
         model = create_model(
@@ -91,6 +110,101 @@ def function_signature(fn: Callable[..., Any], *, context_type: type) -> Functio
         adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed)
         converter = adapter.validate_python
     return FunctionSignature(docs.description, schema, converter, context_param)
+
+
+# The plain types whose JSON Schema is written here exactly as pydantic writes it, so
+# that a function using only them never imports pydantic (about 8 MiB of memory).
+_SIMPLE_TYPES: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+}
+_SIMPLE_DEFAULTS = (str, int, float, bool, type(None))
+
+
+def _simple_schema(annotation: Any) -> tuple[dict[str, Any], bool] | None:
+    """The schema of a plain annotation and whether its JSON value needs converting
+    (a float parameter takes 3.0 for 3); None for anything else."""
+    if annotation in _SIMPLE_TYPES:
+        return dict(_SIMPLE_TYPES[annotation]), annotation is float
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and args[1] is type(None):
+        inner = _simple_schema(args[0])
+        if inner is None or "anyOf" in inner[0]:
+            return None
+        return {"anyOf": [inner[0], {"type": "null"}]}, inner[1]
+    if origin is list and len(args) == 1 and args[0] in _SIMPLE_TYPES:
+        return {"items": dict(_SIMPLE_TYPES[args[0]]), "type": "array"}, args[0] is float
+    if origin is dict and len(args) == 2 and args[0] is str and args[1] in _SIMPLE_TYPES:
+        item = dict(_SIMPLE_TYPES[args[1]])
+        return {"additionalProperties": item, "type": "object"}, args[1] is float
+    return None
+
+
+def _simple_signature(
+    fn: Callable[..., Any],
+    params: list[tuple[str, Any, Any]],
+    docs: _Docs,
+    context_param: str | None,
+) -> FunctionSignature | None:
+    """The schema pydantic would write, for parameters of plain types only (str, int,
+    float, bool, their lists, dicts and optionals, with plain defaults); None otherwise.
+
+    tests/core/test_signature_simple.py checks it against pydantic's own output.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    to_convert: dict[str, Any] = {}
+    for name, annotation, default in params:
+        found = _simple_schema(annotation)
+        if found is None or name.startswith(("_", "model_")):
+            return None
+        node, converts = found
+        if default is ...:
+            required.append(name)
+        elif type(default) not in _SIMPLE_DEFAULTS or (
+            type(default) is float and not math.isfinite(default)
+        ):
+            return None
+        else:
+            node["default"] = default
+        if description := docs.params.get(name):
+            node["description"] = description
+        properties[name] = dict(sorted(node.items()))
+        if converts:
+            to_convert[name] = annotation
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    name = f"{getattr(fn, '__name__', 'tool')}_arguments_typed"
+    converter = _LazyConverter(name, to_convert) if to_convert else None
+    return FunctionSignature(docs.description, schema, converter, context_param)
+
+
+class _LazyConverter:
+    """pydantic's conversion of the parameters that need one, compiled on the first call:
+    a tool that is registered but never called never imports pydantic."""
+
+    __slots__ = ("_fields", "_name", "_validate")
+
+    def __init__(self, name: str, fields: dict[str, Any]) -> None:
+        self._name = name
+        self._fields = fields
+        self._validate: Converter | None = None
+
+    def __call__(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self._validate is None:
+            from pydantic import TypeAdapter
+            from typing_extensions import TypedDict
+
+            make_typed_dict: Any = TypedDict
+            typed = make_typed_dict(self._name, self._fields, total=False)
+            adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed)
+            self._validate = adapter.validate_python
+        return self._validate(args)
 
 
 @dataclass(frozen=True, slots=True)

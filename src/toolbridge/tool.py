@@ -160,6 +160,10 @@ class Tool:
     exclusive: bool = False
     timeout: float | None = None
     requires_approval: bool = False
+    defer_loading: bool | None = None
+    """Under tool search (`toolbridge.tool_search`): True keeps the definition out of
+    requests until the model finds it, False always sends it, None lets the size policy
+    decide. Without tool search every definition is sent."""
 
     # Plugin metadata, read by the loader.
     scopes: ClassVar[frozenset[str]] = frozenset({"default"})

@@ -10,7 +10,7 @@ from toolbridge.schema import CompiledSchema
 
 
 def cast(schema: dict[str, Any], value: Any) -> Any:
-    compiled = CompiledSchema({"type": "object", "properties": {"v": schema}})
+    compiled = CompiledSchema({"type": "object", "properties": {"v": schema}, "required": ["v"]})
     return compiled.check({"v": value}).value["v"]
 
 

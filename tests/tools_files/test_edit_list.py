@@ -134,7 +134,7 @@ async def test_list_dir_recursive_with_depth_and_caps(
     assert capped.text.splitlines() == [
         ".git/  (not entered)",
         "README.md  (5 B)",
-        "… stopped at 2 entries; list a subdirectory, or raise max_entries",
+        "… stopped at 2 of 6 entries; list a subdirectory, or raise max_entries (at most 5000)",
     ]
 
 

@@ -29,7 +29,11 @@ async def test_read_file_range_with_string_numbers(registry: ToolRegistry, works
         "… lines 4-5 shown; a.txt continues: read on with offset=6",
     ]
     tail = await registry.execute("read_file", {"path": "a.txt", "offset": 9, "limit": 5})
-    assert tail.text.splitlines() == ["     9\tline 9", "    10\tline 10"]
+    assert tail.text.splitlines() == [
+        "     9\tline 9",
+        "    10\tline 10",
+        "… lines 9-10 shown; end of file (a.txt has 10 lines)",
+    ]
 
 
 async def test_read_file_offset_past_the_end(registry: ToolRegistry, workspace: Path) -> None:
@@ -58,7 +62,11 @@ async def test_read_file_size_cap_says_how_to_read_a_range(
     assert "more than read_file returns at once" in result.text
     assert "offset=1 and limit=" in result.text
     ranged = await registry.execute("read_file", {"path": "big.txt", "offset": 29_999})
-    assert ranged.text.splitlines() == [" 29999\t0123456789", " 30000\t0123456789"]
+    assert ranged.text.splitlines() == [
+        " 29999\t0123456789",
+        " 30000\t0123456789",
+        "… lines 29999-30000 shown; end of file (big.txt has 30000 lines)",
+    ]
 
 
 async def test_read_file_stops_at_the_output_cap(workspace: Path) -> None:
@@ -85,7 +93,9 @@ async def test_read_file_cuts_over_long_lines(registry: ToolRegistry, workspace:
 async def test_read_file_refuses_binary_and_non_utf8(
     registry: ToolRegistry, workspace: Path
 ) -> None:
-    (workspace / "img.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (workspace / "img.bin").write_bytes(
+        b"\x7fELF\x02\x01\x01\x00\x00\x00"
+    )  # a program, not an image
     (workspace / "latin.txt").write_bytes("café\n".encode("latin-1"))
     binary = await registry.execute("read_file", {"path": "img.bin"})
     assert binary.is_error and "looks like a binary file" in binary.text
@@ -110,7 +120,7 @@ async def test_read_file_refuses_nul_bytes_past_the_sniffed_head(
     assert not before.is_error and "\x00" not in before.text
     assert before.text.splitlines()[-1].endswith("read on with offset=2001")
     after = await registry.execute("read_file", {"path": "late.txt", "offset": 2002})
-    assert after.text == "  2002\tafter"
+    assert after.text == "  2002\tafter\n… line 2002 shown; end of file (late.txt has 2002 lines)"
 
 
 async def test_read_file_ordinary_errors(registry: ToolRegistry, workspace: Path) -> None:

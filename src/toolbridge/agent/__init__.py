@@ -53,6 +53,7 @@ from toolbridge.agent.result import RunResult
 from toolbridge.agent.runner import AgentRunner
 from toolbridge.agent.scripted import ScriptedModel
 from toolbridge.agent.state import ApprovalDecision, PendingCall, RunState, StopReason
+from toolbridge.tool_search import DeferralPolicy, ToolSelection
 
 __all__ = [
     "AgentEvent",
@@ -60,6 +61,7 @@ __all__ = [
     "ApprovalDecision",
     "AssistantMessage",
     "ContextLengthError",
+    "DeferralPolicy",
     "Message",
     "ModelAdapter",
     "ModelAuthenticationError",
@@ -88,6 +90,7 @@ __all__ = [
     "ToolFinished",
     "ToolResultsMessage",
     "ToolReturn",
+    "ToolSelection",
     "ToolStarted",
     "TurnFinished",
     "Usage",

@@ -28,6 +28,7 @@ from toolbridge.agent.messages import (
 from toolbridge.agent.native_output import NativeOutput
 from toolbridge.formats import provider_format
 from toolbridge.registry import ToolRegistry
+from toolbridge.tool_search import ToolSelection
 
 __all__ = [
     "ModelAdapter",
@@ -88,9 +89,12 @@ class RenderCache:
         return self._wire
 
     def definitions(
-        self, key: Any, registry: ToolRegistry, render: Callable[[ToolRegistry], list[Wire]]
+        self,
+        key: Any,
+        registry: ToolRegistry | ToolSelection,
+        render: Callable[[ToolRegistry | ToolSelection], list[Wire]],
     ) -> list[Wire]:
-        """The provider's tools array, rendered again only when the registry changed."""
+        """The provider's tools array, rendered again only when the tools sent changed."""
         full_key = (key, registry.definitions_hash)
         if self._definitions is None or self._definitions[0] != full_key:
             self._definitions = (full_key, render(registry))
@@ -107,7 +111,8 @@ class ModelRequest:
 
     instructions: str | None
     messages: Sequence[Message]
-    tools: ToolRegistry
+    tools: ToolRegistry | ToolSelection
+    """The tools to send: a registry, or under tool search the run's `ToolSelection`."""
     settings: ModelSettings = field(default_factory=ModelSettings)
     cache: RenderCache = field(default_factory=RenderCache)
     turn: int = 1

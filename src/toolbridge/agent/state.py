@@ -181,6 +181,9 @@ class RunState:
     prompts: list[str] = field(default_factory=list)
     """User messages that wait for the last turn to be answered (a prompt sent to a session
     whose run was paused or cut off mid-turn); they join the conversation once it is."""
+    active_tools: list[str] = field(default_factory=list)
+    """Deferred tools a ``tool_search`` found, in the order found: every later request of
+    the run sends them after the loaded tools (`toolbridge.tool_search`)."""
 
     def copy(self) -> RunState:
         """A copy whose lists can change without changing this state's."""
@@ -193,6 +196,7 @@ class RunState:
             self.usage,
             self.id_salt,
             list(self.prompts),
+            list(self.active_tools),
         )
 
     def unanswered(self) -> list[ToolCallRequest]:
@@ -232,6 +236,7 @@ class RunState:
             "usage": self.usage.to_json(),
             "id_salt": self.id_salt,
             "prompts": list(self.prompts),
+            "active_tools": list(self.active_tools),
         }
 
     @classmethod
@@ -306,6 +311,7 @@ class RunState:
             # A state saved before salts existed keeps the ids it generated then.
             str(data.get("id_salt", "")),
             _prompts(data.get("prompts", [])),
+            _tool_names(data.get("active_tools", [])),
         )
 
 
@@ -337,6 +343,14 @@ def _usage(value: Any) -> Usage:
 def _prompts(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError(f"a run state's 'prompts' must be a list of strings, got {value!r}")
+    return value
+
+
+def _tool_names(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(
+            f"a run state's 'active_tools' must be a list of tool names, got {value!r}"
+        )
     return value
 
 

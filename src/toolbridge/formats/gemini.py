@@ -235,15 +235,27 @@ def result_blocks(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
     return [{"functionResponse": _function_response(o)} for o in outcomes]
 
 
+# The image types Gemini reads (no GIF): others are named in the text instead of
+# failing the whole request.
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
+
+
 def _function_response(outcome: ToolOutcomeLike) -> dict[str, Any]:
     call, result = outcome.call, outcome.result
     content = result.content
-    images = [p for p in result_parts(result) if isinstance(p, ImageBlock)]
+    parts = result_parts(result)
+    images = [p for p in parts if isinstance(p, ImageBlock) and p.media_type in _IMAGE_TYPES]
     value: Any
     if not isinstance(content, str) and len(content) == 1 and isinstance(content[0], JsonBlock):
         value = content[0].value
     else:
-        texts = [p.text for p in result_parts(result) if not isinstance(p, ImageBlock)]
+        texts = [
+            p.text
+            if not isinstance(p, ImageBlock)
+            else f"[an image of type {p.media_type}, which Gemini does not take, was left out]"
+            for p in parts
+            if not (isinstance(p, ImageBlock) and p.media_type in _IMAGE_TYPES)
+        ]
         value = "\n".join(texts) or f"({len(images)} image(s) attached)"
     response: dict[str, Any] = {
         "name": call.name,

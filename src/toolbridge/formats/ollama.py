@@ -127,14 +127,26 @@ def _wire_call(call: ToolCallRequest) -> dict[str, Any]:
     return wire
 
 
+# The image types the Ollama server decodes (no GIF): others are named in the text instead.
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+
+
 def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
     """One ``role: tool`` message per outcome, named by ``tool_name`` and, when the call
     came with an id of its own, linked by ``tool_call_id``; images base64."""
     messages = []
     for outcome in outcomes:
         parts = result_parts(outcome.result)
-        texts = [p.text for p in parts if not isinstance(p, ImageBlock)]
-        images = [p.base64 for p in parts if isinstance(p, ImageBlock)]
+        texts = [
+            p.text
+            if not isinstance(p, ImageBlock)
+            else f"[an image of type {p.media_type}, which Ollama does not take, was left out]"
+            for p in parts
+            if not (isinstance(p, ImageBlock) and p.media_type in _IMAGE_TYPES)
+        ]
+        images = [
+            p.base64 for p in parts if isinstance(p, ImageBlock) and p.media_type in _IMAGE_TYPES
+        ]
         message: dict[str, Any] = {
             "role": "tool",
             "content": "\n".join(texts) or f"({len(images)} image(s) attached)",

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import difflib
 import os
 import time
+from collections.abc import Iterator
 from typing import Any, BinaryIO
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from toolbridge.errors import ToolExecutionError
 from toolbridge.fs import (
@@ -24,12 +26,36 @@ from toolbridge.fs import (
     looks_binary,
     require_directory,
 )
+from toolbridge.images import read_image_header
+from toolbridge.patches import closest_windows
+from toolbridge.results import image_media_type
 from toolbridge.security.workspace import WalkEntry, Workspace
-from toolbridge.tool import tool_parameters
+from toolbridge.tool import ImageBlock, TextBlock, ToolContext, ToolResult, tool_parameters
 
-__all__ = ["EditFileTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
+__all__ = ["EditFileTool", "ListDirTool", "ReadFileConfig", "ReadFileTool", "WriteFileTool"]
 
 BOM = b"\xef\xbb\xbf"
+
+
+class ReadFileConfig(BaseModel):
+    """Settings of `read_file` (config section ``read_file``): how large an image may be."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    images: bool = Field(
+        default=True,
+        description="Return PNG, JPEG, GIF and WebP files as images; false refuses them as "
+        "binary files (for models that cannot see images).",
+    )
+    max_image_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1, description="Largest image file returned, in bytes."
+    )
+    max_image_pixels: int = Field(
+        default=8000 * 8000,
+        ge=1,
+        description="Largest image returned, in pixels (width x height, read from the "
+        "header); a larger one is an error, never scaled down.",
+    )
 
 
 @tool_parameters(
@@ -57,13 +83,14 @@ BOM = b"\xef\xbb\xbf"
     }
 )
 class ReadFileTool(WorkspaceTool):
-    """Read a UTF-8 text file, or a range of its lines, with line numbers."""
+    """Read a UTF-8 text file, or a range of its lines, with line numbers; or an image."""
 
     name = "read_file"
     description = (
         "Read a UTF-8 text file in the workspace. Each line is returned as "
         "'<line number><TAB><text>' (the numbers are not part of the file). Use offset and "
-        "limit to read a range of lines of a large file."
+        "limit to read a range of lines of a large file. A PNG, JPEG, GIF or WebP file is "
+        "returned as an image."
     )
     read_only = True
 
@@ -71,16 +98,33 @@ class ReadFileTool(WorkspaceTool):
     default_limit = 2000
     max_line_chars = 2000
 
-    async def run(self, **kwargs: Any) -> str:
+    def __init__(
+        self, workspace: Workspace | str | os.PathLike[str], config: ReadFileConfig | None = None
+    ) -> None:
+        super().__init__(workspace)
+        self.config = config or ReadFileConfig()
+
+    @classmethod
+    def config_cls(cls) -> type[BaseModel]:
+        return ReadFileConfig
+
+    @classmethod
+    def create(cls, ctx: ToolContext) -> ReadFileTool:
+        return cls(Workspace(ctx.workspace), ctx.tool_config)
+
+    async def run(self, **kwargs: Any) -> str | ToolResult:
         return await asyncio.to_thread(
             self._read, kwargs["path"], kwargs.get("offset"), kwargs.get("limit")
         )
 
-    def _read(self, path: str, offset: int | None, limit: int | None) -> str:
+    def _read(self, path: str, offset: int | None, limit: int | None) -> str | ToolResult:
         real = self.workspace.resolve(path)
         shown = self.workspace.relative(real)
         with self.workspace.open_read(real) as file:
             size = os.fstat(file.fileno()).st_size
+            head = file.read(BINARY_SNIFF_BYTES)
+            if self.config.images and image_media_type(head) is not None:
+                return self._image(file, head, size, shown)
             if offset is None and limit is None and size > self.max_bytes:
                 raise ToolExecutionError(
                     f"{shown} is {human_size(size)}, more than read_file returns at once "
@@ -88,12 +132,62 @@ class ReadFileTool(WorkspaceTool):
                     hint=f"Read it in parts: offset=1 and limit={self.default_limit // 4}, "
                     "then continue from the next offset; or find the lines you need with grep.",
                 )
-            if looks_binary(file.read(BINARY_SNIFF_BYTES)):  # refuse most binaries at once
+            if looks_binary(head):  # refuse most binaries at once
                 raise binary_file_error(shown)
             file.seek(0)
-            return self._number_lines(file, shown, offset or 1, limit or self.default_limit)
+            # A model reading in ranges is told where the file ends; a whole file, read
+            # without offset and limit, is all there (a longer one says it continues).
+            ranged = offset is not None or limit is not None
+            first, count = offset or 1, limit or self.default_limit
+            return self._number_lines(file, shown, first, count, note_end=ranged)
 
-    def _number_lines(self, file: BinaryIO, shown: str, first: int, count: int) -> str:
+    def _image(self, file: BinaryIO, head: bytes, size: int, shown: str) -> ToolResult:
+        """The image in `file` as an image block, if it is within the configured limits."""
+        limit = self.config.max_image_bytes
+        if size > limit:
+            raise ToolExecutionError(
+                f"{shown} is an image of {human_size(size)}, more than read_file returns "
+                f"({human_size(limit)}, read_file.max_image_bytes)",
+                hint="Make a smaller copy (fewer pixels, or JPEG) with exec, and read that; "
+                "or ask the user to raise read_file.max_image_bytes.",
+            )
+        data = head + file.read(limit + 1 - len(head))
+        if len(data) > limit:  # the file grew since fstat
+            raise ToolExecutionError(
+                f"{shown} grew past {human_size(limit)} while it was read",
+                hint="Read it again once it stops changing.",
+            )
+        try:
+            header = read_image_header(data)
+        except ValueError as exc:
+            raise ToolExecutionError(
+                f"{shown} starts like an image, but {exc}; it cannot be shown",
+                hint="Check the file (it may be truncated), or read another one.",
+            ) from None
+        assert header is not None
+        dimensions = f"{header.width} x {header.height} pixels"
+        if header.pixels > self.config.max_image_pixels:
+            raise ToolExecutionError(
+                f"{shown} is a {header.kind} image of {dimensions} ({header.pixels:,} pixels), "
+                f"more than read_file returns ({self.config.max_image_pixels:,} pixels, "
+                "read_file.max_image_pixels); it was not shown, and nothing was scaled down",
+                hint="Make a smaller copy with exec (for example with ImageMagick: "
+                "convert IN -resize 2000x2000 OUT.png) and read that.",
+            )
+        note = f"{shown}: {header.kind} image, {dimensions}, {human_size(len(data))}"
+        return ToolResult(
+            [TextBlock(note), ImageBlock(data, header.media_type)],
+            metadata={
+                "media_type": header.media_type,
+                "width": header.width,
+                "height": header.height,
+                "bytes": len(data),
+            },
+        )
+
+    def _number_lines(
+        self, file: BinaryIO, shown: str, first: int, count: int, *, note_end: bool
+    ) -> str:
         out: list[str] = []
         used = number = last = 0
         more = stopped_for_size = False
@@ -130,6 +224,10 @@ class ReadFileTool(WorkspaceTool):
                 f"… lines {first}-{last} shown{reason}; {shown} continues: read on with "
                 f"offset={last + 1}"
             )
+        elif note_end:
+            lines = "1 line" if number == 1 else f"{number} lines"
+            where = f"line {last}" if first == last else f"lines {first}-{last}"
+            out.append(f"… {where} shown; end of file ({shown} has {lines})")
         return "\n".join(out)
 
 
@@ -302,37 +400,10 @@ def _match_lines(text: str, needle: str) -> list[int]:
     return lines
 
 
-NEAR_LINES = 20
-NEAR_SECONDS = 2.0
-
-
 def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
     """The no-match error, showing the lines most like `needle` so the model can copy them."""
     lines = text.splitlines()
-    # Compare windows of at most NEAR_LINES lines, and stop at a time budget: the search
-    # runs in a thread that cannot be cancelled, so its cost must be bounded.
-    wanted = (needle.strip("\n").splitlines() or [needle])[:NEAR_LINES]
-    size = len(wanted)
-    target = "\n".join(line.strip() for line in wanted)
-    matcher = difflib.SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2(target[:4000])
-    scored: list[tuple[float, int]] = []
-    deadline = time.monotonic() + NEAR_SECONDS
-    for start in range(min(max(1, len(lines) - size + 1), 50_000)):
-        if start % 1000 == 999 and time.monotonic() > deadline:
-            break
-        window = "\n".join(line.strip() for line in lines[start : start + size])
-        matcher.set_seq1(window[:4000])
-        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
-            ratio = matcher.ratio()
-            if ratio >= 0.6:
-                scored.append((ratio, start))
-    chosen: list[tuple[float, int]] = []
-    for ratio, start in sorted(scored, key=lambda item: (-item[0], item[1])):
-        if all(abs(start - other) >= size for _, other in chosen):
-            chosen.append((ratio, start))
-        if len(chosen) == 3:
-            break
+    chosen = closest_windows(lines, needle.strip("\n").splitlines() or [needle])
     message = f"old_string was not found in {shown}"
     if not chosen:
         return ToolExecutionError(
@@ -340,8 +411,7 @@ def _not_found(text: str, needle: str, shown: str) -> ToolExecutionError:
             hint="Read the file with read_file and copy the exact text into old_string.",
         )
     parts = [message + ". The closest text:"]
-    for ratio, start in chosen:
-        end = min(start + size, len(lines))
+    for ratio, start, end in chosen:
         same = "; differs only in indentation or spacing" if ratio == 1.0 else ""
         where = f"line {end}" if end == start + 1 else f"lines {start + 1}-{end}"
         parts.append(f"{where} ({ratio:.0%} similar{same}):")
@@ -413,9 +483,10 @@ class ListDirTool(WorkspaceTool):
         try:
             for entry in walk:
                 if len(lines) == max_entries:
+                    total = _count_rest(walk, max_entries + 1)
                     lines.append(
-                        f"… stopped at {max_entries} entries; list a subdirectory, or raise "
-                        "max_entries"
+                        f"… stopped at {max_entries} of {total} entries; list a "
+                        "subdirectory, or raise max_entries (at most 5000)"
                     )
                     break
                 lines.append(_describe_entry(self.workspace, entry))
@@ -424,6 +495,20 @@ class ListDirTool(WorkspaceTool):
         if not lines:
             return f"({shown} is empty)"
         return "\n".join(lines)
+
+
+COUNT_LIMIT = 100_000
+COUNT_SECONDS = 2.0
+
+
+def _count_rest(walk: Iterator[WalkEntry], seen: int) -> str:
+    """How many entries there are in all, `seen` so far: counted on, within a budget."""
+    deadline = time.monotonic() + COUNT_SECONDS
+    for _ in walk:
+        seen += 1
+        if seen >= COUNT_LIMIT or (seen % 1000 == 0 and time.monotonic() > deadline):
+            return f"more than {seen:,}"
+    return f"{seen:,}"
 
 
 def _describe_entry(workspace: Workspace, entry: WalkEntry) -> str:

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import shutil
+import signal
 import tempfile
 import weakref
 from pathlib import Path
@@ -23,10 +24,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolbridge.errors import ErrorKind, PolicyViolation, ToolConfigError, ToolExecutionError
+from toolbridge.errors import (
+    ErrorKind,
+    PolicyViolation,
+    ToolConfigError,
+    ToolError,
+    ToolExecutionError,
+)
 from toolbridge.process import CommandResult, Supervisor, run_command, scrub_environment
 from toolbridge.security.sandbox import SANDBOX_HOME, SandboxMode, find_sandbox
-from toolbridge.security.workspace import Workspace
+from toolbridge.security.workspace import InvalidPath, Workspace
 from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
 
 __all__ = ["ExecConfig", "ExecTool"]
@@ -182,7 +189,16 @@ class ExecTool(Tool):
         if self.sandbox is None and self.config.unsandboxed == "refuse":
             raise PolicyViolation(self._refusal())
         command: str = kwargs["command"]
-        cwd = self._directory(kwargs.get("cwd"))
+        if "\x00" in command:
+            return _invalid(
+                f"the command contains a NUL byte (at position {command.index(chr(0))}), "
+                "which no command line can hold",
+                "Remove the NUL byte (\\u0000); to produce one, write it with printf '\\0'.",
+            )
+        try:
+            cwd = self._directory(kwargs.get("cwd"))
+        except InvalidPath as exc:
+            return _invalid(exc.message, exc.hint)
         requested = kwargs.get("timeout")
         timeout = min(requested or self.config.default_timeout, self.config.max_timeout)
         env, dropped = scrub_environment(self.environ, self.config.env_allow)
@@ -192,9 +208,13 @@ class ExecTool(Tool):
             env.pop(name, None)
         home = SANDBOX_HOME if self.sandbox else tempfile.mkdtemp(prefix="toolbridge-home-")
         env["HOME"] = home
+        argv = self.argv(command, cwd)
         try:
+            too_long = _too_long(command, argv, env)
+            if too_long is not None:
+                return too_long
             result = await run_command(
-                self.argv(command, cwd),
+                argv,
                 cwd=cwd,
                 env=env,
                 time_limit=timeout,
@@ -272,6 +292,55 @@ class ExecTool(Tool):
             return ToolResult(
                 text, is_error=True, error_kind=ErrorKind.EXECUTION_ERROR, metadata=metadata
             )
-        return ToolResult(
-            "\n".join([output, *notes, f"Exit code: {result.exit_code}"]), metadata=metadata
+        ending = f"Exit code: {result.exit_code}"
+        number = _signal_number(result.exit_code)
+        if number is not None:
+            metadata["signal"] = number
+            ending += f" (killed by signal {number} ({_signal_name(number)}))"
+        return ToolResult("\n".join([output, *notes, ending]), metadata=metadata)
+
+
+# Linux: one argument string may hold at most 32 pages (MAX_ARG_STRLEN), its NUL included.
+_MAX_ARG_BYTES = 32 * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 131_072
+
+
+def _too_long(command: str, argv: list[str], env: dict[str, str]) -> ToolResult | None:
+    """The error for a command line the kernel would refuse (E2BIG), before anything starts."""
+    size = len(command.encode(errors="surrogateescape"))
+    if size >= _MAX_ARG_BYTES:
+        return _invalid(
+            f"the command is {size:,} bytes long; the system runs commands of at most "
+            f"{_MAX_ARG_BYTES - 1:,} bytes",
+            "Write the long part to a file with write_file (a script, or the data), and run "
+            "a short command that uses it, such as 'sh script.sh'.",
         )
+    strings = [*argv, *(f"{name}={value}" for name, value in env.items())]
+    total = sum(len(text.encode(errors="surrogateescape")) + 1 for text in strings)
+    total += 8 * len(strings)  # the kernel counts a pointer for each as well
+    limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 2_097_152
+    if total > limit:
+        return _invalid(
+            f"the command line and environment take {total:,} bytes; the system starts "
+            f"commands of at most {limit:,}",
+            "Write the long part to a file with write_file, and run a short command that "
+            "uses it, such as 'sh script.sh'.",
+        )
+    return None
+
+
+def _signal_number(exit_code: int) -> int | None:
+    """The signal that ended a command: a negative code (the process itself was killed), or
+    128 + N, which shells, and bubblewrap for a sandboxed command, report for signal N."""
+    number = -exit_code if exit_code < 0 else exit_code - 128
+    return number if 1 <= number <= 31 else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
+def _invalid(message: str, hint: str) -> ToolResult:
+    return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, message, hint))
