@@ -400,7 +400,7 @@ class ToolExecutor:
             first = first_of.setdefault(call.id, index)
             if first != index:  # its result could be taken for the other's: never run
                 error = duplicate_id_error(call.id, first, batch.calls[first].name)
-                await self._settle(batch, index, failed_outcome(call, error, ()))
+                await self._refuse(batch, index, failed_outcome(call, error, ()), call.arguments)
                 continue
             prepared = self._admit(call)
             if isinstance(prepared, ToolOutcome):

@@ -337,3 +337,25 @@ async def test_a_redactor_that_fails_on_a_call_about_to_run_is_not_called_a_tool
     assert "the call was not run" in outcome.result.text
     assert "redactor failed on the arguments: UnicodeEncodeError" in outcome.result.text
     assert "tool 'login' failed" not in outcome.result.text
+
+
+async def test_a_call_refused_for_a_duplicate_id_is_in_the_audit_trail(
+    journal_target: str, tmp_path: Path
+) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        first, twin = await executor.run([
+            ToolCallRequest("c", "add", {"a": 1, "b": 2}),
+            ToolCallRequest("c", "add", {"a": 5, "b": 5}),
+        ])  # fmt: skip
+        assert first.ok and twin.kind is ErrorKind.INVALID_ARGUMENTS
+        entries = await journal.entries(session="s")
+    assert sorted(e.state for e in entries) == [CallState.FINISHED, CallState.REFUSED]
+    [refused] = [e for e in entries if e.state is CallState.REFUSED]
+    assert refused.arguments == {"a": 5, "b": 5} and "already used" in str(refused.outcome)
