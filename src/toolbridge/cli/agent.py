@@ -351,6 +351,15 @@ async def _session(
         state = result.state
 
 
+def _workspace_journal(root: Path) -> SQLiteJournal:
+    """The workspace's journal; a `JournalError` opening it (a planted link, a read-only
+    folder) is one line of error, not an internal error."""
+    try:
+        return SQLiteJournal.in_workspace(root)
+    except JournalError as exc:
+        raise CliError(str(exc), ExitCode.CONFIG) from None
+
+
 def run_agent(options: AgentOptions) -> None:
     """``toolbridge agent`` once its options are checked (`agent_command`): build the
     model and the runner, run the prompt or the interactive session, map errors to one
@@ -383,7 +392,7 @@ def run_agent(options: AgentOptions) -> None:
         context = dataclasses.replace(registry.context, session=session)  # the tools see it
         registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose), _own_folder():
-            journal = SQLiteJournal.in_workspace(root)
+            journal = _workspace_journal(root)
     runner = AgentRunner(
         adapter,
         registry,
