@@ -1,0 +1,31 @@
+"""Edges found in review of the merged CLI work (issue 19): each case is what a user
+typed, run as a real process, and must end in one ``Error:`` line with the documented
+exit code, never ``internal error`` or a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.agent.test_cli_behaves import bare
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://127.0.0.1:8000/v1\x1b]0;title\x07", "space or control character"),
+        ("http://127.0.0.1:8000/v1\t", "space or control character"),
+        ("http://exa mple/v1", "space or control character"),
+        ("http://[::1]x/v1", "after its IPv6 host, not a port"),
+    ],
+)
+def test_a_base_url_the_http_client_refuses_is_a_usage_error(
+    tmp_path: Path, url: str, reason: str
+) -> None:
+    # urlsplit accepts these; the SDK's HTTP client refused them as 'internal error:
+    # InvalidURL' (exit 4), and a space became a connection error to a host nobody named.
+    done = bare(tmp_path, "--base-url", url, "--model", "openai:gpt-test")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: --base-url ") and reason in line, line
+    assert "\x1b" not in line and "internal error" not in line
