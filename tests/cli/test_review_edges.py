@@ -4,6 +4,8 @@ exit code, never ``internal error`` or a traceback."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,34 @@ def test_a_base_url_the_http_client_refuses_is_a_usage_error(
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: --base-url ") and reason in line, line
     assert "\x1b" not in line and "internal error" not in line
+
+
+def _toolbridge(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolbridge", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_mcp_serve_http_takes_an_ipv6_host_in_brackets(tmp_path: Path) -> None:
+    # '[::1]:0' was bound as the name '[::1]' ('Name or service not known'), after a
+    # warning that [::1] is served without --token, though it is the loopback address.
+    process = _toolbridge("mcp", "serve", "--http", "[::1]:0", cwd=tmp_path)
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()  # the process's first line: served, or why not
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert first.startswith("serving MCP on http://[::1]:"), first
+
+
+def test_mcp_serve_http_with_an_unclosed_bracket_is_a_usage_error(tmp_path: Path) -> None:
+    process = _toolbridge("mcp", "serve", "--http", "[::1", cwd=tmp_path)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert "expected [IPv6 host]:PORT" in stderr and "warning" not in stderr

@@ -66,7 +66,16 @@ def _address(value: str) -> tuple[str, int]:
         raise typer.BadParameter(f"expected HOST:PORT or PORT, got {value!r}") from None
     if not 0 <= number <= 65535:
         raise typer.BadParameter(f"port {number} is out of range")
+    if host.startswith("[") or host.endswith("]"):  # an IPv6 host as a URL writes it: [::1]
+        if not (host.startswith("[") and host.endswith("]")) or len(host) < 3:
+            raise typer.BadParameter(f"expected [IPv6 host]:PORT, got {value!r}")
+        host = host[1:-1]
     return host or "127.0.0.1", number
+
+
+def _joined(host: str, port: int) -> str:
+    """HOST:PORT as a URL writes it (an IPv6 host in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @mcp_app.command("serve")
@@ -127,7 +136,7 @@ def serve_command(
                 raise
             host, port = address
             raise CliError(
-                f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another "
+                f"cannot serve on {_joined(host, port)}: {exc.strerror or exc}; pick another "
                 "address with --http HOST:PORT (port 0 picks a free one)"
             ) from None
 
@@ -162,7 +171,7 @@ async def _serve(
             host, port = address
 
             def ready(bound: int) -> None:
-                show(err, f"serving MCP on http://{host}:{bound}/mcp")
+                show(err, f"serving MCP on http://{_joined(host, bound)}/mcp")
 
             await server.run_http(host, port, token=token, ready=ready)
     except _Interrupted:
