@@ -62,3 +62,42 @@ def test_mcp_serve_http_with_an_unclosed_bracket_is_a_usage_error(tmp_path: Path
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2, stderr
     assert "expected [IPv6 host]:PORT" in stderr and "warning" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (("exec",), 2, "Error: stdin: empty"),
+        (("call", "read_file", "-"), 1, "missing required key 'path'"),
+    ],
+)
+def test_a_closed_stdin_reads_as_empty_input(
+    tmp_path: Path, args: tuple[str, ...], code: int, said: str
+) -> None:
+    # `toolbridge exec <&-`: Python leaves sys.stdin None, which was 'internal error:
+    # AttributeError' (exit 4), and the agent's prompt a traceback.
+    command = [sys.executable, "-m", "toolbridge", *args]
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *command],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert said in done.stderr and "internal error" not in done.stderr
+
+
+def test_agent_with_a_closed_stdin_ends_its_session_at_once(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "toolbridge", "agent", "--no-skills"]
+    command += ["--model", "openai:gpt-test", "--base-url", "http://127.0.0.1:9/v1"]
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *command],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
