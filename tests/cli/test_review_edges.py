@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.agent.scripted_server import Reply, ScriptedServer, serve
+from tests.agent.test_cli import agent
 from tests.agent.test_cli_behaves import bare
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    yield from serve()
 
 
 @pytest.mark.parametrize(
@@ -101,3 +109,16 @@ def test_agent_with_a_closed_stdin_ends_its_session_at_once(tmp_path: Path) -> N
         check=False,
     )
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
+
+
+def test_a_model_servers_error_of_several_lines_is_one_error_line(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    # The server's message was printed as it came: 'Error: first' and 'second' on a line
+    # of its own, where every problem is one line starting with 'Error:' (cli.md).
+    message = "first\nsecond\n\nthird"
+    server.add(Reply(400, {"error": {"message": message, "type": "invalid_request_error"}}))
+    done = agent(server.url, tmp_path, "hi")
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: ") and "first second third" in line, line

@@ -50,6 +50,7 @@ from toolbridge.cli.app import (
     CliError,
     ExitCode,
     err,
+    one_line,
     out,
     reporting,
 )
@@ -395,17 +396,17 @@ def run_agent(options: AgentOptions) -> None:
         with held:
             result = asyncio.run(run())
     except JournalError as exc:
-        show(err, f"Error: {exc}")
+        show(err, one_line(f"Error: {exc}"))
         raise typer.Exit(ExitCode.CONFIG) from None
     except ValueError as exc:  # the runner refused its input: a stored run it cannot read
-        show(err, f"Error: {exc}")
+        show(err, one_line(f"Error: {exc}"))
         raise typer.Exit(ExitCode.USAGE) from None
     except ModelConnectionError as exc:
         where = _endpoint(adapter, base_url)
-        show(err, f"Error: {exc} Is it running at {where}? Check --base-url and --model.")
+        show(err, one_line(f"Error: {exc} Is it running at {where}? Check --base-url and --model."))
         raise typer.Exit(1) from None
     except ModelError as exc:
-        show(err, f"Error: {exc}")
+        show(err, one_line(f"Error: {exc}"))
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None

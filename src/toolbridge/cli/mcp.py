@@ -25,6 +25,7 @@ from toolbridge.cli.app import (
     WorkspaceOption,
     app,
     err,
+    one_line,
     out,
     reporting,
 )
@@ -254,7 +255,7 @@ def servers_command(
     try:
         servers = asyncio.run(connect())
     except ToolbridgeError as exc:
-        show(err, f"Error: {exc}")
+        show(err, one_line(f"Error: {exc}"))
         raise typer.Exit(ExitCode.USAGE) from None
     failed = False
     for status, rows in servers:
