@@ -4,6 +4,7 @@ exit code, never ``internal error`` or a traceback."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -122,3 +123,14 @@ def test_a_model_servers_error_of_several_lines_is_one_error_line(
     assert done.returncode == 1, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: ") and "first second third" in line, line
+
+
+def test_mcp_serve_verbose_shows_each_log_record_once(tmp_path: Path) -> None:
+    # With -v, toolbridge's records went to the command's handler and, propagated, to
+    # the root handler 'mcp serve' sets up: every warning twice, in two formats.
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"s": {"command": str(tmp_path / "none")}}}))
+    process = _toolbridge("mcp", "serve", "-v", "--servers", str(config), cwd=tmp_path)
+    _, stderr = process.communicate(timeout=120)  # stdin is empty: serving ends at once
+    attempts = [line for line in stderr.splitlines() if "(attempt 1;" in line]
+    assert len(attempts) == 1, stderr

@@ -113,6 +113,8 @@ def serve_command(
     """
     handler = logging.StreamHandler(sys.stderr)  # servers' and the SDK's warnings, cleaned
     handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT))
+    if verbose:  # toolbridge's records have their own handler then: each shown once
+        handler.addFilter(lambda record: record.name.partition(".")[0] != "toolbridge")
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     address = _address(http) if http is not None else None
     if (
