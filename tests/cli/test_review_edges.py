@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.agent.scripted_server import Reply, ScriptedServer, serve
+from tests.agent.scripted_server import Reply, ScriptedServer, openai_chat_stream, serve
 from tests.agent.test_cli import agent
 from tests.agent.test_cli_behaves import bare
 
@@ -134,3 +134,14 @@ def test_mcp_serve_verbose_shows_each_log_record_once(tmp_path: Path) -> None:
     _, stderr = process.communicate(timeout=120)  # stdin is empty: serving ends at once
     attempts = [line for line in stderr.splitlines() if "(attempt 1;" in line]
     assert len(attempts) == 1, stderr
+
+
+def test_an_agent_session_fed_by_a_pipe_prints_the_answers_only(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    # `printf 'q1\nq2\n' | toolbridge agent > answers.txt` had a '> ' prompt before each
+    # answer and one at the end: prompts are for a person at a terminal.
+    server.add(openai_chat_stream(text="Hello."), openai_chat_stream(text="Still here."))
+    done = agent(server.url, tmp_path, stdin="hi\nare you there?\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello.\nStill here.\n"

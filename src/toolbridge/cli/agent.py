@@ -261,8 +261,9 @@ def _session_held(root: Path, session: str) -> Iterator[None]:
 def _read_prompt() -> str | None:
     """The next line of an interactive session, None at the end of input. It blocks the
     event loop on purpose: nothing runs between turns, and Ctrl-C ends the wait at any
-    moment (`ask_line`)."""
-    return ask_line("> ")
+    moment (`ask_line`). The ``> `` prompt is for a person: with lines piped in, stdout
+    holds the answers only."""
+    return ask_line("> " if sys.stdin.isatty() else "")
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
