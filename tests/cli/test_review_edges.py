@@ -145,3 +145,14 @@ def test_an_agent_session_fed_by_a_pipe_prints_the_answers_only(
     done = agent(server.url, tmp_path, stdin="hi\nare you there?\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello.\nStill here.\n"
+
+
+def test_agent_session_where_the_control_folder_is_a_file_is_one_error(tmp_path: Path) -> None:
+    # A file named .toolbridge: the session lock's mkdir raised FileExistsError, shown
+    # as 'internal error' (exit 4, "a bug in toolbridge") for a workspace problem.
+    (tmp_path / ".toolbridge").write_text("not a folder")
+    done = agent("http://127.0.0.1:9", tmp_path, "hi", "--session", "s1")
+    assert done.returncode == 3, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: cannot open the session lock") and ".toolbridge" in line
+    assert "internal error" not in line

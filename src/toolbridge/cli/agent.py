@@ -245,9 +245,17 @@ def _session_held(root: Path, session: str) -> Iterator[None]:
     calls). One lock byte per session name in ``.toolbridge/agent-sessions.lock``; the
     system releases it when the process ends, even killed."""
     path = root / ".toolbridge" / "agent-sessions.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
     offset = int.from_bytes(hashlib.sha256(session.encode()).digest()[:4], "big") >> 1
-    with path.open("a+b") as file:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file = path.open("a+b")
+    except OSError as exc:  # .toolbridge is a file, or the workspace is read-only
+        raise CliError(
+            f"cannot open the session lock {path}: {exc.strerror or exc}; the workspace's "
+            ".toolbridge must be a folder this process can write (it holds the journal)",
+            ExitCode.CONFIG,
+        ) from None
+    with file:
         try:
             fcntl.lockf(file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
         except OSError:
