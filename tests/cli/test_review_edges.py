@@ -5,6 +5,7 @@ exit code, never ``internal error`` or a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -156,3 +157,18 @@ def test_agent_session_where_the_control_folder_is_a_file_is_one_error(tmp_path:
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: cannot open the session lock") and ".toolbridge" in line
     assert "internal error" not in line
+
+
+def test_bedrock_with_a_base_url_and_no_region_is_one_error(tmp_path: Path) -> None:
+    # With --base-url the provider built its boto3 client itself, outside the adapter's
+    # check: botocore's NoRegionError came out as 'internal error' (exit 4).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["HOME"] = str(tmp_path)  # no ~/.aws/config to take a region from
+    command = [sys.executable, "-m", "toolbridge", "agent", "hi", "--no-skills"]
+    command += ["--model", "bedrock:some-model", "--base-url", "http://127.0.0.1:9/v1"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: cannot make a Bedrock client") and "AWS_REGION" in line, line
