@@ -172,3 +172,23 @@ def test_bedrock_with_a_base_url_and_no_region_is_one_error(tmp_path: Path) -> N
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: cannot make a Bedrock client") and "AWS_REGION" in line, line
+
+
+def test_an_unexpected_error_of_the_agent_run_is_one_line(tmp_path: Path) -> None:
+    # OPENAI_BASE_URL with a port out of range: the SDK's OverflowError reached the
+    # command inside an ExceptionGroup, and the run, outside `reporting`, printed a
+    # 60-line traceback. Now: the one 'internal error' line (traceback with -v).
+    env = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:99999/v1"}
+    command = [sys.executable, "-m", "toolbridge", "agent", "hi", "--no-skills"]
+    done = subprocess.run(
+        [*command, "--model", "openai:gpt-test"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 4, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: internal error: ") and "-v" in line, line

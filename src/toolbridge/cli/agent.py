@@ -401,23 +401,29 @@ def run_agent(options: AgentOptions) -> None:
             if journal is not None:
                 await journal.close()
 
-    try:
-        with held:
-            result = asyncio.run(run())
-    except JournalError as exc:
-        show(err, one_line(f"Error: {exc}"))
-        raise typer.Exit(ExitCode.CONFIG) from None
-    except ValueError as exc:  # the runner refused its input: a stored run it cannot read
-        show(err, one_line(f"Error: {exc}"))
-        raise typer.Exit(ExitCode.USAGE) from None
-    except ModelConnectionError as exc:
-        where = _endpoint(adapter, base_url)
-        show(err, one_line(f"Error: {exc} Is it running at {where}? Check --base-url and --model."))
-        raise typer.Exit(1) from None
-    except ModelError as exc:
-        show(err, one_line(f"Error: {exc}"))
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    # Anything else the run raises (a library's unexpected error) is one line, not a
+    # traceback: 'internal error', the traceback only with -v.
+    with reporting(verbose):
+        try:
+            with held:
+                result = asyncio.run(run())
+        except JournalError as exc:
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(ExitCode.CONFIG) from None
+        except ValueError as exc:  # the runner refused its input: a stored run it cannot read
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(ExitCode.USAGE) from None
+        except ModelConnectionError as exc:
+            where = _endpoint(adapter, base_url)
+            show(
+                err,
+                one_line(f"Error: {exc} Is it running at {where}? Check --base-url and --model."),
+            )
+            raise typer.Exit(1) from None
+        except ModelError as exc:
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
     if result is not None and result.stop_reason is StopReason.APPROVAL_REQUIRED:
         raise typer.Exit(ExitCode.CALL_FAILED)  # stopped on calls nobody approved
