@@ -132,7 +132,7 @@ class ExecutionPolicy:
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1 or None, got {self.max_concurrency}")
-        if self.default_timeout is not None and self.default_timeout <= 0:
+        if self.default_timeout is not None and not self.default_timeout > 0:  # NaN too
             raise ValueError(f"default_timeout must be > 0 or None, got {self.default_timeout}")
         if self.max_result_chars < 100 or self.preview_chars < 1:
             raise ValueError("max_result_chars must be >= 100 and preview_chars >= 1")

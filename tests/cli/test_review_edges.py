@@ -192,3 +192,37 @@ def test_an_unexpected_error_of_the_agent_run_is_one_line(tmp_path: Path) -> Non
     assert done.returncode == 4, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: internal error: ") and "-v" in line, line
+
+
+@pytest.mark.parametrize("value", ["1e400", "Infinity", "NaN"])
+def test_an_mcp_servers_time_limit_that_is_no_number_is_refused(tmp_path: Path, value: str) -> None:
+    # JSON reads 1e400 and Infinity as inf, NaN as nan: 'positive' let them through, and
+    # 'connect_timeout': 1e400 with a server that never answers hung 'mcp servers'.
+    for key in ("timeout", "connect_timeout"):
+        config = tmp_path / "servers.json"
+        config.write_text(f'{{"mcpServers": {{"s": {{"command": "sh", "{key}": {value}}}}}}}')
+        process = _toolbridge("mcp", "servers", str(config), cwd=tmp_path)
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 2, stderr
+        assert f"'{key}' must be a positive number of seconds" in stderr
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan"])
+def test_mcp_serve_timeout_that_is_no_time_limit_is_a_usage_error(
+    tmp_path: Path, value: str
+) -> None:
+    # -5 and 0 printed ExecutionPolicy's ValueError as a traceback; nan was taken, and
+    # every call then 'did not finish within its time limit of nan s'.
+    process = _toolbridge("mcp", "serve", "--timeout", value, cwd=tmp_path)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2, stderr
+    [line] = stderr.splitlines()
+    assert line.startswith("Error: --timeout ") and "positive number of seconds" in line
+
+
+def test_a_nan_default_timeout_in_the_config_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "nan.toml").write_text("[executor]\ndefault_timeout = nan\n")
+    process = _toolbridge("call", "list_dir", "{}", "-c", "nan.toml", cwd=tmp_path)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 3, stderr
+    assert "default_timeout must be > 0" in stderr and "nan" in stderr

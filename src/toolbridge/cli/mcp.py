@@ -125,10 +125,15 @@ def serve_command(
         show(err, (f"warning: serving on {address[0]} without --token", "yellow"))
     with reporting(verbose):
         loaded = load_tools(LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec))
+        policy = loaded.policy
+        if timeout is not None:
+            try:
+                policy = dataclasses.replace(policy, default_timeout=timeout)
+            except ValueError:  # 0, negative, NaN: a traceback before
+                raise CliError(
+                    f"--timeout {timeout} is not a time limit: give a positive number of seconds"
+                ) from None
     registry = loaded.registry
-    policy = loaded.policy
-    if timeout is not None:
-        policy = dataclasses.replace(policy, default_timeout=timeout)
     with reporting(verbose):
         try:
             asyncio.run(_serve(registry, servers, address, token, policy))
