@@ -226,3 +226,14 @@ def test_a_nan_default_timeout_in_the_config_is_a_config_error(tmp_path: Path) -
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 3, stderr
     assert "default_timeout must be > 0" in stderr and "nan" in stderr
+
+
+def test_a_lone_surrogate_in_the_models_answer_is_shown_escaped(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    # JSON lets a model send "\ud800": printing it raised UnicodeEncodeError inside
+    # rich (exit 2, 'Error: utf-8 codec can't encode', the answer lost).
+    server.add(openai_chat_stream(text="a\ud800b [/x]"))
+    done = agent(server.url, tmp_path, "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "a\\ud800b [/x]\n"
