@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolbridge.agent.errors import ModelError
 from toolbridge.agent.model import ModelAdapter
 
 __all__ = ["PROVIDERS", "model_from_string"]
@@ -46,10 +47,17 @@ def model_from_string(spec: str, *, base_url: str | None = None, **options: Any)
     if provider == "bedrock":
         from toolbridge.agent.adapters.bedrock import BedrockModel
 
-        if base_url is not None:
+        if base_url is not None and "client" not in options:
             import boto3
+            import botocore.exceptions
 
-            options.setdefault("client", boto3.client("bedrock-runtime", endpoint_url=base_url))
+            try:
+                options["client"] = boto3.client("bedrock-runtime", endpoint_url=base_url)
+            except botocore.exceptions.BotoCoreError as exc:  # no region, as BedrockModel says
+                raise ModelError(
+                    f"cannot make a Bedrock client for {base_url}: {exc} (set AWS_REGION or "
+                    "a profile's region)"
+                ) from None
         return BedrockModel(model, **options)
     if provider == "ollama":
         from toolbridge.agent.adapters.ollama import OllamaModel

@@ -51,6 +51,7 @@ from toolbridge.cli.app import (
     CliError,
     ExitCode,
     err,
+    one_line,
     out,
     reporting,
 )
@@ -272,8 +273,9 @@ def _session_held(root: Path, session: str) -> Iterator[None]:
 def _read_prompt() -> str | None:
     """The next line of an interactive session, None at the end of input. It blocks the
     event loop on purpose: nothing runs between turns, and Ctrl-C ends the wait at any
-    moment (`ask_line`)."""
-    return ask_line("> ")
+    moment (`ask_line`). The ``> `` prompt is for a person: with lines piped in, stdout
+    holds the answers only."""
+    return ask_line("> " if sys.stdin.isatty() else "")
 
 
 def _decide(pending: tuple[PendingCall, ...], yes: bool) -> list[ApprovalDecision]:
@@ -412,23 +414,29 @@ def run_agent(options: AgentOptions) -> None:
             if journal is not None:
                 await journal.close()
 
-    try:
-        with held:
-            result = asyncio.run(run())
-    except JournalError as exc:
-        show(err, f"Error: {exc}")
-        raise typer.Exit(ExitCode.CONFIG) from None
-    except ValueError as exc:  # the runner refused its input: a stored run it cannot read
-        show(err, f"Error: {exc}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    except ModelConnectionError as exc:
-        where = _endpoint(adapter, base_url)
-        show(err, f"Error: {exc} Is it running at {where}? Check --base-url and --model.")
-        raise typer.Exit(1) from None
-    except ModelError as exc:
-        show(err, f"Error: {exc}")
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    # Anything else the run raises (a library's unexpected error) is one line, not a
+    # traceback: 'internal error', the traceback only with -v.
+    with reporting(verbose):
+        try:
+            with held:
+                result = asyncio.run(run())
+        except JournalError as exc:
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(ExitCode.CONFIG) from None
+        except ValueError as exc:  # the runner refused its input: a stored run it cannot read
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(ExitCode.USAGE) from None
+        except ModelConnectionError as exc:
+            where = _endpoint(adapter, base_url)
+            show(
+                err,
+                one_line(f"Error: {exc} Is it running at {where}? Check --base-url and --model."),
+            )
+            raise typer.Exit(1) from None
+        except ModelError as exc:
+            show(err, one_line(f"Error: {exc}"))
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
     if result is not None and result.stop_reason is StopReason.APPROVAL_REQUIRED:
         raise typer.Exit(ExitCode.CALL_FAILED)  # stopped on calls nobody approved

@@ -72,6 +72,16 @@ def _check_base_url(base_url: str) -> None:
         raise CliError(
             f"--base-url {base_url!r} is not an http:// or https:// URL with a host; {_URL_EXAMPLE}"
         )
+    # What urlsplit lets through but an HTTP client refuses ('internal error', exit 4):
+    # a control character or space, and text after an IPv6 host's bracket that is no port.
+    after_bracket = parts.netloc.rpartition("@")[2].partition("]")[2]
+    if not base_url.isprintable() or any(ch.isspace() for ch in base_url):
+        raise CliError(
+            f"--base-url {base_url!r} holds a space or control character; {_URL_EXAMPLE}"
+        )
+    if after_bracket and not after_bracket.startswith(":"):
+        message = f"--base-url {base_url!r} has {after_bracket!r} after its IPv6 host, not a port"
+        raise CliError(f"{message}; {_URL_EXAMPLE}")
 
 
 def _check_key(model: str, base_url: str | None) -> None:

@@ -222,7 +222,21 @@ def closed_pipe(stream: IO[str] | None = None) -> NoReturn:
 
 def run() -> None:
     """Run the command line with this process's arguments (`toolbridge.cli.main`)."""
+    _closed_stdin_reads_empty()
     app()
+
+
+def _closed_stdin_reads_empty() -> None:
+    """A closed stdin (``<&-``, some service managers) leaves ``sys.stdin`` None, which
+    every read of it (a prompt, ``-``, a piped response) hit as an internal error: it
+    reads as an empty input instead, as ``/dev/null``."""
+    if sys.stdin is not None:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)  # the lowest free descriptor: 0 itself
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+    sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
 
 
 app = typer.Typer(

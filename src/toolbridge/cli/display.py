@@ -40,8 +40,9 @@ __all__ = [
 # line overwrite another.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What reorders or splits what a person reads without being seen: bidi embeddings,
-# overrides and isolates (Trojan Source), and the Unicode line/paragraph separators.
-_INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# overrides and isolates (Trojan Source), and the Unicode line/paragraph separators;
+# and lone surrogates (a JSON "\ud800" from a model), which no stream can encode.
+_INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 # In JSON text, the same plus lone surrogates (valid JSON escapes, not encodable text).
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
@@ -55,9 +56,9 @@ def _escape_unicode(match: re.Match[str]) -> str:
 
 
 def clean(text: str) -> str:
-    """`text` safe to print: control characters as ``\\xNN``, bidi controls and line
-    separators as ``\\uXXXX``; tab, newline and everything else unchanged (a CR before a
-    newline is a Windows line end, and goes)."""
+    """`text` safe to print: control characters as ``\\xNN``, bidi controls, line
+    separators and lone surrogates as ``\\uXXXX``; tab, newline and everything else
+    unchanged (a CR before a newline is a Windows line end, and goes)."""
     if text.isprintable():  # the common case: nothing to escape (not even a newline)
         return text
     text = text.replace("\r\n", "\n")

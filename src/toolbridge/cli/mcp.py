@@ -25,6 +25,7 @@ from toolbridge.cli.app import (
     WorkspaceOption,
     app,
     err,
+    one_line,
     out,
     reporting,
 )
@@ -66,7 +67,16 @@ def _address(value: str) -> tuple[str, int]:
         raise typer.BadParameter(f"expected HOST:PORT or PORT, got {value!r}") from None
     if not 0 <= number <= 65535:
         raise typer.BadParameter(f"port {number} is out of range")
+    if host.startswith("[") or host.endswith("]"):  # an IPv6 host as a URL writes it: [::1]
+        if not (host.startswith("[") and host.endswith("]")) or len(host) < 3:
+            raise typer.BadParameter(f"expected [IPv6 host]:PORT, got {value!r}")
+        host = host[1:-1]
     return host or "127.0.0.1", number
+
+
+def _joined(host: str, port: int) -> str:
+    """HOST:PORT as a URL writes it (an IPv6 host in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @mcp_app.command("serve")
@@ -103,6 +113,8 @@ def serve_command(
     """
     handler = logging.StreamHandler(sys.stderr)  # servers' and the SDK's warnings, cleaned
     handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT))
+    if verbose:  # toolbridge's records have their own handler then: each shown once
+        handler.addFilter(lambda record: record.name.partition(".")[0] != "toolbridge")
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     address = _address(http) if http is not None else None
     if (
@@ -113,10 +125,15 @@ def serve_command(
         show(err, (f"warning: serving on {address[0]} without --token", "yellow"))
     with reporting(verbose):
         loaded = load_tools(LoadOptions(workspace, scope, config, verbose, allow_unsandboxed_exec))
+        policy = loaded.policy
+        if timeout is not None:
+            try:
+                policy = dataclasses.replace(policy, default_timeout=timeout)
+            except ValueError:  # 0, negative, NaN: a traceback before
+                raise CliError(
+                    f"--timeout {timeout} is not a time limit: give a positive number of seconds"
+                ) from None
     registry = loaded.registry
-    policy = loaded.policy
-    if timeout is not None:
-        policy = dataclasses.replace(policy, default_timeout=timeout)
     with reporting(verbose):
         try:
             asyncio.run(_serve(registry, servers, address, token, policy))
@@ -127,7 +144,7 @@ def serve_command(
                 raise
             host, port = address
             raise CliError(
-                f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another "
+                f"cannot serve on {_joined(host, port)}: {exc.strerror or exc}; pick another "
                 "address with --http HOST:PORT (port 0 picks a free one)"
             ) from None
 
@@ -162,7 +179,7 @@ async def _serve(
             host, port = address
 
             def ready(bound: int) -> None:
-                show(err, f"serving MCP on http://{host}:{bound}/mcp")
+                show(err, f"serving MCP on http://{_joined(host, bound)}/mcp")
 
             await server.run_http(host, port, token=token, ready=ready)
     except _Interrupted:
@@ -245,7 +262,7 @@ def servers_command(
     try:
         servers = asyncio.run(connect())
     except ToolbridgeError as exc:
-        show(err, f"Error: {exc}")
+        show(err, one_line(f"Error: {exc}"))
         raise typer.Exit(ExitCode.USAGE) from None
     failed = False
     for status, rows in servers:

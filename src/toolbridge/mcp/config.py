@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -232,7 +233,11 @@ def _seconds(where: str, raw: Mapping[str, Any], key: str, default: float | None
     value = raw.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value < math.inf  # JSON reads 1e400 and Infinity as inf: no limit at all
+    ):
         raise ToolConfigError(f"{where}: {key!r} must be a positive number of seconds")
     return float(value)
 
