@@ -15,6 +15,7 @@ import asyncio
 import bisect
 import hashlib
 import heapq
+import importlib
 import json
 import math
 import re
@@ -46,6 +47,11 @@ FOUND_TOOLS_KEY = "toolbridge.tool_search"
 
 MAX_LIMIT = 50
 _REGEX_CHARS = frozenset(".*+?[](){}|\\^$")
+# re's own parser (private, so not typed): a pattern is checked for backtracking before it
+# runs, because `re` holds the GIL while it matches: the tool's timeout could never fire.
+_RE_PARSER: Any = importlib.import_module("re._parser")
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+_MAX_UNBOUNDED = 3  # '.*a.*b.*c' is fine; each more unbounded repeat multiplies the work
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +199,9 @@ class ToolIndex:
         """The query as a case-insensitive regular expression over the lower-cased tool
         texts, when it has regex syntax and compiles; ``^`` and ``$`` anchor at each tool.
 
-        Lower-cased itself unless an escape could change meaning with case (``\\S``)."""
-        if not _REGEX_CHARS.intersection(query):
+        Lower-cased itself unless an escape could change meaning with case (``\\S``).
+        A pattern that could backtrack for minutes (`_backtracks`) is read as words."""
+        if not _REGEX_CHARS.intersection(query) or _backtracks(query):
             return None
         lowered = query.lower()
         try:
@@ -268,6 +275,49 @@ class ToolIndex:
                     break
                 position = max(starts[doc + 1], match.end())
         return [self.names[doc] for doc in found]
+
+
+def _backtracks(pattern: str) -> bool:
+    """Whether `pattern` may backtrack for exponential (or high polynomial) time: a repeat
+    inside a repeat (``(\\w+\\s?)*``), an alternation inside a repeat (``(a|aa)+``), or
+    more than `_MAX_UNBOUNDED` unbounded repeats."""
+    try:
+        tree = _RE_PARSER.parse(pattern)
+    except re.error:  # the caller's re.compile says what is wrong
+        return False
+    unbounded = 0
+
+    def walk(items: Any, in_repeat: bool) -> bool:
+        nonlocal unbounded
+        for op, value in items:
+            name = str(op)
+            inner: Any = ()  # the sub-patterns of this item, searched the same way
+            if name in _REPEATS:
+                _, most, inner = value
+                if most > 1:
+                    if in_repeat:
+                        return True
+                    unbounded += most == _RE_PARSER.MAXREPEAT
+                    if unbounded > _MAX_UNBOUNDED or walk(inner, True):
+                        return True
+                    continue
+            elif name == "BRANCH":
+                if in_repeat:
+                    return True
+                if any(walk(branch, False) for branch in value[1]):
+                    return True
+                continue
+            elif name == "SUBPATTERN":
+                inner = value[-1]
+            elif name == "ATOMIC_GROUP":
+                inner = value
+            elif name in {"ASSERT", "ASSERT_NOT"}:
+                inner = value[1]
+            if inner and walk(inner, in_repeat):
+                return True
+        return False
+
+    return walk(tree, False)
 
 
 def _starts(texts: Sequence[str]) -> list[int]:
