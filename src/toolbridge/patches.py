@@ -114,7 +114,8 @@ class FileChange:
 
 def parse_patch(text: str) -> tuple[FileChange, ...]:
     """The file changes of a V4A patch or a unified diff; `PatchError` says what is wrong."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    # A byte order mark (a patch read from a file saved on Windows) is no part of the text.
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     lines = _unwrap_heredoc(_trim_blank(lines))
     if not lines:
         raise PatchError("the patch is empty", hint=_FORMAT_HINT)
