@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from toolbridge import ToolContext, ToolRegistry
+from toolbridge import ToolContext, ToolRegistry, patches
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools.patch import ApplyPatchTool
 
@@ -42,3 +43,29 @@ async def test_a_unified_diff_with_a_byte_order_mark_applies(
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
     assert (workspace / "u.txt").read_text() == "x\nY\n"
+
+
+def test_many_hunks_compare_each_line_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each hunk was looked for at every line from the cursor to the end (to prove it
+    unique): 10,000 one-line hunks took seconds. Counted in comparisons, not time."""
+    compared = 0
+
+    def counting(normal: Callable[[str], str]) -> Callable[[str], str]:
+        def compare(line: str) -> str:
+            nonlocal compared
+            compared += 1
+            return normal(line)
+
+        return compare
+
+    levels = tuple((name, counting(normal)) for name, normal in patches.LEVELS)
+    monkeypatch.setattr(patches, "LEVELS", levels)
+    size = 2000
+    text = "".join(f"line {n}\n" for n in range(size))
+    body = [part for n in range(size) for part in ("@@", f"-line {n}", f"+LINE {n}")]
+    (change,) = patches.parse_patch(v4a("*** Update File: big.txt", *body))
+    lines = patches.apply_hunks(patches.TextLines.split(text), change.hunks, "big.txt")
+    assert lines.join() == "".join(f"LINE {n}\n" for n in range(size))
+    assert compared < 20 * size  # before: about size * size / 2
