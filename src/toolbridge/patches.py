@@ -517,6 +517,8 @@ def apply_hunks(lines: TextLines, hunks: Sequence[Hunk], shown: str) -> TextLine
         start, last = places[-1]
         if last.old_start is not None and start + len(last.old) == len(texts):
             final = not last.new_ends_without_newline  # a unified diff says so at the end
+        elif start + len(last.old) == len(texts) and last.lines[-1][0] == "+":
+            final = True  # V4A: a line the patch adds at the end is a whole line, as in Codex
     return TextLines(new_texts, new_ends, lines.newline, final or not new_texts)
 
 

@@ -69,3 +69,20 @@ def test_many_hunks_compare_each_line_a_bounded_number_of_times(
     lines = patches.apply_hunks(patches.TextLines.split(text), change.hunks, "big.txt")
     assert lines.join() == "".join(f"LINE {n}\n" for n in range(size))
     assert compared < 20 * size  # before: about size * size / 2
+
+
+async def test_lines_a_v4a_patch_adds_at_the_end_end_with_a_newline(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    """Codex's scenario 014: the file's last line had no newline; the lines that replace it
+    are whole lines (V4A cannot say otherwise). They were written without the newline."""
+    (workspace / "n.txt").write_text("no newline at end")
+    patch = v4a("*** Update File: n.txt", "@@", "-no newline at end", "+first line", "+second line")
+    result = await patcher.execute("apply_patch", {"patch": patch})
+    assert not result.is_error, result.text
+    assert (workspace / "n.txt").read_text() == "first line\nsecond line\n"
+    (workspace / "k.txt").write_text("a\nb")  # the last line kept as it is: still no newline
+    patch = v4a("*** Update File: k.txt", "@@", "-a", "+A", " b")
+    result = await patcher.execute("apply_patch", {"patch": patch})
+    assert not result.is_error, result.text
+    assert (workspace / "k.txt").read_text() == "A\nb"
