@@ -51,7 +51,10 @@ _REGEX_CHARS = frozenset(".*+?[](){}|\\^$")
 # runs, because `re` holds the GIL while it matches: the tool's timeout could never fire.
 _RE_PARSER: Any = importlib.import_module("re._parser")
 _REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
-_MAX_UNBOUNDED = 3  # '.*a.*b.*c' is fine; each more unbounded repeat multiplies the work
+# One long repeat costs a tool's text length squared at worst ('.*!' over 10,000 tools: about
+# 0.2 s); each more multiplies that by the length ('.*e.*!': 2 s; '\\w*\\w*\\w*!' over 200: 21 s).
+_MAX_LONG_REPEATS = 1
+_LONG_REPEAT = 64  # a repeat of more than this many times counts as long ('.{0,9999}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,15 +283,15 @@ class ToolIndex:
 def _backtracks(pattern: str) -> bool:
     """Whether `pattern` may backtrack for exponential (or high polynomial) time: a repeat
     inside a repeat (``(\\w+\\s?)*``), an alternation inside a repeat (``(a|aa)+``), or
-    more than `_MAX_UNBOUNDED` unbounded repeats."""
+    more than `_MAX_LONG_REPEATS` long repeats (``.*a.*b``)."""
     try:
         tree = _RE_PARSER.parse(pattern)
     except re.error:  # the caller's re.compile says what is wrong
         return False
-    unbounded = 0
+    long_repeats = 0
 
     def walk(items: Any, in_repeat: bool) -> bool:
-        nonlocal unbounded
+        nonlocal long_repeats
         for op, value in items:
             name = str(op)
             inner: Any = ()  # the sub-patterns of this item, searched the same way
@@ -297,8 +300,8 @@ def _backtracks(pattern: str) -> bool:
                 if most > 1:
                     if in_repeat:
                         return True
-                    unbounded += most == _RE_PARSER.MAXREPEAT
-                    if unbounded > _MAX_UNBOUNDED or walk(inner, True):
+                    long_repeats += most > _LONG_REPEAT
+                    if long_repeats > _MAX_LONG_REPEATS or walk(inner, True):
                         return True
                     continue
             elif name == "BRANCH":
