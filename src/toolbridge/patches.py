@@ -474,8 +474,9 @@ class TextLines:
     def join(self) -> str:
         if not self.texts:
             return ""
-        ends = [end or self.newline for end in self.ends]
-        ends[-1] = self.newline if self.final_newline else ""
+        ends = [end or self.newline for end in self.ends]  # the last keeps its own end too
+        if not self.final_newline:
+            ends[-1] = ""
         return "".join(text + end for text, end in zip(self.texts, ends, strict=True))
 
 

@@ -86,3 +86,28 @@ async def test_lines_a_v4a_patch_adds_at_the_end_end_with_a_newline(
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
     assert (workspace / "k.txt").read_text() == "A\nb"
+
+
+@pytest.mark.parametrize(
+    ("before", "body", "after"),
+    [
+        # Codex's own cases: an untouched last line keeps its own line end.
+        (b"same\r\nsame\n", ("-same", " same"), b"same\n"),
+        (
+            b"one\r\ntwo\nthree\r\nfour\n",
+            (" one", " two", "-three", "+THREE", " four"),
+            b"one\r\ntwo\nTHREE\r\nfour\n",
+        ),
+    ],
+)
+async def test_the_last_line_keeps_its_own_line_end_in_a_mixed_file(
+    patcher: ToolRegistry, workspace: Path, before: bytes, body: tuple[str, ...], after: bytes
+) -> None:
+    """The last line's end was replaced by the file's usual one (CRLF where CRLF lines are
+    at least as many as LF lines), changing a line the patch did not touch."""
+    (workspace / "m.txt").write_bytes(before)
+    result = await patcher.execute(
+        "apply_patch", {"patch": v4a("*** Update File: m.txt", "@@", *body)}
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "m.txt").read_bytes() == after
