@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,3 +112,24 @@ async def test_the_last_line_keeps_its_own_line_end_in_a_mixed_file(
     )
     assert not result.is_error, result.text
     assert (workspace / "m.txt").read_bytes() == after
+
+
+async def test_concurrent_calls_lose_no_change_they_report_applied(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    """Two calls planned from the same text both passed the 'unchanged' check and both
+    wrote: 12 of 16 reported 'Applied' and 4 lines were in the file (nanobot tests this)."""
+    (workspace / "s.txt").write_text("seed\n")
+    count = 16
+    results = await asyncio.gather(
+        *(
+            patcher.execute(
+                "apply_patch", {"patch": v4a("*** Update File: s.txt", "@@", " seed", f"+n{i:02d}")}
+            )
+            for i in range(count)
+        )
+    )
+    applied = [i for i, result in enumerate(results) if not result.is_error]
+    lines = (workspace / "s.txt").read_text().splitlines()
+    assert sorted(lines[1:]) == [f"n{i:02d}" for i in applied]
+    assert len(applied) == count
