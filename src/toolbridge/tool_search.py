@@ -211,7 +211,7 @@ class ToolIndex:
             if "\\" not in query or lowered == query:
                 return re.compile(lowered, re.MULTILINE)
             return re.compile(query, re.IGNORECASE | re.MULTILINE)
-        except re.error:
+        except (re.error, OverflowError, RecursionError):  # 'a{99999999999}', '((((...'
             return None
 
     def search(self, query: str, limit: int = 8) -> list[str]:
@@ -288,6 +288,8 @@ def _backtracks(pattern: str) -> bool:
         tree = _RE_PARSER.parse(pattern)
     except re.error:  # the caller's re.compile says what is wrong
         return False
+    except (OverflowError, RecursionError):  # too deep or too large to check: words
+        return True
     long_repeats = 0
 
     def walk(items: Any, in_repeat: bool) -> bool:
@@ -320,7 +322,10 @@ def _backtracks(pattern: str) -> bool:
                 return True
         return False
 
-    return walk(tree, False)
+    try:
+        return walk(tree, False)
+    except RecursionError:
+        return True
 
 
 def _starts(texts: Sequence[str]) -> list[int]:

@@ -52,3 +52,11 @@ def test_an_ordinary_regex_is_still_a_regex(pattern: str) -> None:
 
 def test_a_regex_still_finds_tools() -> None:
     assert ToolIndex(_tools()).search(r"^weather_[12]") == ["weather_1", "weather_2"]
+
+
+@pytest.mark.parametrize("pattern", ["(" * 1000 + "a" + ")" * 1000, "a{99999999999}"])
+def test_a_regex_too_deep_or_too_large_is_searched_as_words(pattern: str) -> None:
+    """re raised RecursionError and OverflowError (not re.error), which reached the model
+    as a crash of tool_search instead of a search."""
+    assert ToolIndex.regex_of(pattern) is None
+    assert isinstance(ToolIndex(_tools()).search(pattern), list)
