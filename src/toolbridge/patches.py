@@ -314,6 +314,11 @@ def _header_path(line: str, prefix: str) -> str:
     path = line[len(prefix) :].strip()
     if not path:
         raise PatchError(f"{_show(line)} names no file", hint=f"Write '{prefix}PATH'.")
+    if path.endswith("/"):  # the guard drops the '/': 'Add File: src/' made a file 'src'
+        raise PatchError(
+            f"{_show(line)} names a directory (it ends with '/'), not a file",
+            hint=f"Write '{prefix}DIR/NAME': a file's directories are made as needed.",
+        )
     return path
 
 

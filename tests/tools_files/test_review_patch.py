@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -133,3 +134,19 @@ async def test_concurrent_calls_lose_no_change_they_report_applied(
     lines = (workspace / "s.txt").read_text().splitlines()
     assert sorted(lines[1:]) == [f"n{i:02d}" for i in applied]
     assert len(applied) == count
+
+
+@pytest.mark.parametrize(
+    "header", ["*** Add File: newdir/", "*** Delete File: newdir/", "*** Update File: a.txt/"]
+)
+async def test_a_file_header_naming_a_directory_is_refused(
+    patcher: ToolRegistry, workspace: Path, header: str
+) -> None:
+    """'*** Add File: newdir/' created a FILE named newdir (the guard drops the '/')."""
+    (workspace / "a.txt").write_text("a\n")
+    body = [] if "Delete" in header else ["+x"] if "Add" in header else ["@@", "-a", "+b"]
+    result = await patcher.execute("apply_patch", {"patch": v4a(header, *body)})
+    assert result.is_error
+    assert "names a directory" in result.text
+    assert sorted(os.listdir(workspace)) == ["a.txt"]
+    assert (workspace / "a.txt").read_text() == "a\n"
