@@ -458,7 +458,7 @@ class ToolSearchTool(Tool):
     )
     read_only = True
     defer_loading = False
-    timeout = 30.0  # a backtracking regex is abandoned (its thread ends on its own)
+    timeout = 30.0  # the first search builds the index; a regex that could backtrack is words
 
     def __init__(self, deferral: ToolDeferral) -> None:
         self._deferral = deferral
