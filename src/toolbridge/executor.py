@@ -72,7 +72,7 @@ from toolbridge.results import (
     text_length,
 )
 from toolbridge.scheduling import ExclusiveGate
-from toolbridge.tool import ToolResult
+from toolbridge.tool import Tool, ToolResult
 from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
 
@@ -102,6 +102,10 @@ BeforeCall = ToolResult | ToolError | PreparedCall | None
 """What `ExecutorHook.before_call` may return (see there)."""
 
 
+DEFAULT_MCP_TIMEOUT = 60.0
+"""Seconds an MCP tool call may take when neither its server nor the policy sets a limit."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExecutionPolicy:
     """How an executor schedules calls and shapes their results. Defaults are safe.
@@ -111,11 +115,17 @@ class ExecutionPolicy:
     default in a private per-user folder outside the workspace
     (`ResultStore.for_workspace`), or in `results_dir` (relative: inside the workspace,
     e.g. ``".toolbridge/results"``).
+
+    A call's time limit is its tool's own `Tool.timeout`, else `default_timeout` (see
+    `time_limit`). A call to an MCP server's tool, which waits on another process,
+    always has one: the server's ``timeout``, else `mcp_timeout`, else `default_timeout`,
+    else `DEFAULT_MCP_TIMEOUT` (60 s).
     """
 
     concurrency: bool = True
     max_concurrency: int | None = None
     default_timeout: float | None = None
+    mcp_timeout: float | None = None
     fail_on_tool_error: bool = False
     approval: ApprovalRule = requires_approval_flag
     max_result_chars: int = 30_000
@@ -129,11 +139,24 @@ class ExecutionPolicy:
     block_after: int = 2
     tracing: bool = True
 
+    def time_limit(self, tool: Tool) -> float | None:
+        """The time limit of a call to `tool` under this policy (None: no limit)."""
+        if tool.timeout is not None:
+            return tool.timeout
+        if getattr(tool, "mcp_server", None) is None:
+            return self.default_timeout
+        for limit in (self.mcp_timeout, self.default_timeout):
+            if limit is not None:
+                return limit
+        return DEFAULT_MCP_TIMEOUT
+
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1 or None, got {self.max_concurrency}")
-        if self.default_timeout is not None and self.default_timeout <= 0:
-            raise ValueError(f"default_timeout must be > 0 or None, got {self.default_timeout}")
+        for name in ("default_timeout", "mcp_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
         if self.max_result_chars < 100 or self.preview_chars < 1:
             raise ValueError("max_result_chars must be >= 100 and preview_chars >= 1")
 
@@ -372,7 +395,13 @@ class ToolExecutor:
         """
         runs: list[tuple[_Mode, list[tuple[int, PreparedCall]]]] = []
         concurrency = self.policy.concurrency
+        first_of: dict[str, int] = {}  # call id -> index of the call that has it
         for index, call in enumerate(batch.calls):
+            first = first_of.setdefault(call.id, index)
+            if first != index:  # its result could be taken for the other's: never run
+                error = duplicate_id_error(call.id, first, batch.calls[first].name)
+                await self._settle(batch, index, failed_outcome(call, error, ()))
+                continue
             prepared = self._admit(call)
             if isinstance(prepared, ToolOutcome):
                 await self._refuse(batch, index, prepared, call.arguments)
@@ -512,9 +541,7 @@ class ToolExecutor:
                     return
                 answer, recording = begun
             try:
-                time_limit = (
-                    tool.timeout if tool.timeout is not None else self.policy.default_timeout
-                )
+                time_limit = self.policy.time_limit(tool)
                 progress = (
                     set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
                 )
@@ -822,6 +849,18 @@ async def _safe_hook(method: Callable[[ToolOutcome], Awaitable[Any]], outcome: T
     except Exception:
         logger.exception("executor hook %r failed for call %r", method, outcome.call.id)
         return None
+
+
+def duplicate_id_error(call_id: str, first: int, first_name: str) -> ToolError:
+    """The error of a call whose id an earlier call of its batch (or turn) already has:
+    results are matched to calls by id, so it is refused rather than run."""
+    return ToolError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"not run: the call id {call_id!r} is already used by call {first + 1} "
+        f"({first_name!r}) of this batch; every call needs an id of its own, so that each "
+        "result answers the right call",
+        "Send this call again with a new, unique id.",
+    )
 
 
 async def _before_hook(

@@ -62,9 +62,16 @@ from toolbridge.agent.state import (
 from toolbridge.agent.tracing import run_tracer
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
 from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import EventType, OutcomeStatus, ToolOutcome
+from toolbridge.outcomes import (
+    EventType,
+    Outcomes,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    failed_outcome,
+)
 from toolbridge.registry import ToolRegistry
 from toolbridge.skills import SkillSet
 from toolbridge.tool import Tool, ToolResult
@@ -126,6 +133,25 @@ def _deferral(
     if output is not None and native is None:
         keep.append(output.tool_name)
     return ToolDeferral(registry, option, keep=keep)
+
+
+def _in_call_order(
+    calls: Sequence[ToolCallRequest], settled: Sequence[ToolReturn]
+) -> tuple[ToolReturn, ...]:
+    """Each call's own result, in call order. Matched by call, not only by id: two calls
+    sharing an id (the second refused) each keep their own result."""
+    by_id: dict[str, list[ToolReturn]] = {}
+    for ret in settled:
+        by_id.setdefault(ret.call.id, []).append(ret)
+    results = []
+    for call in calls:
+        candidates = by_id.get(call.id)
+        if not candidates:
+            continue
+        match = next((ret for ret in candidates if ret.call == call), candidates[0])
+        candidates.remove(match)
+        results.append(match)
+    return tuple(results)
 
 
 def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
@@ -211,6 +237,7 @@ class _EarlyCalls:
         self._run = run
         self._open = True
         self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
+        self._into: dict[str, Outcomes] = {}  # each call's outcomes, kept when cancelled
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self.outcomes: dict[str, ToolOutcome] = {}
         """The outcomes reported so far (their `ToolFinished` was yielded)."""
@@ -221,11 +248,28 @@ class _EarlyCalls:
         if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
             self._open = False
             return False
-        task = asyncio.create_task(self._runner._execute(self._run, [call]))
+        into = self._into[call.id] = Outcomes()
+        task = asyncio.create_task(self._runner._execute(self._run, [call], into))
         ended = _Ended(call.id)
         task.add_done_callback(lambda _: self._queue.put_nowait(ended))
         self._tasks[call.id] = task
         return True
+
+    async def _expire(self, turn: int) -> list[ToolFinished]:
+        """The run's deadline passed: cancel the calls still running; their `cancelled`
+        outcomes join `outcomes`, so they are answered and never started again."""
+        running = [task for task in self._tasks.values() if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
+        expired = []
+        for call_id, task in self._tasks.items():
+            held = self._into[call_id]
+            if call_id not in self.outcomes and task.cancelled() and held:
+                self.outcomes[call_id] = held[0]
+                expired.append(ToolFinished(held[0], turn))
+        return expired
 
     def _report(self, ended: _Ended, turn: int) -> ToolFinished | None:
         task = self._tasks.get(ended.call_id)
@@ -264,12 +308,22 @@ class _EarlyCalls:
                 await asyncio.wait([pump])
 
     async def finished(self, turn: int) -> AsyncGenerator[ToolFinished, None]:
-        """The `ToolFinished` of the calls not reported yet, as each one ends."""
+        """The `ToolFinished` of the calls not reported yet, as each one ends; at the
+        run's deadline, those of the calls it cancelled."""
         while any(
             call_id not in self.outcomes and not task.cancelled()
             for call_id, task in self._tasks.items()
         ):
-            item = await self._queue.get()
+            left = self._runner._remaining(self._run)
+            try:
+                if left is None:
+                    item = await self._queue.get()
+                else:
+                    item = await asyncio.wait_for(self._queue.get(), max(left, 0))
+            except TimeoutError:
+                for expired in await self._expire(turn):
+                    yield expired
+                return
             if isinstance(item, _Ended):
                 finished = self._report(item, turn)
                 if finished is not None:
@@ -304,7 +358,9 @@ class AgentRunner:
     to the instructions and its ``load_skill`` / ``read_skill_file`` tools to the
     tools. Budgets: `max_turns` model turns, `max_tool_calls` calls, `max_total_tokens`
     (from the provider's usage) and `deadline` seconds of wall-clock time per run (it
-    bounds waiting for the model; tools have their own timeouts in the policy).
+    bounds waiting for the model and for tool calls: calls still running when it passes
+    are cancelled, answered with a ``cancelled`` result, and the run stops with
+    `StopReason.DEADLINE`; tools also have their own timeouts in the policy).
     `output_type` (a pydantic model, TypedDict, ...) makes the run end with a validated
     `RunResult.output_value`; `output_mode` says how the model gives it: ``"native"``
     through the provider's structured output (the answer's text is JSON of the type),
@@ -848,23 +904,45 @@ class AgentRunner:
                 await early.cancel()
                 raise
             started = early.outcomes
-        rest = [call for call in calls if call.id not in started]
+        # By position: a call sharing the id of a call started early is refused, as the
+        # executor refuses one sharing an id within its batch (never the other's result).
+        early_at = {}
+        for position, call in enumerate(calls):
+            outcome = started.get(call.id)
+            if outcome is not None and call.id not in early_at and outcome.call == call:
+                early_at[call.id] = position
+        given: dict[int, ToolOutcome] = {i: started[calls[i].id] for i in early_at.values()}
+        rest = []
+        for position, call in enumerate(calls):
+            if position in given:
+                continue
+            if call.id in early_at:
+                first = early_at[call.id]
+                error = duplicate_id_error(call.id, first, calls[first].name)
+                given[position] = failed_outcome(call, error, ())
+                yield ToolStarted(call, turn)
+                yield ToolFinished(given[position], turn)
+                continue
+            rest.append(call)
         ran: list[ToolOutcome] = []
         if rest:
             async with aclosing(self._live(run, turn, rest, ran)) as events:
                 async for event in events:
                     yield event
         later = iter(ran)
-        outcomes = [started[c.id] if c.id in started else next(later) for c in calls]
+        outcomes = [given[i] if i in given else next(later) for i in range(len(calls))]
         stop = self._settle(run, calls, outcomes)
         if stop is not None:
             yield stop
 
-    async def _execute(self, run: _Run, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
-        """The executor's outcomes for `calls`, with the run's span current if tracing."""
+    async def _execute(
+        self, run: _Run, calls: Sequence[ToolCallRequest], into: Outcomes | None = None
+    ) -> list[ToolOutcome]:
+        """The executor's outcomes for `calls`, with the run's span current if tracing
+        (`into` holds them, cancelled ones included, when the call is cancelled)."""
         if self._tracer is None:
-            return list(await run.executor.run(calls))
-        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls)))
+            return list(await run.executor.run(calls, into=into))
+        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls, into=into)))
 
     async def _live(
         self, run: _Run, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
@@ -878,15 +956,16 @@ class AgentRunner:
         batch = run.executor.batch(calls)
         events = aiter(batch.stream())
         started: set[int] = set()  # id() of the call objects already announced
+        finished: set[int] = set()
         tracer = self._tracer
         try:
             while True:
                 if tracer is not None:
                     # The batch's task starts on the first read: it inherits the run's span.
-                    event = await tracer.within(run.span, lambda: anext(events, None))
+                    event = await tracer.within(run.span, lambda: self._next(run, events))
                     tracer = None
                 else:
-                    event = await anext(events, None)
+                    event = await self._next(run, events)
                 if event is None:
                     break
                 if event.type is EventType.CALL_STARTED:
@@ -896,12 +975,35 @@ class AgentRunner:
                     if id(event.call) not in started:
                         started.add(id(event.call))
                         yield ToolStarted(event.call, turn)
+                    finished.add(id(event.call))
                     yield ToolFinished(event.outcome, turn)
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()  # stops the batch: a call still running is cancelled
+        if len(batch.finished) < len(calls):  # stopped before its task began (deadline)
+            batch._cancel_rest()
         into[:] = batch.finished
+        for outcome in into:  # cancelled at the deadline: announced, so every call ends
+            if id(outcome.call) not in finished:
+                if id(outcome.call) not in started:
+                    yield ToolStarted(outcome.call, turn)
+                yield ToolFinished(outcome, turn)
+
+    async def _next(self, run: _Run, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
+        """The batch's next event; None at its end, or when the run's deadline passed
+        first (the calls still running are then cancelled, when `events` is closed)."""
+        remaining = self._remaining(run)
+        if remaining is None:
+            return await anext(events, None)
+        try:
+            return await asyncio.wait_for(anext(events, None), max(remaining, 0))
+        except TimeoutError:
+            left = self._remaining(run)
+            if left is not None and left <= 0:
+                logger.info("run deadline reached while tool calls ran")
+                return None
+            raise
 
     def _settle(
         self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
@@ -922,8 +1024,7 @@ class AgentRunner:
             return StopReason.APPROVAL_REQUIRED
         last = state.conversation[-1]
         assert isinstance(last, AssistantMessage)
-        by_id = {ret.call.id: ret for ret in state.settled}
-        results = tuple(by_id[call.id] for call in last.calls if call.id in by_id)
+        results = _in_call_order(last.calls, state.settled)
         state.conversation.append(ToolResultsMessage(results))
         state.settled = []
         if self.tool_search is not None:

@@ -16,6 +16,7 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
@@ -67,6 +68,7 @@ from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import json_default, to_json_text
 from toolbridge.outcomes import OutcomeStatus
 from toolbridge.registry import ToolRegistry
+from toolbridge.security.control import ControlFolderViolation, open_control_file
 from toolbridge.skills import SkillSet
 from toolbridge.terminal import escape_invisible
 
@@ -238,15 +240,25 @@ async def _events(stream: AsyncIterator[AgentEvent], spin: bool) -> AsyncIterato
 
 
 @contextlib.contextmanager
+def _own_folder() -> Iterator[None]:
+    """A planted link (or a stranger's file) in ``.toolbridge/`` is one ``Error:`` line
+    saying what to remove (exit 3), not an internal error."""
+    try:
+        yield
+    except ControlFolderViolation as exc:
+        raise CliError(exc.message, ExitCode.CONFIG) from None
+
+
+@contextlib.contextmanager
 def _session_held(root: Path, session: str) -> Iterator[None]:
     """Hold `session` for this command, or refuse: two commands going on from one stored
     run would each save their own turns over the other's (and both decide its paused
     calls). One lock byte per session name in ``.toolbridge/agent-sessions.lock``; the
-    system releases it when the process ends, even killed."""
-    path = root / ".toolbridge" / "agent-sessions.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    system releases it when the process ends, even killed. Opened without following a
+    link (`open_control_file`): a planted one is refused, never written through."""
+    fd = open_control_file(root, "agent-sessions.lock", os.O_RDWR | os.O_CREAT)
     offset = int.from_bytes(hashlib.sha256(session.encode()).digest()[:4], "big") >> 1
-    with path.open("a+b") as file:
+    with os.fdopen(fd, "r+b") as file:
         try:
             fcntl.lockf(file, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
         except OSError:
@@ -366,11 +378,11 @@ def run_agent(options: AgentOptions) -> None:
     journal: CallJournal | None = None
     held = contextlib.ExitStack()
     if session is not None:  # calls journaled under the session: none runs twice
-        with reporting(verbose):
+        with reporting(verbose), _own_folder():
             held.enter_context(_session_held(root, session))
         context = dataclasses.replace(registry.context, session=session)  # the tools see it
         registry = ToolRegistry(list(registry), context=context)
-        with reporting(verbose):
+        with reporting(verbose), _own_folder():
             journal = SQLiteJournal.in_workspace(root)
     runner = AgentRunner(
         adapter,

@@ -288,7 +288,7 @@ class SQLiteJournal(CallJournal):
         path = folder / "journal.sqlite3"
         if create and not os.path.lexists(folder):
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as control.py
             except OSError as exc:
                 raise _folder_error(path, exc) from None
         return cls(path, durability=durability, create=create, follow_links=False)

@@ -76,6 +76,9 @@ class MCPTool(Tool):
         self._connection = connection
         self.definition = definition
         self.server = connection.config.name
+        # Marks a tool that waits on an MCP server: without a `timeout` of its own, its
+        # calls still get a limit (`ExecutionPolicy.time_limit`: 60 s by default).
+        self.mcp_server = self.server
         self.remote_name = definition.name
         self.name = name
         self.description = (
@@ -149,6 +152,8 @@ class MCPConnection:
         self._closed = False
         self._refresh = False
         self._was_up = False
+        self._stopping = False
+        self._reported: str | None = None  # the failure last logged as a warning
         self._http_error: str | None = None
         self._connected = asyncio.Event()
         self._first_attempt = asyncio.Event()
@@ -162,6 +167,7 @@ class MCPConnection:
 
     def start(self) -> None:
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self._run(), name=f"mcp server {self.config.name}")
 
     async def first_attempt(self) -> None:
@@ -176,6 +182,7 @@ class MCPConnection:
         """Disconnect (the stdio server process ends) and remove this server's tools."""
         task, self._task = self._task, None
         if task is not None:
+            self._stopping = True
             task.cancel()
             await asyncio.wait([task])
         self.state = "stopped"
@@ -207,23 +214,45 @@ class MCPConnection:
             try:
                 await self._session()  # returns only by raising: the connection ended
             except Exception as exc:
+                if self._stopping:
+                    # stop() cancelled this task while the SDK's transport was failing, and
+                    # its cleanup (anyio) swallowed the cancel: end as stop() asked, or
+                    # stop() would wait forever on the next sleep.
+                    raise asyncio.CancelledError from None
                 if self._was_up:  # this outage starts the backoff afresh
                     delay = low
                 self.last_error = _describe(exc)
                 if self._http_error is not None:
                     self.last_error = f"{self._http_error}: {self.last_error}"
-                logger.warning(
-                    "MCP server %r: %s (attempt %d; retrying in %.1f s)",
-                    self.config.name,
-                    self.last_error,
-                    self.attempts,
-                    delay,
-                )
+                self._report_failure(delay)
             self.state = "disconnected"
             self._connected.clear()
             self._first_attempt.set()
             await asyncio.sleep(delay)
             delay = min(delay * 2, high)
+
+    def _report_failure(self, delay: float) -> None:
+        """A failure is news once: the first of an outage (or a new error) is a warning,
+        the same error again on the next attempts is logged at debug level, so a server
+        that cannot start does not fill the log. `status()` always has the state."""
+        if self.last_error != self._reported:
+            self._reported = self.last_error
+            logger.warning(
+                "MCP server %r: %s (attempt %d; retrying in %.1f s, then with a growing "
+                "delay; the same failure again is logged at debug level)",
+                self.config.name,
+                self.last_error,
+                self.attempts,
+                delay,
+            )
+            return
+        logger.debug(
+            "MCP server %r: %s (attempt %d; retrying in %.1f s)",
+            self.config.name,
+            self.last_error,
+            self.attempts,
+            delay,
+        )
 
     async def _session(self) -> None:
         """Connect, list the tools, then serve until the transport closes."""
@@ -237,9 +266,12 @@ class MCPConnection:
                 await self._list_tools(client)
             if self._closed:
                 raise ConnectionError("the server closed the connection while connecting")
+            if self._stopping:  # a cancel the SDK swallowed while connecting (see _run)
+                raise asyncio.CancelledError
             self.server_info = client.server_info
             self._client = client
             self._was_up = True
+            self._reported = None  # the next outage is news again
             self.state = "connected"
             self.attempts = 0
             self.last_error = None

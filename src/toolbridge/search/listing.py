@@ -2,8 +2,9 @@
 
 A listing holds the regular files under a directory of the workspace, up to a depth,
 without following symlinks, leaving out what ``.gitignore`` ignores and the generated
-directories of `toolbridge.fs.SKIPPED_DIRS`; hidden files are included. The order is
-that of a depth-first walk with each directory sorted by name.
+directories of `toolbridge.fs.SKIPPED_DIRS` and toolbridge's own ``.toolbridge`` folder;
+hidden files are included. The order is that of a depth-first walk with each directory
+sorted by name.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from pathlib import Path
 from toolbridge.fs import SKIPPED_DIRS
 from toolbridge.search.gitignore import IgnoreRules, rebase_gitignore
 from toolbridge.search.ripgrep import deadline_at, run_ripgrep
+from toolbridge.security.control import CONTROL_DIR
 from toolbridge.security.workspace import EntryKind, Workspace
 
 __all__ = ["MAX_LISTED_FILES", "Listing", "python_listing", "ripgrep_listing"]
 
 MAX_LISTED_FILES = 200_000
+_CONTROL_PREFIX = CONTROL_DIR + "/"
 
 
 @dataclass(slots=True)
@@ -98,6 +101,8 @@ async def ripgrep_listing(
     if listing.timed_out and names:
         names.pop()  # the last name may be cut in the middle
     names = [name.removeprefix("./") for name in names]
+    # toolbridge's own folder is never listed (the Python walk leaves it out the same way).
+    names = [name for name in names if not name.startswith(_CONTROL_PREFIX)]
     names.sort(key=_walk_order)
     if len(names) > MAX_LISTED_FILES:
         del names[MAX_LISTED_FILES:]

@@ -1,6 +1,7 @@
 """The exec sandbox: find bubblewrap, check that it works here, and build its command line.
 
-Inside the sandbox the workspace is the only writable place that outlives the call.
+Inside the sandbox the workspace is the only writable place that outlives the call,
+except toolbridge's own folder in it (``.toolbridge/``), which is mounted read-only.
 The rest of the file system is bound read-only, and the places where secrets and
 live services usually are (``/home``, ``/root``, ``/run`` with its sockets, ``/tmp``)
 are replaced by empty private directories. The command gets fresh PID, IPC, UTS,
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolbridge.errors import ToolConfigError
+from toolbridge.security.control import control_folder
 
 __all__ = [
     "HIDDEN_PATHS",
@@ -58,15 +60,24 @@ class BubblewrapSandbox:
     network: bool = False
     read_paths: tuple[Path, ...] = ()
 
-    def argv(self, command: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
+    def argv(
+        self, command: Sequence[str], *, workspace: Path, cwd: Path, control: bool = True
+    ) -> list[str]:
         """The bubblewrap command line that runs `command` in `cwd` with `workspace` writable.
 
         Order matters: later mounts go on top of earlier ones, so the workspace (and
         the readable extras) stay visible even when they lie under a hidden path.
+        `control=False` (the probe's) leaves toolbridge's folder alone: it is made only
+        when a real command is about to run.
         """
         hidden = [p for p in HIDDEN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
         shown = [*(_NETWORK_PATHS if self.network else ()), *map(str, self.read_paths)]
         root = str(workspace)
+        # toolbridge's own folder is made (checked: a real directory, not a link) before
+        # the command starts and mounted read-only over the writable workspace: the
+        # command can neither change it nor, when it was missing, create it or a link
+        # in its place. A mount point cannot be removed or renamed either.
+        protect = ["--ro-bind", *[str(control_folder(workspace))] * 2] if control else []
         return [
             self.executable,
             "--die-with-parent", "--new-session", "--unshare-all",
@@ -79,6 +90,7 @@ class BubblewrapSandbox:
             *(arg for path in shown for arg in ("--ro-bind-try", path, path)),
             "--dir", SANDBOX_HOME,
             "--bind", root, root,
+            *protect,
             "--chdir", str(cwd),
             "--",
             *command,
@@ -86,7 +98,7 @@ class BubblewrapSandbox:
 
     def probe(self, shell: str, workspace: Path) -> str | None:
         """Run an empty command in the sandbox; None if it works, else bubblewrap's complaint."""
-        argv = self.argv([shell, "-c", ":"], workspace=workspace, cwd=workspace)
+        argv = self.argv([shell, "-c", ":"], workspace=workspace, cwd=workspace, control=False)
         try:
             done = subprocess.run(
                 argv,

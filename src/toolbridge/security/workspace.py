@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from toolbridge.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.security.control import CONTROL_DIR, ControlFolderViolation
 
 __all__ = ["EntryKind", "InvalidPath", "WalkEntry", "Workspace"]
 
@@ -109,6 +110,10 @@ class Workspace:
         self.configured = configured
         self._alias = configured.parts[1:] if configured != real else None
         self._identity = (info.st_dev, info.st_ino)
+        # toolbridge's own folder (journal, session locks, skills): never the tools'.
+        self.control = real / CONTROL_DIR
+        self._control_text = str(self.control)
+        self._control_prefix = self._control_text + "/"
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -121,6 +126,8 @@ class Workspace:
         Relative paths start at the root; a leading ``~`` is expanded; nothing else
         (``$VAR``, ``%2e``, look-alike dots) is interpreted. A missing tail is allowed
         (for new files) as long as its deepest existing ancestor resolves inside.
+        toolbridge's own folder (``.toolbridge/`` at the root) and everything in it is
+        refused however it is spelled or linked to (`ControlFolderViolation`).
         """
         self._check_spelling(path)
         expanded = os.path.expanduser(path) if path.startswith("~") else path
@@ -129,7 +136,21 @@ class Workspace:
             raise WorkspaceViolation(
                 f"{_show(path)} is outside the workspace ({self.root})", target=path
             )
+        self._refuse_control(real, path)
         return real
+
+    def is_control(self, real: Path) -> bool:
+        """Whether the real path `real` is toolbridge's own folder or inside it."""
+        return real == self.control or real.is_relative_to(self.control)
+
+    def _refuse_control(self, real: Path, original: str) -> None:
+        if self.is_control(real):
+            raise ControlFolderViolation(
+                f"{_show(original)} is in {CONTROL_DIR}, toolbridge's own folder (its "
+                "journal, session locks and skills); the model's tools cannot read, list or "
+                "change it",
+                target=original,
+            )
 
     def contains(self, real: Path) -> bool:
         """Whether the real path `real` is the root or below it, by whole components."""
@@ -227,6 +248,9 @@ class Workspace:
                 current = os.path.dirname(current)
                 continue
             candidate = os.path.join(current, part)
+            if candidate == self._control_text or candidate.startswith(self._control_prefix):
+                # Not even looked at: what exists in toolbridge's folder is not the model's.
+                self._refuse_control(Path(candidate), original)
             if missing is not None:
                 current = candidate
                 continue
@@ -437,6 +461,8 @@ class Workspace:
                 continue
             kind = _kind(info.st_mode)
             path = real / entry.name
+            if entry.name == CONTROL_DIR and path == self.control:
+                continue  # toolbridge's own folder is not listed (nor entered)
             if leave_out is not None and leave_out(path, kind):
                 continue
             size = info.st_size if kind == "file" else 0
@@ -489,6 +515,7 @@ class Workspace:
             raise WorkspaceViolation(
                 f"{real} is outside the workspace ({self.root})", target=str(real)
             )
+        self._refuse_control(real, self.relative(real))
         parts = real.relative_to(self.root).parts
         fd = self._open_root()
         if not parts:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.naming import NameIndex
+from toolbridge.security.control import CONTROL_DIR
 from toolbridge.skills.skill import SKILL_FILE, Skill, SkillFormatError, SkillProblem, read_skill
 from toolbridge.tool import Tool
 
@@ -33,7 +34,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "toolbridge.skills"
-WORKSPACE_SKILLS = Path(".toolbridge") / "skills"
+WORKSPACE_SKILLS = Path(CONTROL_DIR) / "skills"
 USER_SKILLS = Path("~") / ".toolbridge" / "skills"
 
 
@@ -55,7 +56,8 @@ def default_roots(workspace: str | os.PathLike[str] | None = None) -> list[Path]
 class SkillSet:
     """The skills of some roots, read once: available ones, unavailable ones, invalid ones.
 
-    Build it again to see edits; `summary_hash` changes when the summary would.
+    Build it again to see edits; `summary_hash` changes when the summary would. Roots
+    inside `workspace`'s ``.toolbridge`` folder are read without following any link.
     """
 
     def __init__(
@@ -66,14 +68,19 @@ class SkillSet:
         group: str = ENTRY_POINT_GROUP,
         environ: Mapping[str, str] | None = None,
         which: Callable[[str], str | None] = shutil.which,
+        workspace: str | os.PathLike[str] | None = None,
     ) -> None:
         self.problems: list[SkillProblem] = []
         found: dict[str, Skill] = {}
         sources = [(str(root), Path(root)) for root in roots]
         if entry_points:
             sources.extend(self._entry_point_roots(group))
+        # Roots in the workspace's own folder are read as they lie there: no link in
+        # them is followed (one could lead to files the model can write).
+        control = Path(os.path.abspath(Path(workspace) / CONTROL_DIR)) if workspace else None
         for source, root in sources:
-            for skill in self._read_root(source, root):
+            contained = control is not None and Path(os.path.abspath(root)).is_relative_to(control)
+            for skill in self._read_root(source, root, contained=contained):
                 first = found.get(skill.name)
                 if first is not None:
                     logger.warning(
@@ -106,16 +113,23 @@ class SkillSet:
     ) -> SkillSet:
         """Skills of the workspace, then the user's folder, then `paths`, then plugins."""
         roots = default_roots(workspace) if user else default_roots(workspace)[:-1]
-        return cls([*roots, *paths], entry_points=entry_points)
+        return cls([*roots, *paths], entry_points=entry_points, workspace=workspace)
 
     # --- reading -----------------------------------------------------------------------
 
-    def _read_root(self, source: str, root: Path) -> Iterator[Skill]:
+    def _read_root(self, source: str, root: Path, *, contained: bool = False) -> Iterator[Skill]:
+        if contained and _linked(root):
+            self.problems.append(SkillProblem(root, "(root)", _LINK_RULE))
+            return
         if not root.is_dir():
             if root.exists():
                 self.problems.append(SkillProblem(root, "(root)", "is not a directory"))
             return
         folders = [root] if (root / SKILL_FILE).is_file() else _skill_folders(root)
+        if contained:
+            for folder in [f for f in folders if f.is_symlink()]:
+                self.problems.append(SkillProblem(folder, "(folder)", _LINK_RULE))
+                folders.remove(folder)
         for folder in folders:
             try:
                 yield read_skill(folder)
@@ -201,6 +215,22 @@ class SkillSet:
         from toolbridge.skills.tools import LoadSkill, ReadSkillFile
 
         return [LoadSkill(self), ReadSkillFile(self)]
+
+
+_LINK_RULE = (
+    "is a symbolic link; skills in the workspace's .toolbridge folder are read only as "
+    "they lie there, never through a link (copy the skill folder in instead)"
+)
+
+
+def _linked(root: Path) -> bool:
+    """Whether `root`, or a folder between it and the control folder, is a symlink."""
+    for path in (root, *root.parents):
+        if path.is_symlink():
+            return True
+        if path.name == CONTROL_DIR:
+            return False
+    return False
 
 
 def _skill_folders(root: Path) -> list[Path]:
