@@ -363,8 +363,8 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
             changes.append(
                 FileChange("add", new, content=tuple(content), ends_without_newline=ends)
             )
-        elif new is None:
-            changes.append(FileChange("delete", old))
+        elif new is None:  # the hunks say what is deleted: checked against the file
+            changes.append(FileChange("delete", old, hunks=tuple(hunks)))
         else:
             move_to = new if new != old else None
             changes.append(FileChange("update", old, hunks=tuple(hunks), move_to=move_to))

@@ -150,3 +150,24 @@ async def test_a_file_header_naming_a_directory_is_refused(
     assert "names a directory" in result.text
     assert sorted(os.listdir(workspace)) == ["a.txt"]
     assert (workspace / "a.txt").read_text() == "a\n"
+
+
+async def test_a_unified_deletion_of_other_content_deletes_nothing(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    """A diff to /dev/null deleted the file whatever it held (git apply refuses)."""
+    (workspace / "x.txt").write_text("totally different\ncontent\n")
+    diff = "--- a/x.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert result.is_error
+    assert (workspace / "x.txt").read_text() == "totally different\ncontent\n"
+    (workspace / "y.txt").write_text("one\ntwo\nthree\n")  # more lines than the diff removes
+    diff = "--- a/y.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert result.is_error
+    assert "1 of its lines" in result.text
+    assert (workspace / "y.txt").exists()
+    diff = "--- a/y.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert not result.is_error, result.text
+    assert not (workspace / "y.txt").exists()

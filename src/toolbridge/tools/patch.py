@@ -205,6 +205,16 @@ class ApplyPatchTool(WorkspaceTool):
             elif change.action == "delete":
                 entry = self._existing(plan, change.path, "delete")
                 self._refuse_link(change.path, "delete")
+                if change.hunks:  # a unified diff's deletion lists the lines it removes
+                    assert entry.text is not None
+                    rest = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
+                    if rest.texts:
+                        raise PatchError(
+                            f"the diff deletes {entry.shown}, but {len(rest.texts)} of its "
+                            "lines are not in the diff's removed lines",
+                            hint="Read the file again and send a diff of its whole content, "
+                            "or use '*** Delete File:'.",
+                        )
                 entry.removed += _count_lines(entry.text)
                 entry.text = None
             else:
