@@ -14,6 +14,7 @@ at the first level that matches is an error, since a wrong place is worse than a
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 import time
@@ -114,7 +115,8 @@ class FileChange:
 
 def parse_patch(text: str) -> tuple[FileChange, ...]:
     """The file changes of a V4A patch or a unified diff; `PatchError` says what is wrong."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    # A byte order mark (a patch read from a file saved on Windows) is no part of the text.
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     lines = _unwrap_heredoc(_trim_blank(lines))
     if not lines:
         raise PatchError("the patch is empty", hint=_FORMAT_HINT)
@@ -312,6 +314,11 @@ def _header_path(line: str, prefix: str) -> str:
     path = line[len(prefix) :].strip()
     if not path:
         raise PatchError(f"{_show(line)} names no file", hint=f"Write '{prefix}PATH'.")
+    if path.endswith("/"):  # the guard drops the '/': 'Add File: src/' made a file 'src'
+        raise PatchError(
+            f"{_show(line)} names a directory (it ends with '/'), not a file",
+            hint=f"Write '{prefix}DIR/NAME': a file's directories are made as needed.",
+        )
     return path
 
 
@@ -356,8 +363,8 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
             changes.append(
                 FileChange("add", new, content=tuple(content), ends_without_newline=ends)
             )
-        elif new is None:
-            changes.append(FileChange("delete", old))
+        elif new is None:  # the hunks say what is deleted: checked against the file
+            changes.append(FileChange("delete", old, hunks=tuple(hunks)))
         else:
             move_to = new if new != old else None
             changes.append(FileChange("update", old, hunks=tuple(hunks), move_to=move_to))
@@ -472,8 +479,9 @@ class TextLines:
     def join(self) -> str:
         if not self.texts:
             return ""
-        ends = [end or self.newline for end in self.ends]
-        ends[-1] = self.newline if self.final_newline else ""
+        ends = [end or self.newline for end in self.ends]  # the last keeps its own end too
+        if not self.final_newline:
+            ends[-1] = ""
         return "".join(text + end for text, end in zip(self.texts, ends, strict=True))
 
 
@@ -483,8 +491,9 @@ def apply_hunks(lines: TextLines, hunks: Sequence[Hunk], shown: str) -> TextLine
     places: list[tuple[int, Hunk]] = []
     cursor = 0
     offset = 0  # unified diffs: how far the hunks sit from their stated lines
+    positions = _Positions(texts)
     for hunk in hunks:
-        start = _place(texts, hunk, cursor, offset, shown)
+        start = _place(positions, hunk, cursor, offset, shown)
         if hunk.old_start is not None:
             offset = start - (hunk.old_start - 1)
         places.append((start, hunk))
@@ -514,13 +523,16 @@ def apply_hunks(lines: TextLines, hunks: Sequence[Hunk], shown: str) -> TextLine
         start, last = places[-1]
         if last.old_start is not None and start + len(last.old) == len(texts):
             final = not last.new_ends_without_newline  # a unified diff says so at the end
+        elif start + len(last.old) == len(texts) and last.lines[-1][0] == "+":
+            final = True  # V4A: a line the patch adds at the end is a whole line, as in Codex
     return TextLines(new_texts, new_ends, lines.newline, final or not new_texts)
 
 
-def _place(texts: list[str], hunk: Hunk, cursor: int, offset: int, shown: str) -> int:
-    """Where `hunk`'s old lines start in `texts`, searching from `cursor`."""
+def _place(positions: _Positions, hunk: Hunk, cursor: int, offset: int, shown: str) -> int:
+    """Where `hunk`'s old lines start in `positions.texts`, searching from `cursor`."""
+    texts = positions.texts
     old = hunk.old
-    starts = _anchor_starts(texts, hunk, cursor, shown) if hunk.anchors else None
+    starts = _anchor_starts(positions, hunk, cursor, shown) if hunk.anchors else None
     if not old:  # a pure insertion: after the anchor, at the stated line, or at the end
         if starts is not None:
             if len(set(starts)) > 1:
@@ -536,11 +548,11 @@ def _place(texts: list[str], hunk: Hunk, cursor: int, offset: int, shown: str) -
                 return end
     for level, normal in LEVELS:
         if starts is None:
-            found = _find_all(texts, old, cursor, normal)
+            found = _find_all(positions, old, cursor, normal)
         else:
             # From the anchor line itself: a context may repeat it as its first line.
             found = sorted(
-                {f for s in starts if (f := _find_first(texts, old, s - 1, normal)) >= 0}
+                {f for s in starts if (f := _find_first(positions, old, s - 1, normal)) >= 0}
             )
         if not found:
             continue
@@ -557,7 +569,7 @@ def _place(texts: list[str], hunk: Hunk, cursor: int, offset: int, shown: str) -
             hint="Add more context lines (or an '@@ <line>' anchor such as the enclosing "
             "def or class) so that the hunk matches only the place you mean.",
         )
-    if cursor and _find_first(texts, old, 0, LEVELS[-1][1]) in range(cursor):
+    if cursor and _find_first(positions, old, 0, LEVELS[-1][1]) in range(cursor):
         raise PatchError(
             f"hunk {hunk.number} of {shown}: its context is found only before the place of the "
             "hunk before it",
@@ -566,7 +578,7 @@ def _place(texts: list[str], hunk: Hunk, cursor: int, offset: int, shown: str) -
     raise _not_found(texts, hunk, starts[0] if starts else cursor, shown)
 
 
-def _anchor_starts(texts: list[str], hunk: Hunk, cursor: int, shown: str) -> list[int]:
+def _anchor_starts(positions: _Positions, hunk: Hunk, cursor: int, shown: str) -> list[int]:
     """The lines after each place the hunk's ``@@`` anchors lead to (the first anchor may
     occur more than once: the context then decides, and must decide on one place)."""
     starts = [cursor]
@@ -574,15 +586,15 @@ def _anchor_starts(texts: list[str], hunk: Hunk, cursor: int, shown: str) -> lis
         found: list[int] = []
         for _, normal in LEVELS:
             if number == 0:
-                found = _find_all(texts, [anchor], cursor, normal)
+                found = _find_all(positions, [anchor], cursor, normal)
             else:
                 found = sorted(
-                    {f for s in starts if (f := _find_first(texts, [anchor], s, normal)) >= 0}
+                    {f for s in starts if (f := _find_first(positions, [anchor], s, normal)) >= 0}
                 )
             if found:
                 break
         if not found:
-            near = _near_text(texts, [anchor], starts[0])
+            near = _near_text(positions.texts, [anchor], starts[0])
             raise PatchError(
                 f"hunk {hunk.number} of {shown}: the anchor '@@ {anchor}' was not found"
                 + (f" after line {starts[0]}" if starts[0] else "")
@@ -609,21 +621,42 @@ def _matches_at(texts: list[str], old: list[str], start: int, normal: Callable[[
     return all(normal(texts[start + i]) == normal(line) for i, line in enumerate(old))
 
 
+class _Positions:
+    """Where each line of a text is, per matching level: a hunk is tried only where its
+    first line is, not at every line from the cursor on (10,000 hunks took seconds)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self._tables: dict[Callable[[str], str], dict[str, list[int]]] = {}
+
+    def of(self, line: str, cursor: int, normal: Callable[[str], str]) -> list[int]:
+        """The places of `line` (compared by `normal`) at or after `cursor`, in order."""
+        table = self._tables.get(normal)
+        if table is None:
+            table = self._tables[normal] = {}
+            for number, text in enumerate(self.texts):
+                table.setdefault(normal(text), []).append(number)
+        places = table.get(normal(line), [])
+        return places[bisect.bisect_left(places, cursor) :]
+
+
 def _find_all(
-    texts: list[str], old: list[str], cursor: int, normal: Callable[[str], str]
+    positions: _Positions, old: list[str], cursor: int, normal: Callable[[str], str]
 ) -> list[int]:
-    first = normal(old[0])
+    texts = positions.texts
     return [
         start
-        for start in range(cursor, len(texts) - len(old) + 1)
-        if normal(texts[start]) == first and _matches_at(texts, old, start, normal)
+        for start in positions.of(old[0], cursor, normal)
+        if _matches_at(texts, old, start, normal)
     ]
 
 
-def _find_first(texts: list[str], old: list[str], cursor: int, normal: Callable[[str], str]) -> int:
-    first = normal(old[0])
-    for start in range(cursor, len(texts) - len(old) + 1):
-        if normal(texts[start]) == first and _matches_at(texts, old, start, normal):
+def _find_first(
+    positions: _Positions, old: list[str], cursor: int, normal: Callable[[str], str]
+) -> int:
+    texts = positions.texts
+    for start in positions.of(old[0], cursor, normal):
+        if _matches_at(texts, old, start, normal):
             return start
     return -1
 

@@ -15,6 +15,7 @@ import asyncio
 import bisect
 import hashlib
 import heapq
+import importlib
 import json
 import math
 import re
@@ -46,6 +47,14 @@ FOUND_TOOLS_KEY = "toolbridge.tool_search"
 
 MAX_LIMIT = 50
 _REGEX_CHARS = frozenset(".*+?[](){}|\\^$")
+# re's own parser (private, so not typed): a pattern is checked for backtracking before it
+# runs, because `re` holds the GIL while it matches: the tool's timeout could never fire.
+_RE_PARSER: Any = importlib.import_module("re._parser")
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+# One long repeat costs a tool's text length squared at worst ('.*!' over 10,000 tools: about
+# 0.2 s); each more multiplies that by the length ('.*e.*!': 2 s; '\\w*\\w*\\w*!' over 200: 21 s).
+_MAX_LONG_REPEATS = 1
+_LONG_REPEAT = 64  # a repeat of more than this many times counts as long ('.{0,9999}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,15 +202,16 @@ class ToolIndex:
         """The query as a case-insensitive regular expression over the lower-cased tool
         texts, when it has regex syntax and compiles; ``^`` and ``$`` anchor at each tool.
 
-        Lower-cased itself unless an escape could change meaning with case (``\\S``)."""
-        if not _REGEX_CHARS.intersection(query):
+        Lower-cased itself unless an escape could change meaning with case (``\\S``).
+        A pattern that could backtrack for minutes (`_backtracks`) is read as words."""
+        if not _REGEX_CHARS.intersection(query) or _backtracks(query):
             return None
         lowered = query.lower()
         try:
             if "\\" not in query or lowered == query:
                 return re.compile(lowered, re.MULTILINE)
             return re.compile(query, re.IGNORECASE | re.MULTILINE)
-        except re.error:
+        except (re.error, OverflowError, RecursionError):  # 'a{99999999999}', '((((...'
             return None
 
     def search(self, query: str, limit: int = 8) -> list[str]:
@@ -268,6 +278,54 @@ class ToolIndex:
                     break
                 position = max(starts[doc + 1], match.end())
         return [self.names[doc] for doc in found]
+
+
+def _backtracks(pattern: str) -> bool:
+    """Whether `pattern` may backtrack for exponential (or high polynomial) time: a repeat
+    inside a repeat (``(\\w+\\s?)*``), an alternation inside a repeat (``(a|aa)+``), or
+    more than `_MAX_LONG_REPEATS` long repeats (``.*a.*b``)."""
+    try:
+        tree = _RE_PARSER.parse(pattern)
+    except re.error:  # the caller's re.compile says what is wrong
+        return False
+    except (OverflowError, RecursionError):  # too deep or too large to check: words
+        return True
+    long_repeats = 0
+
+    def walk(items: Any, in_repeat: bool) -> bool:
+        nonlocal long_repeats
+        for op, value in items:
+            name = str(op)
+            inner: Any = ()  # the sub-patterns of this item, searched the same way
+            if name in _REPEATS:
+                _, most, inner = value
+                if most > 1:
+                    if in_repeat:
+                        return True
+                    long_repeats += most > _LONG_REPEAT
+                    if long_repeats > _MAX_LONG_REPEATS or walk(inner, True):
+                        return True
+                    continue
+            elif name == "BRANCH":
+                if in_repeat:
+                    return True
+                if any(walk(branch, False) for branch in value[1]):
+                    return True
+                continue
+            elif name == "SUBPATTERN":
+                inner = value[-1]
+            elif name == "ATOMIC_GROUP":
+                inner = value
+            elif name in {"ASSERT", "ASSERT_NOT"}:
+                inner = value[1]
+            if inner and walk(inner, in_repeat):
+                return True
+        return False
+
+    try:
+        return walk(tree, False)
+    except RecursionError:
+        return True
 
 
 def _starts(texts: Sequence[str]) -> list[int]:
@@ -400,7 +458,7 @@ class ToolSearchTool(Tool):
     )
     read_only = True
     defer_loading = False
-    timeout = 30.0  # a backtracking regex is abandoned (its thread ends on its own)
+    timeout = 30.0  # the first search builds the index; a regex that could backtrack is words
 
     def __init__(self, deferral: ToolDeferral) -> None:
         self._deferral = deferral

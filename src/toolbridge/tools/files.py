@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -345,14 +346,24 @@ class EditFileTool(WorkspaceTool):
 
     max_bytes = 10 * 1024 * 1024
 
+    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+        super().__init__(workspace)
+        # One edit at a time reads and writes: two at once both read the same text and the
+        # second write dropped the first edit, though both were reported done.
+        self._lock = threading.Lock()
+
     async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
-            self._edit,
+            self._edit_alone,
             kwargs["path"],
             kwargs["old_string"],
             kwargs["new_string"],
             kwargs.get("replace_all", False),
         )
+
+    def _edit_alone(self, path: str, old: str, new: str, replace_all: bool) -> str:
+        with self._lock:
+            return self._edit(path, old, new, replace_all)
 
     def _edit(self, path: str, old: str, new: str, replace_all: bool) -> str:
         if old == new:

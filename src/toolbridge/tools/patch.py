@@ -15,6 +15,7 @@ import difflib
 import logging
 import os
 import stat
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from toolbridge.patches import (
     closest_windows,
     parse_patch,
 )
+from toolbridge.security.workspace import Workspace
 from toolbridge.tool import ToolResult, tool_parameters
 
 __all__ = ["ApplyPatchTool"]
@@ -126,6 +128,13 @@ class ApplyPatchTool(WorkspaceTool):
         "changed. The result lists each file with its +added/-removed lines."
     )
 
+    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+        super().__init__(workspace)
+        # One call at a time plans and writes: two calls planned from the same text both
+        # passed the "unchanged" check and both wrote, and one change was lost (reported
+        # as applied). A thread lock, as each call runs in a worker thread.
+        self._lock = threading.Lock()
+
     async def run(self, **kwargs: Any) -> ToolResult:
         patch, edits = kwargs.get("patch"), kwargs.get("edits")
         if (patch is None) == (edits is None):
@@ -150,6 +159,10 @@ class ApplyPatchTool(WorkspaceTool):
     # --- planning: read, check and compute; nothing is written ----------------------------
 
     def _apply(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
+        with self._lock:
+            return self._apply_alone(build, dry_run)
+
+    def _apply_alone(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
         plan = _Plan()
         try:
             build(plan)
@@ -192,6 +205,16 @@ class ApplyPatchTool(WorkspaceTool):
             elif change.action == "delete":
                 entry = self._existing(plan, change.path, "delete")
                 self._refuse_link(change.path, "delete")
+                if change.hunks:  # a unified diff's deletion lists the lines it removes
+                    assert entry.text is not None
+                    rest = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
+                    if rest.texts:
+                        raise PatchError(
+                            f"the diff deletes {entry.shown}, but {len(rest.texts)} of its "
+                            "lines are not in the diff's removed lines",
+                            hint="Read the file again and send a diff of its whole content, "
+                            "or use '*** Delete File:'.",
+                        )
                 entry.removed += _count_lines(entry.text)
                 entry.text = None
             else:
