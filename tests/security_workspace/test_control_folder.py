@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge.errors import ErrorKind, WorkspaceViolation
-from toolbridge.journal import SQLiteJournal
+from toolbridge.journal import JournalError, SQLiteJournal
 from toolbridge.security.control import (
     ControlFolderViolation,
     control_file,
@@ -98,7 +98,8 @@ def test_a_linked_control_folder_is_refused(workspace: Path, tmp_path: Path) -> 
         control_folder(workspace)
     with pytest.raises(ControlFolderViolation, match="is a symbolic link"):
         open_control_file(workspace, "agent-sessions.lock", os.O_RDWR | os.O_CREAT)
-    with pytest.raises(ControlFolderViolation, match="is a symbolic link"):
+    # The journal says it as every failure of its own: a JournalError naming what to remove.
+    with pytest.raises(JournalError, match="is a symbolic link"):
         SQLiteJournal.in_workspace(workspace)
     assert list(elsewhere.iterdir()) == []
 
@@ -110,13 +111,16 @@ def test_a_planted_link_in_the_control_folder_is_refused(
     target = tmp_path / "victim"
     (workspace / ".toolbridge").mkdir()
     os.symlink(target, workspace / ".toolbridge" / name)
-    with pytest.raises(ControlFolderViolation) as caught:
-        if name == "journal.sqlite3":
+    if name == "journal.sqlite3":  # the journal's own error, naming the link to remove
+        with pytest.raises(JournalError, match="is a symbolic link") as refused:
             SQLiteJournal.in_workspace(workspace)
-        else:
+        assert str(workspace / ".toolbridge" / name) in str(refused.value)
+        assert "Remove it" in str(refused.value)
+    else:
+        with pytest.raises(ControlFolderViolation) as caught:
             open_control_file(workspace, name, os.O_RDWR | os.O_CREAT)
-    assert "is a symbolic link" in caught.value.message
-    assert f"rm '{workspace / '.toolbridge' / name}'" in caught.value.message
+        assert "is a symbolic link" in caught.value.message
+        assert f"rm '{workspace / '.toolbridge' / name}'" in caught.value.message
     assert not target.exists() and not target.is_symlink()
 
 

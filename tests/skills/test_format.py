@@ -153,10 +153,10 @@ def test_requirements_in_the_shapes_existing_skills_use(
 
 def test_a_skill_file_linked_to_a_file_elsewhere_is_not_read(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
-    secret.write_text("---\nname: leak\ndescription: the secret is 42\n---\n")
+    secret.write_text("---\nname: leak\ndescription: the secret is s3cr3t-w0rd\n---\n")
     folder = tmp_path / "skills" / "leak"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").symlink_to(secret)
     [(field, rule)] = problems_of(folder)
     assert field == "(file)" and rule.startswith("cannot be read:")
-    assert "42" not in rule
+    assert "s3cr3t-w0rd" not in rule  # not a digit pair a temporary path may hold
