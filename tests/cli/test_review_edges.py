@@ -149,13 +149,14 @@ def test_an_agent_session_fed_by_a_pipe_prints_the_answers_only(
 
 
 def test_agent_session_where_the_control_folder_is_a_file_is_one_error(tmp_path: Path) -> None:
-    # A file named .toolbridge: the session lock's mkdir raised FileExistsError, shown
+    # A file named .toolbridge: the session lock's open raised FileExistsError, shown
     # as 'internal error' (exit 4, "a bug in toolbridge") for a workspace problem.
     (tmp_path / ".toolbridge").write_text("not a folder")
     done = agent("http://127.0.0.1:9", tmp_path, "hi", "--session", "s1")
     assert done.returncode == 3, done.stderr
     [line] = done.stderr.splitlines()
-    assert line.startswith("Error: cannot open the session lock") and ".toolbridge" in line
+    assert line.startswith("Error: toolbridge's folder") and ".toolbridge" in line
+    assert "is not a directory" in line
     assert "internal error" not in line
 
 
