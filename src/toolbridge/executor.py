@@ -15,6 +15,7 @@ guard record -> after hooks and events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 import sys
@@ -32,7 +33,7 @@ from toolbridge.approval import (
     arguments_digest,
     requires_approval_flag,
 )
-from toolbridge.backends import ExecutionBackend, LocalBackend
+from toolbridge.backends import ExecutionBackend, LocalBackend, StartHook
 from toolbridge.calls import ToolCallRequest
 from toolbridge.errors import ErrorKind, PolicyViolation, ToolbridgeError, ToolError
 from toolbridge.loop_guard import LoopGuard
@@ -306,7 +307,10 @@ class ToolExecutor:
         # Never lost, never run twice: every call is claimed in the journal first.
         self._recorder = _recorder(journal, registry.context.session)
         # Where prepared, approved calls run: this process unless a backend says otherwise.
-        self._invoke = (backend or LocalBackend()).bind(registry)
+        backend = backend or LocalBackend()
+        self._invoke = backend.bind(registry)
+        # Calls it may hold before their tool starts (a busy worker): it says when they do.
+        self._defers_start = bool(getattr(backend, "defers_start", False))
         self.policy = policy = policy or ExecutionPolicy()
         self.approvals = Approvals()
         self.retries = Approvals()  # of calls a crash interrupted (`ApprovalRequest.retry`)
@@ -549,6 +553,11 @@ class ToolExecutor:
                     if answer is not None:
                         start = self._started(batch, call)
                         invocation = _answered(tool.name, answer)
+                    elif recording is not None and self._defers_start:
+                        start = self._started(batch, call)
+                        invocation, recording = await self._run_deferred(
+                            tool.name, call.id, prepared, time_limit, recording
+                        )
                     elif self._limit is not None:
                         async with self._limit:
                             # Claimed queued: running in the journal only once it starts.
@@ -620,7 +629,8 @@ class ToolExecutor:
         )
         begun = await self._recorder.begin(
             call.id, tool, args, approval=self._approval_of(prepared), retry_approved=retry,
-            queued=self._limit is not None,  # it may wait for a slot: running once it starts
+            # It may wait for a slot (here, or on a worker): running once its tool starts.
+            queued=self._limit is not None or self._defers_start,
         )  # fmt: skip
         if isinstance(begun, ToolError):
             outcome = failed_outcome(call, begun, prepared.repairs)
@@ -644,6 +654,33 @@ class ToolExecutor:
             return None
         assert self._recorder is not None
         return await self._recorder.start(recording)
+
+    async def _run_deferred(
+        self,
+        tool_name: str,
+        call_id: str,
+        prepared: PreparedCall,
+        time_limit: float | None,
+        recording: Recording,
+    ) -> tuple[Invocation, Recording | None]:
+        """Run a journaled call on a backend that starts it later (on a worker): the journal
+        marks it running when the backend says its tool starts. A call whose start the
+        journal cannot record never starts: left queued, answered with that error."""
+        unrecorded: ToolError | None = None
+
+        async def on_start() -> ToolError | None:
+            nonlocal unrecorded
+            unrecorded = await self._start_recording(recording)
+            return unrecorded
+
+        async with self._limit or contextlib.nullcontext():
+            invocation = await self._run_prepared(
+                tool_name, call_id, prepared, time_limit, on_start=on_start
+            )
+        if unrecorded is None:
+            return invocation, recording
+        await self._abandon(recording)
+        return _answered(tool_name, ToolResult.error(unrecorded)), None
 
     async def _refuse(
         self, batch: ToolBatch, index: int, outcome: ToolOutcome, arguments: Any
@@ -773,12 +810,20 @@ class ToolExecutor:
         return time.perf_counter()
 
     async def _run_prepared(
-        self, tool_name: str, call_id: str, prepared: PreparedCall, time_limit: float | None
+        self,
+        tool_name: str,
+        call_id: str,
+        prepared: PreparedCall,
+        time_limit: float | None,
+        **start: StartHook,
     ) -> Invocation:
+        """`start`: the backend's ``on_start``, when it defers a call's start."""
         if self._tracer is None:
-            return await self._invoke(prepared, call_id=call_id, time_limit=time_limit)
+            return await self._invoke(prepared, call_id=call_id, time_limit=time_limit, **start)
         with self._tracer.span(tool_name, call_id) as span:
-            invocation = await self._invoke(prepared, call_id=call_id, time_limit=time_limit)
+            invocation = await self._invoke(
+                prepared, call_id=call_id, time_limit=time_limit, **start
+            )
             if invocation.result.is_error:
                 kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
                 self._tracer.failed(span, kind, kind.value)

@@ -29,12 +29,12 @@ import logging
 import os
 import pickle
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from toolbridge.backends import CallRunner
+from toolbridge.backends import CallRunner, StartHook
 from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.progress import ProgressSink, ToolProgress, current_progress_sink, set_progress_sink
 from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
@@ -102,8 +102,9 @@ class _Context:
 
 class _Call(NamedTuple):
     """One call as it travels: the index of its context in the request, what to run, its
-    limit (named in a timeout) and budget (what is left of it), and whether the caller
-    listens to its progress."""
+    limit (named in a timeout) and budget (what is left of it), whether the caller listens
+    to its progress, and whether its tool waits for the caller's go once it has a slot
+    (the journal records it running first)."""
 
     context: int
     name: str
@@ -112,6 +113,7 @@ class _Call(NamedTuple):
     time_limit: float | None
     budget: float | None
     progress: bool
+    gated: bool
 
 
 class _Request(NamedTuple):
@@ -123,7 +125,8 @@ class _Request(NamedTuple):
 
 
 # What a worker streams back, in chunks of (position in the request, kind, payload).
-_PROGRESS, _ANSWER, _FAILED, _CANCELLED = 0, 1, 2, 3
+# _STARTING: a gated call has its slot and waits for the caller's go.
+_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
 _Item = tuple[int, int, Any]
 
 
@@ -134,6 +137,7 @@ class _Outbox:
     def __init__(self) -> None:
         self.progress: dict[int, deque[tuple[float, float | None, str | None]]] = {}
         self.answers: dict[int, tuple[int, Any]] = {}
+        self.starts: set[int] = set()  # gated calls that wait for the caller's go
         self.ready: dict[int, None] = {}  # positions with something to send, in order
         self.wake = asyncio.Event()
 
@@ -150,6 +154,12 @@ class _Outbox:
         self.ready[position] = None
         self.wake.set()
 
+    def starting(self, position: int) -> None:
+        """A gated call has its slot: ask the caller whether it may start."""
+        self.starts.add(position)
+        self.ready[position] = None
+        self.wake.set()
+
     async def take(self) -> list[_Item]:
         """Everything ready, once something is: a call's progress before its answer."""
         await self.wake.wait()
@@ -159,6 +169,9 @@ class _Outbox:
             queued = self.progress.pop(position, None)
             if queued:
                 chunk.extend((position, _PROGRESS, report) for report in queued)
+            if position in self.starts:
+                self.starts.discard(position)
+                chunk.append((position, _STARTING, None))
             answer = self.answers.pop(position, None)
             if answer is not None:
                 chunk.append((position, *answer))
@@ -167,14 +180,17 @@ class _Outbox:
 
 
 class _Worker:
-    """The actor: builds the registry of each context once, runs requests of prepared calls
-    on it, streaming back what they report and answer."""
+    """The actor: builds the registry of a context once (keeping the `max_contexts` used
+    last), runs requests of prepared calls on it, streaming back what they report and
+    answer."""
 
-    def __init__(self, source: ToolSource, max_calls: int) -> None:
+    def __init__(self, source: ToolSource, max_calls: int, max_contexts: int) -> None:
         self.source = source
         self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
-        self.registries: dict[tuple[str, str, str], ToolRegistry] = {}
+        self.max_contexts = max_contexts
+        self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
+        self.gates: dict[tuple[int, int], asyncio.Future[bool]] = {}  # the caller's go
 
     def ready(self) -> int:
         """The process id of this incarnation: answers once the actor is up."""
@@ -185,7 +201,7 @@ class _Worker:
         outbox = _Outbox()
         tasks = {
             position: asyncio.create_task(
-                self._one(request.contexts[call.context], call, position, outbox)
+                self._one(request.batch, request.contexts[call.context], call, position, outbox)
             )
             for position, call in enumerate(request.calls)
         }
@@ -194,7 +210,7 @@ class _Worker:
             left = len(tasks)
             while left:
                 chunk = await outbox.take()
-                left -= sum(1 for _, kind, _ in chunk if kind != _PROGRESS)
+                left -= sum(1 for _, kind, _ in chunk if kind not in (_PROGRESS, _STARTING))
                 yield chunk
         finally:
             del self.running[request.batch]
@@ -212,12 +228,35 @@ class _Worker:
         if task is not None:
             task.cancel()
 
-    async def _one(self, context: _Context, call: _Call, position: int, outbox: _Outbox) -> None:
+    async def go(self, batch: int, verdicts: dict[int, bool]) -> None:
+        """The caller's answer to gated calls of a request: start (True) or never (False)."""
+        for position, verdict in verdicts.items():
+            gate = self.gates.get((batch, position))
+            if gate is not None and not gate.done():
+                gate.set_result(verdict)
+
+    def contexts(self) -> int:
+        """How many contexts' registries this worker keeps now."""
+        return len(self.registries)
+
+    def _registry(self, context: _Context) -> ToolRegistry:
+        """The registry of `context`, built on first use; the one used longest ago goes
+        when more than `max_contexts` are kept (a long-lived cluster serves many sessions)."""
+        key = context.key
+        registry = self.registries.get(key)
+        if registry is not None:
+            self.registries.move_to_end(key)
+            return registry
+        registry = self.registries[key] = self.source.registry(context.tool_context())
+        while len(self.registries) > self.max_contexts:
+            self.registries.popitem(last=False)  # calls running on it keep their own reference
+        return registry
+
+    async def _one(
+        self, batch: int, context: _Context, call: _Call, position: int, outbox: _Outbox
+    ) -> None:
         try:
-            registry = self.registries.get(context.key)
-            if registry is None:
-                registry = self.source.registry(context.tool_context())
-                self.registries[context.key] = registry
+            registry = self._registry(context)
             tool = registry.get(call.name)
             if tool is None:
                 missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
@@ -226,17 +265,29 @@ class _Worker:
             if call.progress:  # this task's own context: no reset needed
                 set_progress_sink(functools.partial(outbox.report, position))
             budget = call.budget
-            if self.slots.locked():  # a full worker: the wait for a slot is in the budget
-                budget = await self._slot(budget)
-                if budget is not None and budget <= 0:
-                    assert call.time_limit is not None
-                    error = timeout_error(call.name, call.time_limit)
-                    timed_out = Invocation(ToolResult.error(error), None, error, TimeoutError())
-                    outbox.answer(position, _ANSWER, _wire(timed_out))
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            waits = call.gated or self.slots.locked()  # the wait is in the budget
+            if self.slots.locked():  # a full worker
+                if not await self._slot(budget):
+                    outbox.answer(position, _ANSWER, _timed_out(call))
                     return
             else:
                 await self.slots.acquire()  # free: no wait
             try:
+                if call.gated:  # the journal records it running before it starts
+                    go = await self._go(batch, position, outbox, budget, began)
+                    if go is None:
+                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        return
+                    if not go:
+                        outbox.answer(position, _CANCELLED, None)  # the caller answered it
+                        return
+                if budget is not None and waits:
+                    budget -= loop.time() - began  # what waiting for a slot and a go left
+                    if budget <= 0:
+                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        return
                 invocation = await registry.run_prepared(
                     PreparedCall(call.name, tool, call.arguments, None),
                     call_id=call.call_id,
@@ -254,19 +305,38 @@ class _Worker:
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
             outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
 
-    async def _slot(self, budget: float | None) -> float | None:
-        """Wait for a free slot within `budget`: what is left of it (<= 0: none came)."""
-        if budget is None:
-            await self.slots.acquire()
-            return None
-        loop = asyncio.get_running_loop()
-        began = loop.time()
+    async def _slot(self, budget: float | None) -> bool:
+        """Wait for a free slot within `budget`: whether one came."""
         try:
             async with asyncio.timeout(budget):
                 await self.slots.acquire()
         except TimeoutError:
-            return 0.0
-        return max(budget - (loop.time() - began), 1e-3)
+            return False
+        return True
+
+    async def _go(
+        self, batch: int, position: int, outbox: _Outbox, budget: float | None, began: float
+    ) -> bool | None:
+        """Ask the caller whether a gated call may start; its answer, or None when none
+        came within the call's budget."""
+        gate: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.gates[(batch, position)] = gate
+        outbox.starting(position)
+        try:
+            left = None if budget is None else budget - (asyncio.get_running_loop().time() - began)
+            async with asyncio.timeout(left):
+                return await gate
+        except TimeoutError:
+            return None
+        finally:
+            del self.gates[(batch, position)]
+
+
+def _timed_out(call: _Call) -> tuple[Any, ...]:
+    """A call whose budget ran out before its tool started: the limit's own text."""
+    assert call.time_limit is not None
+    error = timeout_error(call.name, call.time_limit)
+    return _wire(Invocation(ToolResult.error(error), None, error, TimeoutError()))
 
 
 def _wire(invocation: Invocation) -> tuple[Any, ...]:
@@ -384,6 +454,8 @@ class _Pending:
     sink: ProgressSink | None
     future: asyncio.Future[Invocation]
     retryable: bool
+    on_start: StartHook | None = None  # the journal's: a worker waits for its verdict
+    started: bool = False  # told to start (it may have): no longer safe to send elsewhere
     tries: int = 0
     stream: _Stream | None = None  # where it runs (None: waiting for a worker)
     position: int = 0
@@ -461,13 +533,13 @@ class _Dispatcher:
             wire.append(
                 _Call(
                     context, call.tool.name, call.arguments, call.call_id, call.time_limit,
-                    budget, call.sink is not None,
+                    budget, call.sink is not None, call.on_start is not None,
                 )
             )  # fmt: skip
         unique = {call.context.key: call.context for call in calls}
         request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
         try:
-            if len(calls) == 1 and calls[0].sink is None:
+            if len(calls) == 1 and calls[0].sink is None and calls[0].on_start is None:
                 refs = stream.actor.answer.remote(request)
             else:
                 refs = stream.actor.run.options(num_returns="streaming").remote(request)
@@ -501,10 +573,47 @@ class _Dispatcher:
         self._fail(stream, "its request ended without an answer")
 
     def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
+        starting: list[_Pending] = []
         for position, kind, payload in chunk:
             call = stream.calls[position]
-            if call.stream is stream:  # not since retried elsewhere
+            if call.stream is not stream:  # since retried elsewhere
+                continue
+            if kind == _STARTING:
+                starting.append(call)
+            else:
                 self._deliver(call, kind, payload)
+        if starting:
+            task = asyncio.get_running_loop().create_task(self._start(stream, starting))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
+        """Calls that have a slot on their worker: the journal records each running, then
+        the worker hears in one message which may start. A call whose start cannot be
+        recorded is answered here with the journal's error and never starts."""
+        verdicts = await asyncio.gather(*(self._verdict(call) for call in calls))
+        go: dict[int, bool] = {}
+        for call, refusal in zip(calls, verdicts, strict=True):
+            if call.answered or call.stream is not stream:  # stopped, or its worker died
+                go[call.position] = False
+            elif refusal is not None:
+                go[call.position] = False
+                self._finish(call, _failed(refusal))
+            else:
+                go[call.position] = call.started = True
+        try:
+            stream.actor.go.remote(stream.batch, go)
+        except Exception as exc:  # Ray's transport: the stream breaks too, and says so
+            logger.error("telling a worker to start %d calls failed: %r", len(go), exc)
+
+    async def _verdict(self, call: _Pending) -> ToolError | None:
+        """What the call's start hook says (None: start it); its failure stops the call."""
+        assert call.on_start is not None
+        try:
+            return await call.on_start()
+        except Exception as exc:
+            logger.exception("recording the start of call %r failed", call.call_id)
+            return _worker_failed(call.tool.name, f"recording its start failed ({exc!r})")
 
     def _fail(self, stream: _Stream, cause: str) -> None:
         for call in stream.calls:
@@ -556,17 +665,25 @@ class _Dispatcher:
                            call.call_id, call.tool.name, call.tries, exc)  # fmt: skip
             if call.future.done():  # the caller stopped waiting
                 self._finish(call, _failed(_cancelled(call.tool.name)))
+            elif call.on_start is not None and not call.started:  # it never started: again
+                call.tries -= 1
+                self._requeue(stream, call)
             elif call.retryable and call.tries <= self.backend.retries:
-                stream.pool.load[stream.index] -= 1
-                call.stream = None
-                if call.timer is not None:  # it may be past its limit: its grace timer
-                    call.timer.cancel()
-                    call.timer = None
-                if call.time_limit is None:  # a fresh wait for a fresh worker
-                    call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
-                self.submit(call)
+                self._requeue(stream, call)
             else:
                 self._finish(call, _failed(_worker_lost(call, exc)))
+
+    def _requeue(self, stream: _Stream, call: _Pending) -> None:
+        """Send a call of a dead worker to the next one up, within what is left of its
+        limit (a fresh wait when it has none)."""
+        stream.pool.load[stream.index] -= 1
+        call.stream = None
+        if call.timer is not None:  # it may be past its limit: its grace timer
+            call.timer.cancel()
+            call.timer = None
+        if call.time_limit is None:  # a fresh wait for a fresh worker
+            call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
+        self.submit(call)
 
     def _expire(self, call: _Pending) -> None:
         """The call's deadline: one still waiting for a worker fails now; one that runs
@@ -640,6 +757,8 @@ class RayBackend:
     to take it.
     """
 
+    defers_start = True  # a call may wait on its worker: the journal hears when it starts
+
     def __init__(
         self,
         source: ToolSource,
@@ -647,6 +766,7 @@ class RayBackend:
         workers: int = 2,
         workers_per_resource: int = 1,
         max_calls_per_worker: int = 1000,
+        contexts_per_worker: int = 32,
         retries: int = 2,
         grace: float = 1.0,
         start_timeout: float = 60.0,
@@ -654,12 +774,19 @@ class RayBackend:
     ) -> None:
         import ray
 
+        if contexts_per_worker < 1:
+            raise ValueError(
+                f"contexts_per_worker must be >= 1, got {contexts_per_worker}: it is how many "
+                "sessions' tools a worker keeps built"
+            )
+
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         self.source = source
         self.workers = workers
         self.workers_per_resource = workers_per_resource
         self.max_calls_per_worker = max_calls_per_worker
+        self.contexts_per_worker = contexts_per_worker
         self.retries = retries
         self.grace = grace
         self.start_timeout = start_timeout
@@ -676,11 +803,18 @@ class RayBackend:
         here = functools.partial(registry.run_prepared, approved=True)
 
         async def run(
-            prepared: PreparedCall, *, call_id: str | None = None, time_limit: float | None
+            prepared: PreparedCall,
+            *,
+            call_id: str | None = None,
+            time_limit: float | None,
+            on_start: StartHook | None = None,
         ) -> Invocation:
             if getattr(prepared.tool, "caller_side", False):  # e.g. the pager: state is here
+                refusal = None if on_start is None else await on_start()
+                if refusal is not None:
+                    return _failed(refusal)
                 return await here(prepared, call_id=call_id, time_limit=time_limit)
-            return await self.run(prepared, context, call_id or "", time_limit)
+            return await self.run(prepared, context, call_id or "", time_limit, on_start)
 
         return run
 
@@ -719,14 +853,23 @@ class RayBackend:
                 options["resources"] = custom
             size = self.workers_per_resource if resources else self.workers
             worker = self._remote.options(**options)
-            actors = [worker.remote(self.source, self.max_calls_per_worker) for _ in range(size)]
+            actors = [
+                worker.remote(self.source, self.max_calls_per_worker, self.contexts_per_worker)
+                for _ in range(size)
+            ]
             pool = self._pools[shape] = _Pool(actors, dict(resources))
         return pool
 
     async def run(
-        self, prepared: PreparedCall, context: _Context, call_id: str, time_limit: float | None
+        self,
+        prepared: PreparedCall,
+        context: _Context,
+        call_id: str,
+        time_limit: float | None,
+        on_start: StartHook | None = None,
     ) -> Invocation:
-        """Run one prepared call on a worker; its time limit counts from now."""
+        """Run one prepared call on a worker; its time limit counts from now. `on_start` is
+        awaited once a worker has a slot for it, before its tool starts (see `StartHook`)."""
         tool, arguments = prepared.tool, prepared.arguments
         assert tool is not None and arguments is not None
         loop = asyncio.get_running_loop()
@@ -737,7 +880,7 @@ class RayBackend:
         call = _Pending(
             tool, self._pool(tool), context, arguments, call_id, time_limit,
             loop.time() + wait, current_progress_sink(), loop.create_future(),
-            tool.read_only or bool(getattr(tool, "idempotent", False)),
+            tool.read_only or bool(getattr(tool, "idempotent", False)), on_start,
         )  # fmt: skip
         dispatcher.submit(call)
         try:

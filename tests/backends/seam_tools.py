@@ -1,0 +1,65 @@
+"""Tools for the tests at the seam between Ray and the journal, progress and time limits,
+built the same way on the caller and on Ray workers (`build`).
+
+Each tool writes what it did into the workspace (a shared file system here), so the tests
+see effects and process ids without timing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import weakref
+
+from toolbridge import ToolContext, ToolRegistry, current_context, tool
+
+_built: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+
+
+def _log(name: str, text: str) -> None:
+    with (current_context().workspace / name).open("a", encoding="utf-8") as file:
+        file.write(text + "\n")
+
+
+@tool(concurrency_safe=True)
+async def hold(label: str) -> str:
+    """Say it started (with its process id), then wait until cancelled or killed. Not
+    read-only: never retried on another worker."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@tool(concurrency_safe=True)
+async def mark(label: str) -> str:
+    """An effect that must happen once: a line in effects.txt (not read-only, not retried)."""
+    _log("effects.txt", label)
+    return f"{label} marked"
+
+
+@tool(read_only=True)
+def live_registries() -> int:
+    """How many registries `build` made in this process are still alive."""
+    gc.collect()
+    return len(_built)
+
+
+@tool(read_only=True)
+async def cancels_itself(reason: str) -> str:
+    """Raises `CancelledError` by itself, though nobody cancelled it (a library bug, say)."""
+    raise asyncio.CancelledError(reason)
+
+
+@tool(read_only=True, timeout=0.5)
+async def slow_start(label: str) -> str:
+    """Has a short limit; says when it started."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    await asyncio.sleep(3600)
+    return "never"
+
+
+def build(ctx: ToolContext) -> ToolRegistry:
+    registry = ToolRegistry([hold, mark, live_registries, cancels_itself, slow_start], context=ctx)
+    _built.add(registry)
+    return registry

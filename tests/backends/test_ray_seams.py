@@ -1,0 +1,91 @@
+"""Ray at its seams with the journal, a worker's life and the texts the model reads: the
+journal says running only once a worker started the tool; a worker keeps a bounded number
+of registries; a tool raising `CancelledError` by itself reads the same on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
+from toolbridge.backends.ray import RayBackend, ToolSource
+from toolbridge.journal import CallState, SQLiteJournal
+
+SOURCE = ToolSource("seam_tools:build")
+WAIT = 30.0  # seconds before an awaited effect counts as never coming (a hang guard)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def lines(path: Path, count: int) -> list[str]:
+    """The lines of `path` once it has `count` of them (written by workers, later)."""
+    end = asyncio.get_running_loop().time() + WAIT
+    while len(found := _lines(path)) < count:
+        assert asyncio.get_running_loop().time() < end, f"{path.name}: only {found}"
+        await asyncio.sleep(0.05)
+    return found
+
+
+def executor_for(
+    workspace: Path, backend: RayBackend, session: str = "s", **options: object
+) -> ToolExecutor:
+    registry = SOURCE.registry(ToolContext(workspace=workspace, session=session))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
+    return ToolExecutor(registry, policy, backend=backend, **options)  # type: ignore[arg-type]
+
+
+async def test_a_call_waiting_on_a_busy_worker_is_queued_and_outlives_its_worker(
+    workspace: Path, ray_runtime: None
+) -> None:
+    # One worker with one slot: the first call holds it, the second waits on the worker.
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT)
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            executor = executor_for(workspace, backend, journal=journal)
+            batch = [
+                ToolCallRequest("a", "hold", {"label": "a"}),
+                ToolCallRequest("b", "mark", {"label": "b"}),
+            ]
+            task = asyncio.create_task(executor.run(batch))
+            [started] = await lines(workspace / "started.txt", 1)
+            states = {e.key.call_id: e.state for e in await journal.entries(session="s")}
+            # The tool of "b" has not started: the journal must not say it runs.
+            assert states == {"a": CallState.RUNNING, "b": CallState.QUEUED}
+            os.kill(int(started.split()[1]), signal.SIGKILL)  # the worker dies
+            held, marked = await asyncio.wait_for(task, WAIT)
+            entries = {e.key.call_id: e for e in await journal.entries(session="s")}
+    finally:
+        backend.close()
+    assert held.kind == "worker_lost"  # it had started: it may have partly run
+    # "b" never started on the dead worker: it ran on the new one, once, as attempt 1.
+    assert marked.ok, marked.result.text
+    assert _lines(workspace / "effects.txt") == ["b"]
+    assert entries["b"].state is CallState.FINISHED
+    assert entries["b"].attempt == 1
+
+
+async def test_a_worker_keeps_a_bounded_number_of_registries(
+    workspace: Path, ray_runtime: None
+) -> None:
+    backend = RayBackend(SOURCE, workers=1, contexts_per_worker=4)
+    try:
+        backend.start()
+        for session in range(12):  # twelve sessions, one after another, on the one worker
+            executor = executor_for(workspace, backend, session=f"s{session}")
+            [outcome] = await executor.run([ToolCallRequest("n", "live_registries", {})])
+            assert outcome.ok, outcome.result.text
+            assert 1 <= outcome.value <= 4, f"session {session}: {outcome.value} registries"
+    finally:
+        backend.close()
+
+
+def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
+    with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
+        RayBackend(SOURCE, contexts_per_worker=0)
