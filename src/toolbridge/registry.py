@@ -342,7 +342,8 @@ class ToolRegistry:
         - Hooks: `before_execute` and `after_execute` (also for error results).
         - Errors: any exception from the tool, and any `BaseException` other than
           `CancelledError`, `KeyboardInterrupt` and `SystemExit` (which propagate), becomes
-          an error result; so does a malformed return value (`MalformedResult`).
+          an error result; so does a malformed return value (`MalformedResult`), and a
+          `CancelledError` the tool raised by itself while nobody was cancelling the call.
         """
         tool, args = prepared.tool, prepared.arguments
         if tool is None or args is None:
@@ -371,8 +372,12 @@ class ToolRegistry:
                 if deadline.expired():  # it caught the cancellation and finished late anyway
                     raise TimeoutError
             result = to_tool_result(value)
-        except _PROPAGATE:
-            raise
+        except _PROPAGATE as exc:
+            if not _raised_by_itself(exc):
+                raise
+            exception, value = exc, None  # nobody stops the run: the tool failed
+            error = describe_exception(tool.name, exc)
+            result = ToolResult.error(error)
         except BaseException as exc:
             exception = exc
             if deadline is not None and deadline.expired() and time_limit is not None:
@@ -421,6 +426,15 @@ class ToolRegistry:
         if suggestions:
             message += " Did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
         return ToolError(ErrorKind.UNKNOWN_TOOL, message, hint)
+
+
+def _raised_by_itself(exc: BaseException) -> bool:
+    """Whether a `CancelledError` came from the tool itself (a future of its own was
+    cancelled), not from someone cancelling the running call: a failure of the call."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 def timeout_error(tool_name: str, time_limit: float) -> ToolError:

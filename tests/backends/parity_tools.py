@@ -50,6 +50,13 @@ async def malformed() -> ToolResult:
     return ToolResult(42)  # type: ignore[arg-type]
 
 
+@tool(read_only=True)
+async def cancels_itself(reason: str) -> str:
+    """Raises `CancelledError` by itself, though nobody cancelled the call (a library's
+    own cancelled future, say): a failure of this call, not a stop of the run."""
+    raise asyncio.CancelledError(reason)
+
+
 @tool(read_only=True, timeout=0.5)
 async def too_slow(seconds: float) -> str:
     """Outlives its time limit."""
@@ -128,6 +135,6 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
-        wait_forever, pid, long_text, steps,
+        wait_forever, pid, long_text, steps, cancels_itself,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

@@ -51,6 +51,7 @@ BATCH = [
     ToolCallRequest("malformed", "malformed", {}),
     ToolCallRequest("long", "long_text", {"chars": 5_000}),
     ToolCallRequest("steps", "steps", {"count": 3}),
+    ToolCallRequest("self-cancel", "cancels_itself", {"reason": "its own future was cancelled"}),
 ]
 
 
@@ -92,8 +93,9 @@ async def test_one_batch_reads_the_same_on_both_backends(
     kinds = [row["error_kind"] for row in local]
     assert kinds == [
         None, "execution_error", "execution_error", "invalid_arguments", "unknown_tool",
-        "timeout", "execution_error", "execution_error", None, None,
+        "timeout", "execution_error", "execution_error", None, None, "execution_error",
     ]  # fmt: skip
+    assert "CancelledError: its own future was cancelled" in str(local[10]["content"])
     assert "read_tool_result" in str(local[8]["content"])  # the long one was capped and saved
     for here, there in zip(local, ray, strict=True):
         assert here == there
