@@ -86,6 +86,68 @@ async def test_a_worker_keeps_a_bounded_number_of_registries(
         backend.close()
 
 
+async def test_a_cancelled_run_leaves_a_call_queued_on_its_worker_queued_for_the_next_run(
+    workspace: Path, ray_runtime: None
+) -> None:
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT)
+    batch = [
+        ToolCallRequest("a", "hold", {"label": "a"}),
+        ToolCallRequest("b", "mark", {"label": "b"}),
+    ]
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            task = asyncio.create_task(executor_for(workspace, backend, journal=journal).run(batch))
+            await lines(workspace / "started.txt", 1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            states = {e.key.call_id: e.state for e in await journal.entries(session="s")}
+            assert states == {"a": CallState.INTERRUPTED, "b": CallState.QUEUED}
+            # The next run (a new process would do the same): "b" runs without asking, as
+            # attempt 1; "a" may have partly run, so it waits for the user.
+            held, marked = await asyncio.wait_for(
+                executor_for(workspace, backend, journal=journal).run(batch), WAIT
+            )
+            attempts = {e.key.call_id: e.attempt for e in await journal.entries(session="s")}
+    finally:
+        backend.close()
+    assert held.kind == "interrupted" and held.approval is not None
+    assert marked.ok, marked.result.text
+    assert attempts["b"] == 1
+    assert _lines(workspace / "effects.txt") == ["b"]
+
+
+async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_starts(
+    workspace: Path, ray_runtime: None
+) -> None:
+    from toolbridge.registry import timeout_error
+
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT)
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            executor = executor_for(workspace, backend, journal=journal)
+            holder = asyncio.create_task(
+                executor.run([ToolCallRequest("a", "hold", {"label": "a"})])
+            )
+            await lines(workspace / "started.txt", 1)
+            # Its 0.5 s limit runs out on the worker, whose only slot "a" holds.
+            other = executor_for(workspace, backend, session="t", journal=journal)
+            [late] = await asyncio.wait_for(
+                other.run([ToolCallRequest("late", "slow_start", {"label": "late"})]), WAIT
+            )
+            assert late.result.text == timeout_error("slow_start", 0.5).render()
+            [entry] = await journal.entries(session="t")
+            holder.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await holder
+    finally:
+        backend.close()
+    assert entry.state is CallState.FINISHED and entry.started_at is None
+    assert [line.split()[0] for line in _lines(workspace / "started.txt")] == ["a"]
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)

@@ -591,10 +591,10 @@ class _Dispatcher:
         """Calls that have a slot on their worker: the journal records each running, then
         the worker hears in one message which may start. A call whose start cannot be
         recorded is answered here with the journal's error and never starts."""
-        verdicts = await asyncio.gather(*(self._verdict(call) for call in calls))
+        verdicts = await asyncio.gather(*(self._verdict(call, stream) for call in calls))
         go: dict[int, bool] = {}
         for call, refusal in zip(calls, verdicts, strict=True):
-            if call.answered or call.stream is not stream:  # stopped, or its worker died
+            if _gone(call, stream):  # stopped, or its worker died meanwhile
                 go[call.position] = False
             elif refusal is not None:
                 go[call.position] = False
@@ -606,9 +606,11 @@ class _Dispatcher:
         except Exception as exc:  # Ray's transport: the stream breaks too, and says so
             logger.error("telling a worker to start %d calls failed: %r", len(go), exc)
 
-    async def _verdict(self, call: _Pending) -> ToolError | None:
+    async def _verdict(self, call: _Pending, stream: _Stream) -> ToolError | None:
         """What the call's start hook says (None: start it); its failure stops the call."""
         assert call.on_start is not None
+        if _gone(call, stream):  # nothing to record: it will not start here
+            return None
         try:
             return await call.on_start()
         except Exception as exc:
@@ -665,10 +667,7 @@ class _Dispatcher:
                            call.call_id, call.tool.name, call.tries, exc)  # fmt: skip
             if call.future.done():  # the caller stopped waiting
                 self._finish(call, _failed(_cancelled(call.tool.name)))
-            elif call.on_start is not None and not call.started:  # it never started: again
-                call.tries -= 1
-                self._requeue(stream, call)
-            elif call.retryable and call.tries <= self.backend.retries:
+            elif _may_retry(call) and call.tries <= self.backend.retries:
                 self._requeue(stream, call)
             else:
                 self._finish(call, _failed(_worker_lost(call, exc)))
@@ -678,6 +677,7 @@ class _Dispatcher:
         limit (a fresh wait when it has none)."""
         stream.pool.load[stream.index] -= 1
         call.stream = None
+        call.started = False
         if call.timer is not None:  # it may be past its limit: its grace timer
             call.timer.cancel()
             call.timer = None
@@ -899,6 +899,18 @@ class RayBackend:
         self._pools.clear()
 
 
+def _gone(call: _Pending, stream: _Stream) -> bool:
+    """Whether a call asking to start on `stream` must not: it was answered, its caller
+    stopped waiting, or its worker died and it went elsewhere."""
+    return call.answered or call.future.done() or call.stream is not stream
+
+
+def _may_retry(call: _Pending) -> bool:
+    """Whether a call of a dead worker may go to another: its tool is safe to run again,
+    or it never started (the journal heard of no start)."""
+    return call.retryable or (call.on_start is not None and not call.started)
+
+
 def _blocking(tool: Tool) -> bool:
     """Whether the tool runs synchronous code in a thread, which only a process kill stops."""
     from toolbridge.function_tool import FunctionTool
@@ -954,7 +966,7 @@ def _cancelled(tool_name: str) -> ToolError:
 
 def _worker_lost(call: _Pending, exc: Exception | None) -> ToolError:
     again = (
-        f" (tried {call.tries} times)" if call.retryable
+        f" (tried {call.tries} times)" if _may_retry(call)
         else " (not retried: it may have side effects)"
     )  # fmt: skip
     return ToolError(
