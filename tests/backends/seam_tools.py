@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import weakref
+from typing import Any
 
-from toolbridge import ToolContext, ToolRegistry, current_context, tool
+from toolbridge import Tool, ToolContext, ToolRegistry, current_context, tool, tool_parameters
+from toolbridge.progress import report_progress
 
 _built: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 
@@ -59,7 +62,34 @@ async def slow_start(label: str) -> str:
     return "never"
 
 
+@tool(read_only=True)
+async def progress_then_die(label: str) -> str:
+    """Reports progress, then kills its own process the first time; on the retry it
+    reports again and answers."""
+    first = not (current_context().workspace / f"{label}.died").exists()
+    report_progress(1, 2, "half way")
+    if first:
+        (current_context().workspace / f"{label}.died").write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    report_progress(2, 2, "done")
+    return f"{label} answered"
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsQuantum(Tool):
+    """Needs a resource no node of the test cluster has."""
+
+    name = "needs_quantum"
+    description = "Runs where a quantum chip is."
+    ray_resources = {"quantum_chip": 1}
+    timeout = 1.0
+
+    async def execute(self, **kwargs: Any) -> str:
+        return "ran"
+
+
 def build(ctx: ToolContext) -> ToolRegistry:
-    registry = ToolRegistry([hold, mark, live_registries, cancels_itself, slow_start], context=ctx)
+    tools = [hold, mark, live_registries, cancels_itself, slow_start, progress_then_die]
+    registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry

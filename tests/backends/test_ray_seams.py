@@ -148,6 +148,50 @@ async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_sta
     assert [line.split()[0] for line in _lines(workspace / "started.txt")] == ["a"]
 
 
+async def test_a_call_no_worker_can_take_is_journaled_as_never_started(
+    workspace: Path, ray_runtime: None
+) -> None:
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            executor = executor_for(workspace, backend, journal=journal)
+            [outcome] = await asyncio.wait_for(
+                executor.run([ToolCallRequest("q", "needs_quantum", {})]), WAIT
+            )
+            [entry] = await journal.entries(session="s")
+    finally:
+        backend.close()
+    assert "no worker offers resource 'quantum_chip'" in outcome.result.text
+    assert entry.state is CallState.FINISHED and entry.started_at is None
+
+
+async def test_a_worker_killed_mid_call_gives_one_start_one_finish_and_the_retrys_progress(
+    workspace: Path, ray_runtime: None
+) -> None:
+    from toolbridge.outcomes import EventType, ToolEvent
+
+    backend = RayBackend(SOURCE, workers=1, grace=WAIT)
+    events: list[ToolEvent] = []
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            executor = executor_for(workspace, backend, journal=journal)
+            executor.listeners.append(events.append)
+            [outcome] = await asyncio.wait_for(
+                executor.run([ToolCallRequest("p", "progress_then_die", {"label": "p"})]), WAIT
+            )
+            [entry] = await journal.entries(session="s")
+    finally:
+        backend.close()
+    assert outcome.ok, outcome.result.text
+    assert entry.state is CallState.FINISHED and entry.attempt == 1
+    kinds = [event.type for event in events]
+    assert kinds[0] is EventType.CALL_STARTED and kinds[-1] is EventType.CALL_FINISHED
+    assert kinds.count(EventType.CALL_STARTED) == kinds.count(EventType.CALL_FINISHED) == 1
+    reports = [(e.progress.progress, e.progress.message) for e in events if e.progress]
+    assert reports[-2:] == [(1, "half way"), (2, "done")]  # the retry's, in order
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)

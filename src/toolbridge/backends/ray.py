@@ -11,6 +11,12 @@ The calls that reach the backend together (one scheduling group of one or many
 executors) go to each worker in one request; the worker streams back chunks of what
 finished, and the progress its calls reported, as it happens.
 
+A journaled call (the executor passes `on_start`) waits on its worker, once it has a
+slot there, for the caller's go: the journal records it running first, so a call queued
+on a busy worker is still queued in the journal, and one whose worker died before it
+started goes to the next worker. A worker keeps the registries of the contexts it used
+last (`contexts_per_worker`), not of every session it ever served.
+
 A call's time limit starts when it reaches the backend, so waiting for a worker counts;
 the worker stops the call at the limit. A call that runs blocking code, or whose worker
 does not answer within `grace` seconds after the limit, has its worker killed and
@@ -234,10 +240,6 @@ class _Worker:
             gate = self.gates.get((batch, position))
             if gate is not None and not gate.done():
                 gate.set_result(verdict)
-
-    def contexts(self) -> int:
-        """How many contexts' registries this worker keeps now."""
-        return len(self.registries)
 
     def _registry(self, context: _Context) -> ToolRegistry:
         """The registry of `context`, built on first use; the one used longest ago goes
@@ -751,10 +753,12 @@ class RayBackend:
     ``ray_resources`` (Ray's own keys: ``num_cpus``, ``num_gpus``, ``memory``, and custom
     resources such as ``{"sandbox": 1}``) runs on its own pool of `workers_per_resource`
     actors placed by Ray where those resources are. `retries`: how many more times a
-    read-only or idempotent call is tried on a fresh worker after its worker died.
+    read-only or idempotent call (or a journaled one that had not started) is tried on a
+    fresh worker after its worker died.
     `max_calls_per_worker`: how many calls one worker runs at once (more wait there, within
     their limits). `start_timeout`: how long a call without a time limit waits for a worker
-    to take it.
+    to take it. `contexts_per_worker`: how many sessions' registries a worker keeps built
+    (the one used longest ago goes first).
     """
 
     defers_start = True  # a call may wait on its worker: the journal hears when it starts
