@@ -192,6 +192,57 @@ async def test_a_worker_killed_mid_call_gives_one_start_one_finish_and_the_retry
     assert reports[-2:] == [(1, "half way"), (2, "done")]  # the retry's, in order
 
 
+async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_queued(
+    workspace: Path, ray_runtime: None
+) -> None:
+    import sys
+
+    here = Path(__file__).parent
+    paths = [str(here), *filter(None, [os.environ.get("PYTHONPATH")])]
+    driver = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(here / "seam_driver.py"),
+        str(workspace),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        start_new_session=True,  # its own group: the kill takes its Ray processes too
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        await lines(workspace / "started.txt", 1)  # "a" holds the worker's only slot
+        end = asyncio.get_running_loop().time() + WAIT
+        while True:  # "b" is claimed too (it waits on the worker)
+            async with SQLiteJournal(workspace / "journal.sqlite3", create=False) as reader:
+                states = {e.key.call_id: e.state for e in await reader.entries(session="s")}
+            if "b" in states:
+                break
+            assert asyncio.get_running_loop().time() < end, f"b never claimed: {states}"
+            await asyncio.sleep(0.05)
+        assert states["b"] is CallState.QUEUED  # its tool never started
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        await driver.wait()
+    backend = RayBackend(SOURCE, workers=1, grace=WAIT)
+    try:
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            states = {e.key.call_id: e.state for e in await journal.entries(session="s")}
+            assert states == {"a": CallState.INTERRUPTED, "b": CallState.QUEUED}
+            batch = [
+                ToolCallRequest("a", "hold", {"label": "a"}),
+                ToolCallRequest("b", "mark", {"label": "b"}),
+            ]
+            held, marked = await asyncio.wait_for(
+                executor_for(workspace, backend, journal=journal).run(batch), WAIT
+            )
+            attempts = {e.key.call_id: e.attempt for e in await journal.entries(session="s")}
+    finally:
+        backend.close()
+    assert held.kind == "interrupted" and held.approval is not None
+    assert marked.ok, marked.result.text
+    assert attempts["b"] == 1
+    assert _lines(workspace / "effects.txt") == ["b"]
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)
