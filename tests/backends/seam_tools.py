@@ -35,6 +35,18 @@ async def hold(label: str) -> str:
 
 
 @tool(concurrency_safe=True)
+async def hold_until_released(label: str) -> str:
+    """Say it started, then wait until a file named ``release`` appears (or 60 s pass)."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    release = current_context().workspace / "release"
+    for _ in range(1200):
+        if release.exists():
+            return f"{label} released"
+        await asyncio.sleep(0.05)
+    return f"{label} never released"
+
+
+@tool(concurrency_safe=True)
 async def mark(label: str) -> str:
     """An effect that must happen once: a line in effects.txt (not read-only, not retried)."""
     _log("effects.txt", label)
@@ -89,7 +101,8 @@ class NeedsQuantum(Tool):
 
 
 def build(ctx: ToolContext) -> ToolRegistry:
-    tools = [hold, mark, live_registries, cancels_itself, slow_start, progress_then_die]
+    tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
+    tools.append(progress_then_die)
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry

@@ -243,6 +243,41 @@ async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_que
     assert _lines(workspace / "effects.txt") == ["b"]
 
 
+async def test_journaled_calls_in_more_requests_than_a_worker_serves_at_once_all_run(
+    workspace: Path, ray_runtime: None
+) -> None:
+    # A worker with one slot serves 1 + 8 requests at once. Twelve calls, each in a request
+    # of its own, fill that while the first holds the slot: the worker's question "may
+    # this one start?" and the caller's answer must still get through.
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT)
+    loop = asyncio.get_running_loop()
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            first = asyncio.create_task(
+                executor_for(workspace, backend, session="first", journal=journal).run(
+                    [ToolCallRequest("h", "hold_until_released", {"label": "h"})]
+                )
+            )
+            await lines(workspace / "started.txt", 1)
+            runs = []
+            for n in range(12):
+                executor = executor_for(workspace, backend, session=f"s{n}", journal=journal)
+                call = ToolCallRequest("m", "mark", {"label": f"m{n}"})
+                runs.append(asyncio.create_task(executor.run([call])))
+                end = loop.time() + WAIT
+                dispatcher = backend._dispatchers[loop]
+                while len(dispatcher.tasks) < n + 2:  # one request each, "h"'s included
+                    assert loop.time() < end, f"call {n} was never sent"
+                    await asyncio.sleep(0.01)
+            (workspace / "release").write_text("go")
+            results = await asyncio.wait_for(asyncio.gather(first, *runs), WAIT * 2)
+    finally:
+        backend.close()
+    assert all(outcome.ok for [outcome] in results), [o.result.text for [o] in results]
+    assert sorted(_lines(workspace / "effects.txt")) == sorted(f"m{n}" for n in range(12))
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)

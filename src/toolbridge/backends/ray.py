@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 _RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
+CONTROL = "control"
+"""The workers' concurrency group for the caller's messages about running requests."""
+
 MAX_PENDING_PROGRESS = 100
 """Progress reports of one call a worker keeps while the caller has not taken them: past
 that, the oldest give way (the caller sees the latest, in order)."""
@@ -197,6 +200,7 @@ class _Worker:
         self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
         self.gates: dict[tuple[int, int], asyncio.Future[bool]] = {}  # the caller's go
+        self.loop: asyncio.AbstractEventLoop | None = None  # where requests run
 
     def ready(self) -> int:
         """The process id of this incarnation: answers once the actor is up."""
@@ -204,6 +208,7 @@ class _Worker:
 
     async def run(self, request: _Request) -> AsyncIterator[list[_Item]]:
         """Run every call of `request` concurrently; yield chunks until each has answered."""
+        self.loop = asyncio.get_running_loop()
         outbox = _Outbox()
         tasks = {
             position: asyncio.create_task(
@@ -228,14 +233,25 @@ class _Worker:
         a plain actor call costs the caller less than a stream."""
         return [item async for chunk in self.run(request) for item in chunk]
 
+    # `cancel` and `go` come in the actor's own CONTROL group (its own thread and loop), so
+    # that requests filling the worker cannot hold them up; they act on the requests' loop.
+
     async def cancel(self, batch: int, position: int) -> None:
         """Cancel one call of a running request (the caller stopped waiting for it)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._cancel, batch, position)
+
+    async def go(self, batch: int, verdicts: dict[int, bool]) -> None:
+        """The caller's answer to gated calls of a request: start (True) or never (False)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._go_now, batch, verdicts)
+
+    def _cancel(self, batch: int, position: int) -> None:
         task = self.running.get(batch, {}).get(position)
         if task is not None:
             task.cancel()
 
-    async def go(self, batch: int, verdicts: dict[int, bool]) -> None:
-        """The caller's answer to gated calls of a request: start (True) or never (False)."""
+    def _go_now(self, batch: int, verdicts: dict[int, bool]) -> None:
         for position, verdict in verdicts.items():
             gate = self.gates.get((batch, position))
             if gate is not None and not gate.done():
@@ -604,7 +620,7 @@ class _Dispatcher:
             else:
                 go[call.position] = call.started = True
         try:
-            stream.actor.go.remote(stream.batch, go)
+            stream.actor.go.options(concurrency_group=CONTROL).remote(stream.batch, go)
         except Exception as exc:  # Ray's transport: the stream breaks too, and says so
             logger.error("telling a worker to start %d calls failed: %r", len(go), exc)
 
@@ -738,7 +754,7 @@ class _Dispatcher:
             return
         stream = call.stream
         call.waiter = asyncio.get_running_loop().create_future()
-        stream.actor.cancel.remote(stream.batch, call.position)
+        stream.actor.cancel.options(concurrency_group=CONTROL).remote(stream.batch, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
         if _blocking(call.tool) or not done:
             if not done:
@@ -794,7 +810,7 @@ class RayBackend:
         self.retries = retries
         self.grace = grace
         self.start_timeout = start_timeout
-        self._remote = ray.remote(_Worker)
+        self._remote = ray.remote(concurrency_groups={CONTROL: 2})(_Worker)  # type: ignore[call-overload]
         self._pools: dict[tuple[tuple[str, Any], ...], _Pool] = {}
         self._batches = itertools.count()
         self._dispatchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Dispatcher] = (
@@ -848,7 +864,7 @@ class RayBackend:
             options: dict[str, Any] = {
                 "max_restarts": -1,
                 "max_task_retries": 0,
-                "max_concurrency": self.max_calls_per_worker + 8,  # + probes and cancels
+                "max_concurrency": self.max_calls_per_worker + 8,  # + readiness probes
                 "num_cpus": 0,
             }
             custom = {k: v for k, v in resources.items() if k not in _RAY_KEYS}
