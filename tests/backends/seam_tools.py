@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import os
 import signal
 import weakref
@@ -18,6 +19,7 @@ from toolbridge import Tool, ToolContext, ToolRegistry, current_context, tool, t
 from toolbridge.progress import report_progress
 
 _built: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+_serials = itertools.count(1)
 
 
 def _log(name: str, text: str) -> None:
@@ -101,8 +103,15 @@ class NeedsQuantum(Tool):
 
 
 def build(ctx: ToolContext) -> ToolRegistry:
+    serial = next(_serials)
+
+    @tool(read_only=True)
+    def registry_serial() -> int:
+        """Which registry of this process runs the call (numbered as they are built)."""
+        return serial
+
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
-    tools.append(progress_then_die)
+    tools += [progress_then_die, registry_serial]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry

@@ -278,6 +278,39 @@ async def test_journaled_calls_in_more_requests_than_a_worker_serves_at_once_all
     assert sorted(_lines(workspace / "effects.txt")) == sorted(f"m{n}" for n in range(12))
 
 
+async def test_a_worker_keeps_the_registry_of_a_session_whose_calls_run(
+    workspace: Path, ray_runtime: None
+) -> None:
+    # Room for one registry: a session with a call running keeps its own, so its next
+    # call meets the same tools (and their state), not a second set built beside them.
+    backend = RayBackend(SOURCE, workers=1, contexts_per_worker=1, grace=WAIT)
+
+    async def serial(session: str) -> int:
+        executor = executor_for(workspace, backend, session=session)
+        [outcome] = await executor.run([ToolCallRequest("n", "registry_serial", {})])
+        assert outcome.ok, outcome.result.text
+        return int(outcome.value)
+
+    try:
+        backend.start()
+        held = asyncio.create_task(
+            executor_for(workspace, backend, session="a").run(
+                [ToolCallRequest("h", "hold_until_released", {"label": "h"})]
+            )
+        )
+        await lines(workspace / "started.txt", 1)
+        first = await serial("a")
+        other = await serial("b")  # over the cap while "a" runs: "a" stays
+        again = await serial("a")
+        (workspace / "release").write_text("go")
+        [released] = await asyncio.wait_for(held, WAIT)
+    finally:
+        backend.close()
+    assert released.ok, released.result.text
+    assert other != first
+    assert again == first
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)

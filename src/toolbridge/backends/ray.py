@@ -35,7 +35,7 @@ import logging
 import os
 import pickle
 import weakref
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -201,6 +201,7 @@ class _Worker:
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
         self.gates: dict[tuple[int, int], asyncio.Future[bool]] = {}  # the caller's go
         self.loop: asyncio.AbstractEventLoop | None = None  # where requests run
+        self.in_use: Counter[tuple[str, str, str]] = Counter()  # calls per context
 
     def ready(self) -> int:
         """The process id of this incarnation: answers once the actor is up."""
@@ -257,24 +258,29 @@ class _Worker:
             if gate is not None and not gate.done():
                 gate.set_result(verdict)
 
-    def _registry(self, context: _Context) -> ToolRegistry:
-        """The registry of `context`, built on first use; the one used longest ago goes
-        when more than `max_contexts` are kept (a long-lived cluster serves many sessions)."""
-        key = context.key
+    def _registry(self, key: tuple[str, str, str], context: _Context) -> ToolRegistry:
+        """The registry of `context`, built on first use. Past `max_contexts`, the one used
+        longest ago with no call running goes (a long-lived cluster serves many sessions);
+        one with calls running stays, so a session never has two sets of tools here."""
         registry = self.registries.get(key)
         if registry is not None:
             self.registries.move_to_end(key)
             return registry
         registry = self.registries[key] = self.source.registry(context.tool_context())
         while len(self.registries) > self.max_contexts:
-            self.registries.popitem(last=False)  # calls running on it keep their own reference
+            idle = next((k for k in self.registries if k not in self.in_use), None)
+            if idle is None:  # every one runs calls: kept until one is idle
+                break
+            del self.registries[idle]
         return registry
 
     async def _one(
         self, batch: int, context: _Context, call: _Call, position: int, outbox: _Outbox
     ) -> None:
+        key = context.key
+        self.in_use[key] += 1
         try:
-            registry = self._registry(context)
+            registry = self._registry(key, context)
             tool = registry.get(call.name)
             if tool is None:
                 missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
@@ -322,6 +328,10 @@ class _Worker:
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
             outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.in_use[key] -= 1
+            if not self.in_use[key]:
+                del self.in_use[key]
 
     async def _slot(self, budget: float | None) -> bool:
         """Wait for a free slot within `budget`: whether one came."""
