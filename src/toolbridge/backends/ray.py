@@ -98,10 +98,12 @@ class _Context:
     workspace: str
     session: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    key: tuple[str, str, str] = field(init=False, compare=False)
+    """Which registry a worker runs its calls on: written once, not per call."""
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.workspace, self.session, json.dumps(self.config, sort_keys=True, default=repr))
+    def __post_init__(self) -> None:
+        config = json.dumps(self.config, sort_keys=True, default=repr)
+        object.__setattr__(self, "key", (self.workspace, self.session, config))
 
     def tool_context(self) -> ToolContext:
         from pathlib import Path
