@@ -55,6 +55,18 @@ async def mark(label: str) -> str:
     return f"{label} marked"
 
 
+@tool
+async def stubborn(label: str) -> str:
+    """Says it started, then ignores being cancelled (a misbehaving tool): only killing
+    its process stops it."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    while True:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:  # swallowed on purpose: the fault under test
+            continue
+
+
 @tool(read_only=True)
 def live_registries() -> int:
     """How many registries `build` made in this process are still alive."""
@@ -111,7 +123,7 @@ def build(ctx: ToolContext) -> ToolRegistry:
         return serial
 
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
-    tools += [progress_then_die, registry_serial]
+    tools += [progress_then_die, registry_serial, stubborn]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry

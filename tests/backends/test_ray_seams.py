@@ -311,6 +311,45 @@ async def test_a_worker_keeps_the_registry_of_a_session_whose_calls_run(
     assert again == first
 
 
+async def test_a_cancelled_call_that_will_not_stop_is_interrupted_and_its_worker_replaced(
+    workspace: Path, ray_runtime: None
+) -> None:
+    backend = RayBackend(SOURCE, workers=1, grace=0.5)
+    try:
+        backend.start()
+        async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+            executor = executor_for(workspace, backend, journal=journal)
+            task = asyncio.create_task(
+                executor.run([ToolCallRequest("s", "stubborn", {"label": "s"})])
+            )
+            [started] = await lines(workspace / "started.txt", 1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            [entry] = await journal.entries(session="s")
+            # The worker is killed (the call ignores its cancellation); a new one serves.
+            pid = int(started.split()[1])
+            end = asyncio.get_running_loop().time() + WAIT
+            while _alive(pid):
+                assert asyncio.get_running_loop().time() < end, "the worker was never killed"
+                await asyncio.sleep(0.05)
+            [after] = await asyncio.wait_for(
+                executor.run([ToolCallRequest("m", "mark", {"label": "m"})]), WAIT
+            )
+    finally:
+        backend.close()
+    assert entry.state is CallState.INTERRUPTED  # it started: it may have partly run
+    assert after.ok, after.result.text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)
