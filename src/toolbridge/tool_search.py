@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from toolbridge.errors import ToolDefinitionError
 from toolbridge.registry import ToolRegistry
@@ -39,8 +39,11 @@ __all__ = [
     "ToolSearchTool",
     "ToolSelection",
     "found_tools",
+    "native_search_supported",
 ]
 
+SearchMode = Literal["auto", "native", "local"]
+NativeSearch = Literal["bm25", "regex"]
 SEARCH_TOOL_NAME = "tool_search"
 FOUND_TOOLS_KEY = "toolbridge.tool_search"
 """Result metadata of a ``tool_search`` call: the names it found (what the loop activates)."""
@@ -63,11 +66,20 @@ class DeferralPolicy:
     tools or `max_tokens` estimated tokens (4 characters a token), every tool whose
     `defer_loading` is None and whose name is not in `always_loaded` waits to be found.
     A tool with ``defer_loading=True`` is always deferred, one with False always sent.
+
+    `mode` says who searches: ``"native"`` the provider (Anthropic's tool-search server
+    tool, OpenAI Responses' ``tool_search``: every definition is sent, the deferred ones
+    with ``defer_loading: true``), ``"local"`` toolbridge's own ``tool_search`` tool,
+    ``"auto"`` (the default) native where the model has it and local elsewhere.
+    `native_search` picks Anthropic's variant: ``"bm25"`` (natural-language queries) or
+    ``"regex"``.
     """
 
     max_tools: int = 30
     max_tokens: int = 10_000
     always_loaded: frozenset[str] = field(default_factory=frozenset)
+    mode: SearchMode = "auto"
+    native_search: NativeSearch = "bm25"
 
     def __post_init__(self) -> None:
         for name in ("max_tools", "max_tokens"):
@@ -80,15 +92,30 @@ class DeferralPolicy:
                 f"DeferralPolicy.always_loaded must be a collection of tool names, got {names!r}"
             )
         object.__setattr__(self, "always_loaded", frozenset(names))
+        if self.mode not in ("auto", "native", "local"):
+            raise ValueError(
+                f"DeferralPolicy.mode must be 'auto', 'native' or 'local', got {self.mode!r}"
+            )
+        if self.native_search not in ("bm25", "regex"):
+            raise ValueError(
+                "DeferralPolicy.native_search must be 'bm25' or 'regex', got "
+                f"{self.native_search!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSelection:
     """The tools one request sends, in order, and the hash that keys their rendering
-    (it changes exactly when the list does). Iterates like a registry."""
+    (it changes exactly when the list does). Iterates like a registry.
+
+    Under the provider's own search, `deferred` names the tools to send with
+    ``defer_loading: true`` next to its search tool (`native_search` says which
+    variant, where the provider has two); with the local search it is empty."""
 
     tools: tuple[Tool, ...]
     definitions_hash: str
+    deferred: frozenset[str] = frozenset()
+    native_search: NativeSearch = "bm25"
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools)
@@ -350,8 +377,9 @@ class ToolDeferral:
     tool; `select` gives what a request sends; `search` finds deferred tools.
 
     `keep` names tools that are always sent whatever the policy (the run's
-    ``final_result`` tool, say). Everything is recomputed only when the registry's
-    definitions hash changes.
+    ``final_result`` tool, say). With `native` the provider searches: `registry` is
+    the registry itself, and `select` sends every tool, the deferred ones marked.
+    Everything is recomputed only when the registry's definitions hash changes.
     """
 
     def __init__(
@@ -360,17 +388,22 @@ class ToolDeferral:
         policy: DeferralPolicy | None = None,
         *,
         keep: Collection[str] = (),
+        native: bool = False,
     ) -> None:
+        self.native = native
+        self.policy = policy or DeferralPolicy()
+        self._keep = frozenset(keep) | self.policy.always_loaded | {SEARCH_TOOL_NAME}
+        self._plan: _Plan | None = None
+        self._index: tuple[str, ToolIndex] | None = None
+        if native:
+            self.registry = registry
+            return
         if SEARCH_TOOL_NAME in registry:
             raise ToolDefinitionError(
                 f"a tool named {SEARCH_TOOL_NAME!r} is already registered, and tool search "
                 "adds its own: rename that tool or turn tool search off"
             )
-        self.policy = policy or DeferralPolicy()
-        self._keep = frozenset(keep) | self.policy.always_loaded | {SEARCH_TOOL_NAME}
         self.registry = ToolRegistry([*registry, ToolSearchTool(self)], context=registry.context)
-        self._plan: _Plan | None = None
-        self._index: tuple[str, ToolIndex] | None = None
 
     def plan(self) -> _Plan:
         key = self.registry.definitions_hash
@@ -389,6 +422,12 @@ class ToolDeferral:
             if tool.defer_loading is True
             or (over and tool.defer_loading is None and tool.name not in self._keep)
         }
+        if self.native:  # every definition goes out; the provider hides the deferred ones
+            names = ",".join(sorted(deferred))
+            digest = hashlib.sha256(
+                f"{key}\nnative:{self.policy.native_search}\n{names}".encode()
+            ).hexdigest()
+            return _Plan(key, tuple(self.registry), deferred, digest, tokens)
         loaded = [tool for tool in self.registry if tool.name not in deferred]
         if not deferred:  # nothing to find: the search tool would only cost tokens
             loaded = [tool for tool in loaded if tool.name != SEARCH_TOOL_NAME]
@@ -405,6 +444,9 @@ class ToolDeferral:
         """What a request sends: the loaded tools, then the `active` deferred ones (those
         found so far, in the order found; other names are ignored)."""
         plan = self.plan()
+        if self.native:
+            names = frozenset(plan.deferred)
+            return ToolSelection(plan.loaded, plan.hash, names, self.policy.native_search)
         extra = [name for name in dict.fromkeys(active) if name in plan.deferred]
         if not extra:
             return ToolSelection(plan.loaded, plan.hash)
@@ -488,6 +530,13 @@ class ToolSearchTool(Tool):
             ensure_ascii=False,
         )
         return ToolResult(text, metadata={FOUND_TOOLS_KEY: names})
+
+
+def native_search_supported(model: object) -> bool:
+    """Whether `model` (a model adapter) has its provider's own tool search: its optional
+    ``supports_tool_search()`` method says so."""
+    check = getattr(model, "supports_tool_search", None)
+    return callable(check) and bool(check())
 
 
 def found_tools(result: ToolResult) -> list[str]:
