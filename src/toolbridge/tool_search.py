@@ -277,8 +277,20 @@ class ToolIndex:
         return [self.names[doc] for doc in best]
 
     def search_regex(self, pattern: re.Pattern[str], limit: int = 8) -> list[str]:
-        """Tools whose name matches, then those whose text matches, in catalog order."""
+        """Tools whose name matches, then those whose text matches, in catalog order.
+
+        A pattern with a literal every match contains (``github_`` in ``^github_.*issue``)
+        is tried only on the tools that hold it, found with `str.find`: a rare pattern
+        then costs a scan of the text in C, not a match attempt at every tool."""
         found: dict[int, None] = {}
+        literal = _required_literal(pattern)
+        if literal:
+            for text, starts in (
+                (self._names_text, self._name_starts),
+                (self._text, self._text_starts),
+            ):
+                _scan_literal(pattern, literal, text, starts, found=found, limit=limit)
+            return [self.names[doc] for doc in found]
         # `re` tries a leading '^' at every position of a search: a match at each tool's
         # start is far faster (without a '|', the '^' anchors the whole pattern).
         anchored = pattern.pattern.startswith("^") and "|" not in pattern.pattern
@@ -300,11 +312,58 @@ class ToolIndex:
                 if match is None:
                     break
                 doc = bisect.bisect_right(starts, match.start()) - 1
-                found.setdefault(doc)
-                if doc + 1 >= len(starts):
+                last = doc + 1 >= len(starts)
+                end = len(text) if last else starts[doc + 1] - 1
+                # a match that runs into the next tool ('\s' takes the line break) counts
+                # only if the pattern also matches within this tool's line
+                if match.end() <= end or pattern.search(text, match.start(), end) is not None:
+                    found.setdefault(doc)
+                if last:
                     break
-                position = max(starts[doc + 1], match.end())
+                position = starts[doc + 1]
         return [self.names[doc] for doc in found]
+
+
+def _required_literal(pattern: re.Pattern[str]) -> str:
+    """The longest run of plain characters at the top level of `pattern` (so in every
+    match of it), or "" when it has none or matches regardless of case."""
+    if pattern.flags & re.IGNORECASE:
+        return ""
+    try:
+        tree = _RE_PARSER.parse(pattern.pattern)
+    except (re.error, OverflowError, RecursionError):
+        return ""
+    best, run = "", []
+    for op, value in tree:
+        if str(op) == "LITERAL":
+            run.append(chr(value))
+            continue
+        best = max(best, "".join(run), key=len)
+        run = []
+    return max(best, "".join(run), key=len)
+
+
+def _scan_literal(
+    pattern: re.Pattern[str],
+    literal: str,
+    text: str,
+    starts: Sequence[int],
+    *,
+    found: dict[int, None],
+    limit: int,
+) -> None:
+    """Add to `found` (in order, up to `limit`) the tools whose line of `text` holds
+    `literal` and matches `pattern` within the line."""
+    position, last = 0, len(starts) - 1
+    while len(found) < limit:
+        hit = text.find(literal, position)
+        if hit < 0:
+            return
+        doc = bisect.bisect_right(starts, hit) - 1
+        end = starts[doc + 1] - 1 if doc < last else len(text)
+        if doc not in found and pattern.search(text, starts[doc], end) is not None:
+            found.setdefault(doc)
+        position = end + 1
 
 
 def _backtracks(pattern: str) -> bool:
