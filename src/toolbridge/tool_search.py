@@ -136,6 +136,7 @@ def _stem(word: str) -> str:
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
+_RAW_WORD = re.compile(r"[^\W_]+")  # letters and digits: '_' splits words, as in names
 
 
 def _words(text: str) -> list[str]:
@@ -202,6 +203,16 @@ class ToolIndex:
         self._name_starts = _starts(lowered)
         self._text = "\n".join(texts)
         self._text_starts = _starts(texts)
+        # Every run of letters and digits of the lower-cased texts, and the tools it is in:
+        # a regex's literal narrows the tools to try (`_candidates`) without a text scan.
+        containing: dict[str, list[int]] = {}
+        for doc, text in enumerate(texts):
+            for word in set(_RAW_WORD.findall(text)):
+                containing.setdefault(word, []).append(doc)
+        self._vocabulary = list(containing)
+        self._vocabulary_text = "\n".join(self._vocabulary)
+        self._vocabulary_starts = _starts(self._vocabulary)
+        self._containing = list(containing.values())
         total = len(tools)
         average = sum(sum(c.values()) for c in counts) / total if total else 1.0
         frequency: Counter[str] = Counter()
@@ -256,6 +267,25 @@ class ToolIndex:
                 return found
         return self.search_words(query, limit)
 
+    def _candidates(self, literal: str) -> list[int] | None:
+        """The tools whose text has a word containing the longest run of letters and
+        digits of `literal`, in catalog order (None: `literal` has no such run)."""
+        runs = _RAW_WORD.findall(literal)
+        if not runs:
+            return None
+        run = max(runs, key=len)
+        text, starts = self._vocabulary_text, self._vocabulary_starts
+        docs: set[int] = set()
+        position = 0
+        while True:
+            hit = text.find(run, position)
+            if hit < 0:
+                break
+            word = bisect.bisect_right(starts, hit) - 1
+            docs.update(self._containing[word])
+            position = starts[word + 1] if word + 1 < len(starts) else len(text)
+        return sorted(docs)
+
     def search_words(self, query: str, limit: int = 8) -> list[str]:
         """BM25: the tools with the highest summed weight of the query's words."""
         terms = [t for t in dict.fromkeys(_tokens(query)) if t in self._postings]
@@ -280,16 +310,21 @@ class ToolIndex:
         """Tools whose name matches, then those whose text matches, in catalog order.
 
         A pattern with a literal every match contains (``github_`` in ``^github_.*issue``)
-        is tried only on the tools that hold it, found with `str.find`: a rare pattern
-        then costs a scan of the text in C, not a match attempt at every tool."""
+        is tried only on the tools that have a word containing its letters (``github``),
+        found in the index's vocabulary: a rare pattern costs a few match attempts, not
+        a scan of every tool's text."""
         found: dict[int, None] = {}
         literal = _required_literal(pattern)
         if literal:
+            candidates = self._candidates(literal)
             for text, starts in (
                 (self._names_text, self._name_starts),
                 (self._text, self._text_starts),
             ):
-                _scan_literal(pattern, literal, text, starts, found=found, limit=limit)
+                if candidates is None:
+                    _scan_literal(pattern, literal, text, starts, found=found, limit=limit)
+                else:
+                    _try(pattern, candidates, text, starts, found=found, limit=limit)
             return [self.names[doc] for doc in found]
         # `re` tries a leading '^' at every position of a search: a match at each tool's
         # start is far faster (without a '|', the '^' anchors the whole pattern).
@@ -341,6 +376,28 @@ def _required_literal(pattern: re.Pattern[str]) -> str:
         best = max(best, "".join(run), key=len)
         run = []
     return max(best, "".join(run), key=len)
+
+
+def _try(
+    pattern: re.Pattern[str],
+    candidates: Sequence[int],
+    text: str,
+    starts: Sequence[int],
+    *,
+    found: dict[int, None],
+    limit: int,
+) -> None:
+    """Add to `found` (in order, up to `limit`) the `candidates` whose line of `text`
+    matches `pattern`."""
+    last = len(starts) - 1
+    for doc in candidates:
+        if len(found) >= limit:
+            return
+        if doc in found:
+            continue
+        end = starts[doc + 1] - 1 if doc < last else len(text)
+        if pattern.search(text, starts[doc], end) is not None:
+            found.setdefault(doc)
 
 
 def _scan_literal(
@@ -429,6 +486,7 @@ class _Plan:
     deferred: dict[str, Tool]
     hash: str
     tokens: int
+    native: ToolSelection | None = None  # what every request sends under native search
 
 
 class ToolDeferral:
@@ -486,7 +544,9 @@ class ToolDeferral:
             digest = hashlib.sha256(
                 f"{key}\nnative:{self.policy.native_search}\n{names}".encode()
             ).hexdigest()
-            return _Plan(key, tuple(self.registry), deferred, digest, tokens)
+            every = tuple(self.registry)
+            selection = ToolSelection(every, digest, frozenset(deferred), self.policy.native_search)
+            return _Plan(key, every, deferred, digest, tokens, selection)
         loaded = [tool for tool in self.registry if tool.name not in deferred]
         if not deferred:  # nothing to find: the search tool would only cost tokens
             loaded = [tool for tool in loaded if tool.name != SEARCH_TOOL_NAME]
@@ -503,9 +563,8 @@ class ToolDeferral:
         """What a request sends: the loaded tools, then the `active` deferred ones (those
         found so far, in the order found; other names are ignored)."""
         plan = self.plan()
-        if self.native:
-            names = frozenset(plan.deferred)
-            return ToolSelection(plan.loaded, plan.hash, names, self.policy.native_search)
+        if plan.native is not None:
+            return plan.native
         extra = [name for name in dict.fromkeys(active) if name in plan.deferred]
         if not extra:
             return ToolSelection(plan.loaded, plan.hash)
