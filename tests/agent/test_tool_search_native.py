@@ -326,3 +326,36 @@ def test_responses_namespaces_keep_the_order_and_only_group_named_tools() -> Non
         {"type": "function", "name": "s2"},
     ]
     assert out[3] == {"type": "function", "name": "b", "defer_loading": True}
+
+
+def test_a_whole_responses_output_with_search_items_replays_unchanged() -> None:
+    output = [
+        {
+            "type": "tool_search_call",
+            "id": "tsc_1",
+            "call_id": None,
+            "execution": "server",
+            "status": "completed",
+            "arguments": {"paths": ["crm"]},
+        },
+        {
+            "type": "tool_search_output",
+            "id": "tso_1",
+            "call_id": None,
+            "execution": "server",
+            "status": "completed",
+            "tools": [{"type": "function", "name": "crm_record_07", "defer_loading": True}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "namespace": "crm",
+            "name": "crm_record_07",
+            "arguments": '{"id": "7"}',
+        },
+    ]
+    parsed = responses_format.parse_response({"status": "completed", "output": output})
+    assert [c.name for c in parsed.calls] == ["crm_record_07"]
+    replayed = responses_format.assistant_messages(parsed)
+    assert [canonical(item) for item in replayed] == [canonical(item) for item in output]
