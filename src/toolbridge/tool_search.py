@@ -7,6 +7,9 @@ parameters; a regular expression when the query is one). What a search found is 
 sent at the END of the tools of the following requests, so the cached prompt prefix
 stays the same. The split is computed once per registry change (keyed on its
 definitions hash), so the definitions sent, and their hash, stay stable between turns.
+Where the provider searches itself (Anthropic, OpenAI Responses: ``native``), every
+definition is sent, the deferred ones marked, and the adapter adds the provider's
+search tool.
 """
 
 from __future__ import annotations
