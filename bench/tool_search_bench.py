@@ -15,6 +15,9 @@ regular expressions) and the per-turn cost the agent loop adds (`ToolDeferral.se
 with the tools found so far). A second table runs the agent loop of bench/agent_bench.py
 (a scripted model, 5 parallel calls of an async tool a turn, 120 turns) over the 200-tool
 catalog with and without tool search, interleaved, and gives the per-turn medians.
+A third connects to server-everything (the npm MCP reference server that tests/mcp's
+``npm ci`` installs) over stdio and gives its estimated tokens with every definition
+sent, under the default policy, and with ``"defer_loading": true`` on the server.
 It prints markdown tables and the load average at the start and the end: the machine may
 be shared, so compare numbers of one run. Not a test.
 """
@@ -137,6 +140,9 @@ def measure(size: int, repetitions: int) -> dict[str, Any]:
     words = [median_us(lambda q=q: deferral.search(q, 8), repetitions) for q in QUERIES_WORDS]
     regex = [median_us(lambda q=q: deferral.search(q, 8), repetitions) for q in QUERIES_REGEX]
     turn = median_us(lambda: deferral.select(found), repetitions * 10)
+    native = ToolDeferral(registry, DeferralPolicy(), native=True)
+    native.select()
+    native_turn = median_us(native.select, repetitions * 10)
     cached = median_us(deferral.index, repetitions * 10)
     return {
         "size": size,
@@ -148,6 +154,7 @@ def measure(size: int, repetitions: int) -> dict[str, Any]:
         "words_median": statistics.median(words),
         "regex_max": max(regex),
         "turn": turn,
+        "native_turn": native_turn,
         "cached": cached,
     }
 
@@ -182,6 +189,35 @@ def loop_rows(repeats: int) -> tuple[float, float]:
     return statistics.median(off), statistics.median(on)
 
 
+EVERYTHING = (
+    Path(__file__).resolve().parents[1]
+    / "tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+
+
+async def everything_rows() -> dict[str, Any]:
+    """server-everything's tools over MCP: tokens sent with and without deferral."""
+    from toolbridge.mcp import MCPClient
+
+    if not EVERYTHING.exists():
+        raise SystemExit(f"{EVERYTHING} is missing: run `npm ci` in tests/mcp")
+    rows: dict[str, Any] = {}
+    for defer in (None, True):
+        entry: dict[str, Any] = {"command": "node", "args": [str(EVERYTHING)]}
+        if defer is not None:
+            entry["defer_loading"] = defer
+        registry = ToolRegistry()
+        async with MCPClient({"mcpServers": {"everything": entry}}, registry):
+            deferral = ToolDeferral(registry, DeferralPolicy())
+            rows["count"] = len(registry)
+            rows["every"] = tokens(registry)
+            key = "configured" if defer else "policy"
+            rows[key] = tokens(deferral.select())
+            found = [tool.name for tool in deferral.search("add two numbers", 1)]
+            rows[f"{key}_found"] = tokens(deferral.select(found))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 10_000])
@@ -191,6 +227,7 @@ def main() -> None:
     load_start = os.getloadavg()
     rows = [measure(size, args.repetitions) for size in args.sizes]
     loop_off, loop_on = loop_rows(args.loop_repeats)
+    everything = asyncio.run(everything_rows())
     load_end = os.getloadavg()
     print(
         f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; "
@@ -200,20 +237,36 @@ def main() -> None:
     print(
         "| tools | tokens, every definition | tokens, deferred | tokens, after a search "
         "(8 found) | index build | BM25 search (median / slowest query) | regex search "
-        "(slowest query) | per-turn select | cached index |"
+        "(slowest query) | per-turn select (local / native) | cached index |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['size']:,} | {r['every']:,} | {r['before']:,} | {r['after']:,} | "
             f"{r['build_ms']:.0f} ms | {r['words_median']:.0f} / {r['words_max']:.0f} µs | "
-            f"{r['regex_max']:.0f} µs | {r['turn']:.1f} µs | {r['cached']:.2f} µs |"
+            f"{r['regex_max']:.0f} µs | {r['turn']:.1f} / {r['native_turn']:.1f} µs | "
+            f"{r['cached']:.2f} µs |"
         )
     print()
     print("| agent loop over 200 tools + echo | µs per turn (median) | ratio |")
     print("|---|---:|---:|")
     print(f"| every definition sent | {loop_off:.0f} | 1.00x |")
     print(f"| tool search on (echo always loaded) | {loop_on:.0f} | {loop_on / loop_off:.2f}x |")
+    print()
+    e = everything
+    print(
+        f"| server-everything ({e['count']} tools) | tokens, every definition | tokens, "
+        "deferred | tokens, after a search (1 found) |"
+    )
+    print("|---|---:|---:|---:|")
+    print(
+        f"| default policy (30 tools / 10,000 tokens) | {e['every']:,} | {e['policy']:,} | "
+        f"{e['policy_found']:,} |"
+    )
+    print(
+        f'| `"defer_loading": true` on the server | {e["every"]:,} | {e["configured"]:,} | '
+        f"{e['configured_found']:,} |"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ parameters; a regular expression when the query is one). What a search found is 
 sent at the END of the tools of the following requests, so the cached prompt prefix
 stays the same. The split is computed once per registry change (keyed on its
 definitions hash), so the definitions sent, and their hash, stay stable between turns.
+Where the provider searches itself (Anthropic, OpenAI Responses: ``native``), every
+definition is sent, the deferred ones marked, and the adapter adds the provider's
+search tool.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from toolbridge.errors import ToolDefinitionError
 from toolbridge.registry import ToolRegistry
@@ -39,8 +42,11 @@ __all__ = [
     "ToolSearchTool",
     "ToolSelection",
     "found_tools",
+    "native_search_supported",
 ]
 
+SearchMode = Literal["auto", "native", "local"]
+NativeSearch = Literal["bm25", "regex"]
 SEARCH_TOOL_NAME = "tool_search"
 FOUND_TOOLS_KEY = "toolbridge.tool_search"
 """Result metadata of a ``tool_search`` call: the names it found (what the loop activates)."""
@@ -63,11 +69,20 @@ class DeferralPolicy:
     tools or `max_tokens` estimated tokens (4 characters a token), every tool whose
     `defer_loading` is None and whose name is not in `always_loaded` waits to be found.
     A tool with ``defer_loading=True`` is always deferred, one with False always sent.
+
+    `mode` says who searches: ``"native"`` the provider (Anthropic's tool-search server
+    tool, OpenAI Responses' ``tool_search``: every definition is sent, the deferred ones
+    with ``defer_loading: true``), ``"local"`` toolbridge's own ``tool_search`` tool,
+    ``"auto"`` (the default) native where the model has it and local elsewhere.
+    `native_search` picks Anthropic's variant: ``"bm25"`` (natural-language queries) or
+    ``"regex"``.
     """
 
     max_tools: int = 30
     max_tokens: int = 10_000
     always_loaded: frozenset[str] = field(default_factory=frozenset)
+    mode: SearchMode = "auto"
+    native_search: NativeSearch = "bm25"
 
     def __post_init__(self) -> None:
         for name in ("max_tools", "max_tokens"):
@@ -80,15 +95,30 @@ class DeferralPolicy:
                 f"DeferralPolicy.always_loaded must be a collection of tool names, got {names!r}"
             )
         object.__setattr__(self, "always_loaded", frozenset(names))
+        if self.mode not in ("auto", "native", "local"):
+            raise ValueError(
+                f"DeferralPolicy.mode must be 'auto', 'native' or 'local', got {self.mode!r}"
+            )
+        if self.native_search not in ("bm25", "regex"):
+            raise ValueError(
+                "DeferralPolicy.native_search must be 'bm25' or 'regex', got "
+                f"{self.native_search!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSelection:
     """The tools one request sends, in order, and the hash that keys their rendering
-    (it changes exactly when the list does). Iterates like a registry."""
+    (it changes exactly when the list does). Iterates like a registry.
+
+    Under the provider's own search, `deferred` names the tools to send with
+    ``defer_loading: true`` next to its search tool (`native_search` says which
+    variant, where the provider has two); with the local search it is empty."""
 
     tools: tuple[Tool, ...]
     definitions_hash: str
+    deferred: frozenset[str] = frozenset()
+    native_search: NativeSearch = "bm25"
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools)
@@ -109,6 +139,7 @@ def _stem(word: str) -> str:
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
+_RAW_WORD = re.compile(r"[^\W_]+")  # letters and digits: '_' splits words, as in names
 
 
 def _words(text: str) -> list[str]:
@@ -175,6 +206,16 @@ class ToolIndex:
         self._name_starts = _starts(lowered)
         self._text = "\n".join(texts)
         self._text_starts = _starts(texts)
+        # Every run of letters and digits of the lower-cased texts, and the tools it is in:
+        # a regex's literal narrows the tools to try (`_candidates`) without a text scan.
+        containing: dict[str, list[int]] = {}
+        for doc, text in enumerate(texts):
+            for word in set(_RAW_WORD.findall(text)):
+                containing.setdefault(word, []).append(doc)
+        self._vocabulary = list(containing)
+        self._vocabulary_text = "\n".join(self._vocabulary)
+        self._vocabulary_starts = _starts(self._vocabulary)
+        self._containing = list(containing.values())
         total = len(tools)
         average = sum(sum(c.values()) for c in counts) / total if total else 1.0
         frequency: Counter[str] = Counter()
@@ -229,6 +270,25 @@ class ToolIndex:
                 return found
         return self.search_words(query, limit)
 
+    def _candidates(self, literal: str) -> list[int] | None:
+        """The tools whose text has a word containing the longest run of letters and
+        digits of `literal`, in catalog order (None: `literal` has no such run)."""
+        runs = _RAW_WORD.findall(literal)
+        if not runs:
+            return None
+        run = max(runs, key=len)
+        text, starts = self._vocabulary_text, self._vocabulary_starts
+        docs: set[int] = set()
+        position = 0
+        while True:
+            hit = text.find(run, position)
+            if hit < 0:
+                break
+            word = bisect.bisect_right(starts, hit) - 1
+            docs.update(self._containing[word])
+            position = starts[word + 1] if word + 1 < len(starts) else len(text)
+        return sorted(docs)
+
     def search_words(self, query: str, limit: int = 8) -> list[str]:
         """BM25: the tools with the highest summed weight of the query's words."""
         terms = [t for t in dict.fromkeys(_tokens(query)) if t in self._postings]
@@ -250,8 +310,25 @@ class ToolIndex:
         return [self.names[doc] for doc in best]
 
     def search_regex(self, pattern: re.Pattern[str], limit: int = 8) -> list[str]:
-        """Tools whose name matches, then those whose text matches, in catalog order."""
+        """Tools whose name matches, then those whose text matches, in catalog order.
+
+        A pattern with a literal every match contains (``github_`` in ``^github_.*issue``)
+        is tried only on the tools that have a word containing its letters (``github``),
+        found in the index's vocabulary: a rare pattern costs a few match attempts, not
+        a scan of every tool's text."""
         found: dict[int, None] = {}
+        literal = _required_literal(pattern)
+        if literal:
+            candidates = self._candidates(literal)
+            for text, starts in (
+                (self._names_text, self._name_starts),
+                (self._text, self._text_starts),
+            ):
+                if candidates is None:
+                    _scan_literal(pattern, literal, text, starts, found=found, limit=limit)
+                else:
+                    _try(pattern, candidates, text, starts, found=found, limit=limit)
+            return [self.names[doc] for doc in found]
         # `re` tries a leading '^' at every position of a search: a match at each tool's
         # start is far faster (without a '|', the '^' anchors the whole pattern).
         anchored = pattern.pattern.startswith("^") and "|" not in pattern.pattern
@@ -273,11 +350,80 @@ class ToolIndex:
                 if match is None:
                     break
                 doc = bisect.bisect_right(starts, match.start()) - 1
-                found.setdefault(doc)
-                if doc + 1 >= len(starts):
+                last = doc + 1 >= len(starts)
+                end = len(text) if last else starts[doc + 1] - 1
+                # a match that runs into the next tool ('\s' takes the line break) counts
+                # only if the pattern also matches within this tool's line
+                if match.end() <= end or pattern.search(text, match.start(), end) is not None:
+                    found.setdefault(doc)
+                if last:
                     break
-                position = max(starts[doc + 1], match.end())
+                position = starts[doc + 1]
         return [self.names[doc] for doc in found]
+
+
+def _required_literal(pattern: re.Pattern[str]) -> str:
+    """The longest run of plain characters at the top level of `pattern` (so in every
+    match of it), or "" when it has none or matches regardless of case."""
+    if pattern.flags & re.IGNORECASE:
+        return ""
+    try:
+        tree = _RE_PARSER.parse(pattern.pattern)
+    except (re.error, OverflowError, RecursionError):
+        return ""
+    best, run = "", []
+    for op, value in tree:
+        if str(op) == "LITERAL":
+            run.append(chr(value))
+            continue
+        best = max(best, "".join(run), key=len)
+        run = []
+    return max(best, "".join(run), key=len)
+
+
+def _try(
+    pattern: re.Pattern[str],
+    candidates: Sequence[int],
+    text: str,
+    starts: Sequence[int],
+    *,
+    found: dict[int, None],
+    limit: int,
+) -> None:
+    """Add to `found` (in order, up to `limit`) the `candidates` whose line of `text`
+    matches `pattern`."""
+    last = len(starts) - 1
+    for doc in candidates:
+        if len(found) >= limit:
+            return
+        if doc in found:
+            continue
+        end = starts[doc + 1] - 1 if doc < last else len(text)
+        if pattern.search(text, starts[doc], end) is not None:
+            found.setdefault(doc)
+
+
+def _scan_literal(
+    pattern: re.Pattern[str],
+    literal: str,
+    text: str,
+    starts: Sequence[int],
+    *,
+    found: dict[int, None],
+    limit: int,
+) -> None:
+    """Add to `found` (in order, up to `limit`) the tools whose line of `text` holds
+    `literal` and matches `pattern` within the line."""
+    position, last = 0, len(starts) - 1
+    while len(found) < limit:
+        hit = text.find(literal, position)
+        if hit < 0:
+            return
+        doc = bisect.bisect_right(starts, hit) - 1
+        end = starts[doc + 1] - 1 if doc < last else len(text)
+        if doc not in found and pattern.search(text, starts[doc], end) is not None:
+            found.setdefault(doc)
+        position = end + 1
 
 
 def _backtracks(pattern: str) -> bool:
@@ -343,6 +489,7 @@ class _Plan:
     deferred: dict[str, Tool]
     hash: str
     tokens: int
+    native: ToolSelection | None = None  # what every request sends under native search
 
 
 class ToolDeferral:
@@ -350,8 +497,9 @@ class ToolDeferral:
     tool; `select` gives what a request sends; `search` finds deferred tools.
 
     `keep` names tools that are always sent whatever the policy (the run's
-    ``final_result`` tool, say). Everything is recomputed only when the registry's
-    definitions hash changes.
+    ``final_result`` tool, say). With `native` the provider searches: `registry` is
+    the registry itself, and `select` sends every tool, the deferred ones marked.
+    Everything is recomputed only when the registry's definitions hash changes.
     """
 
     def __init__(
@@ -360,17 +508,22 @@ class ToolDeferral:
         policy: DeferralPolicy | None = None,
         *,
         keep: Collection[str] = (),
+        native: bool = False,
     ) -> None:
+        self.native = native
+        self.policy = policy or DeferralPolicy()
+        self._keep = frozenset(keep) | self.policy.always_loaded | {SEARCH_TOOL_NAME}
+        self._plan: _Plan | None = None
+        self._index: tuple[str, ToolIndex] | None = None
+        if native:
+            self.registry = registry
+            return
         if SEARCH_TOOL_NAME in registry:
             raise ToolDefinitionError(
                 f"a tool named {SEARCH_TOOL_NAME!r} is already registered, and tool search "
                 "adds its own: rename that tool or turn tool search off"
             )
-        self.policy = policy or DeferralPolicy()
-        self._keep = frozenset(keep) | self.policy.always_loaded | {SEARCH_TOOL_NAME}
         self.registry = ToolRegistry([*registry, ToolSearchTool(self)], context=registry.context)
-        self._plan: _Plan | None = None
-        self._index: tuple[str, ToolIndex] | None = None
 
     def plan(self) -> _Plan:
         key = self.registry.definitions_hash
@@ -389,6 +542,14 @@ class ToolDeferral:
             if tool.defer_loading is True
             or (over and tool.defer_loading is None and tool.name not in self._keep)
         }
+        if self.native:  # every definition goes out; the provider hides the deferred ones
+            names = ",".join(sorted(deferred))
+            digest = hashlib.sha256(
+                f"{key}\nnative:{self.policy.native_search}\n{names}".encode()
+            ).hexdigest()
+            every = tuple(self.registry)
+            selection = ToolSelection(every, digest, frozenset(deferred), self.policy.native_search)
+            return _Plan(key, every, deferred, digest, tokens, selection)
         loaded = [tool for tool in self.registry if tool.name not in deferred]
         if not deferred:  # nothing to find: the search tool would only cost tokens
             loaded = [tool for tool in loaded if tool.name != SEARCH_TOOL_NAME]
@@ -405,6 +566,8 @@ class ToolDeferral:
         """What a request sends: the loaded tools, then the `active` deferred ones (those
         found so far, in the order found; other names are ignored)."""
         plan = self.plan()
+        if plan.native is not None:
+            return plan.native
         extra = [name for name in dict.fromkeys(active) if name in plan.deferred]
         if not extra:
             return ToolSelection(plan.loaded, plan.hash)
@@ -488,6 +651,13 @@ class ToolSearchTool(Tool):
             ensure_ascii=False,
         )
         return ToolResult(text, metadata={FOUND_TOOLS_KEY: names})
+
+
+def native_search_supported(model: object) -> bool:
+    """Whether `model` (a model adapter) has its provider's own tool search: its optional
+    ``supports_tool_search()`` method says so."""
+    check = getattr(model, "supports_tool_search", None)
+    return callable(check) and bool(check())
 
 
 def found_tools(result: ToolResult) -> list[str]:

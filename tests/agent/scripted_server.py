@@ -268,6 +268,13 @@ def anthropic_stream(
                 {"type": "input_json_delta", "partial_json": text[i : i + split]}
                 for i in range(0, len(text), split)
             ]
+        elif kind == "server_tool_use":  # the provider's own tool: input streamed too
+            start = {**block, "input": {}}
+            text = json.dumps(block["input"])
+            deltas = [
+                {"type": "input_json_delta", "partial_json": text[i : i + split]}
+                for i in range(0, len(text), split)
+            ]
         else:  # redacted_thinking and anything else: whole in the start event
             start, deltas = block, []
         events.append(

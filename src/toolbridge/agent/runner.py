@@ -81,6 +81,7 @@ from toolbridge.tool_search import (
     ToolDeferral,
     ToolSelection,
     found_tools,
+    native_search_supported,
 )
 
 if TYPE_CHECKING:
@@ -120,9 +121,12 @@ def _deferral(
     skills: SkillSet | None,
     output: OutputSpec | None,
     native: NativeOutput | None,
+    *,
+    model: ModelAdapter,
 ) -> ToolDeferral | None:
     """The run's tool search under `option` (None: off); the skill tools and the
-    ``final_result`` tool are always sent."""
+    ``final_result`` tool are always sent. The policy's mode picks the provider's own
+    search (where `model` has it) or the local ``tool_search`` tool."""
     if option is False:
         return None
     if option is True:
@@ -132,7 +136,13 @@ def _deferral(
     keep = [tool.name for tool in skills.tools()] if skills is not None else []
     if output is not None and native is None:
         keep.append(output.tool_name)
-    return ToolDeferral(registry, option, keep=keep)
+    supported = native_search_supported(model)
+    if option.mode == "native" and not supported:
+        raise ValueError(
+            f"DeferralPolicy(mode='native'), but {type(model).__name__} ({model.model}) has "
+            "no provider tool search; use mode='auto' or 'local'"
+        )
+    return ToolDeferral(registry, option, keep=keep, native=option.mode != "local" and supported)
 
 
 def _in_call_order(
@@ -371,9 +381,11 @@ class AgentRunner:
     and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
     concurrency-safe calls while the model is still streaming the rest of the turn
     (not with `max_tool_calls` or ``fail_on_tool_error``). `tool_search` (True, or a
-    `toolbridge.tool_search.DeferralPolicy`) defers large tool sets: requests carry the
-    always-loaded tools and a ``tool_search`` tool, and what it finds is sent at the end
-    of every later request of the run (kept in `RunState.active_tools`).
+    `toolbridge.tool_search.DeferralPolicy`) defers large tool sets: on a model whose
+    provider searches itself (Anthropic, OpenAI Responses) the deferred definitions go
+    out marked ``defer_loading`` next to the provider's search tool; elsewhere requests
+    carry the always-loaded tools and a ``tool_search`` tool, and what it finds is sent
+    at the end of every later request of the run (kept in `RunState.active_tools`).
 
     With `journal` (a `toolbridge.journal.CallJournal`; the runner then builds each run's
     executor, so not with `executor_factory`), every run is kept under a
@@ -438,7 +450,9 @@ class AgentRunner:
         self.native_output = self._native_output(output_mode)
         if self.output is not None and self.native_output is None:
             registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
-        self.tool_search = _deferral(registry, tool_search, skills, self.output, self.native_output)
+        self.tool_search = _deferral(
+            registry, tool_search, skills, self.output, self.native_output, model=model
+        )
         if self.tool_search is not None:
             registry = self.tool_search.registry
         self.output_retries = output_retries

@@ -404,6 +404,7 @@ def run_agent(options: AgentOptions) -> None:
         session=session,
         skills=skill_set if skill_set is not None and len(skill_set) else None,
         max_turns=options.max_turns,
+        tool_search=options.tool_search,
     )
     printer = _Printer(as_json, registry)
 

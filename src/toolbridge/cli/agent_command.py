@@ -46,6 +46,7 @@ class AgentOptions:
     max_turns: int
     skills: bool
     session: str | None
+    tool_search: bool = True
 
 
 _KEYS: dict[str, tuple[str, ...]] = {
@@ -140,6 +141,13 @@ def agent_command(
     ] = False,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 30,
     skills: Annotated[bool, typer.Option(help="Offer the workspace's skills.")] = True,
+    tool_search: Annotated[
+        bool,
+        typer.Option(
+            help="Past 30 tools or about 10,000 tokens of definitions, defer them: the "
+            "model searches for the tools it needs.",
+        ),
+    ] = True,
     session: Annotated[
         str | None,
         typer.Option(
@@ -170,5 +178,6 @@ def agent_command(
         max_turns=max_turns,
         skills=skills,
         session=session,
+        tool_search=tool_search,
     )
     run_agent(options)

@@ -106,6 +106,13 @@ def serve_command(
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Time limit per call, in seconds.")
     ] = None,
+    tool_search: Annotated[
+        bool,
+        typer.Option(
+            "--tool-search",
+            help="List only search_tools and call_tool instead of every tool (for large sets).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the built-in tools and plugins (and, with --servers, other MCP servers' tools).
 
@@ -136,7 +143,7 @@ def serve_command(
     registry = loaded.registry
     with reporting(verbose):
         try:
-            asyncio.run(_serve(registry, servers, address, token, policy))
+            asyncio.run(_serve(registry, servers, address, token, policy, tool_search=tool_search))
         except ToolbridgeError as exc:
             raise CliError(str(exc)) from None
         except OSError as exc:
@@ -155,10 +162,12 @@ async def _serve(
     address: tuple[str, int] | None,
     token: str | None,
     policy: ExecutionPolicy,
+    *,
+    tool_search: bool = False,
 ) -> None:
     from toolbridge.mcp import MCPClient, MCPToolServer
 
-    server = MCPToolServer(registry, policy=policy)
+    server = MCPToolServer(registry, policy=policy, tool_search=tool_search)
     pending: set[asyncio.Task[None]] = set()
 
     def changed(_event: object) -> None:

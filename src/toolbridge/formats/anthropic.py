@@ -8,7 +8,8 @@ block per call with ``is_error`` set, text and images as content blocks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
@@ -51,6 +52,7 @@ __all__ = [
     "repair_history",
     "result_blocks",
     "result_messages",
+    "tool_search_definitions",
 ]
 
 TRUNCATION_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
@@ -67,6 +69,29 @@ def definitions(tools: ToolSource) -> list[dict[str, Any]]:
         }
         for s in tool_specs(tools)
     ]
+
+
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
+"""The ``anthropic-beta`` value a request with a tool-search server tool sends."""
+
+
+def tool_search_definitions(
+    definitions: Sequence[Mapping[str, Any]], deferred: Collection[str], search: str = "bm25"
+) -> list[dict[str, Any]]:
+    """The ``tools`` array for Anthropic's own tool search: the tool-search server tool
+    (``search`` is ``"bm25"`` or ``"regex"``) first, then every definition, those named
+    in `deferred` with ``"defer_loading": true`` (the model sees them only once its
+    search returns a ``tool_reference`` to them)."""
+    if search not in ("bm25", "regex"):
+        raise ValueError(f"Anthropic's tool search is 'bm25' or 'regex', got {search!r}")
+    name = f"tool_search_tool_{search}"
+    tools: list[dict[str, Any]] = [{"type": f"{name}_20251119", "name": name}]
+    for item in definitions:
+        tool = dict(item)
+        if tool.get("name") in deferred:
+            tool["defer_loading"] = True
+        tools.append(tool)
+    return tools
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
@@ -191,8 +216,10 @@ class AnthropicStream(StreamAdapter):
     fragments, and the block stop that finishes the call.
 
     Thinking blocks are rebuilt from their ``thinking_delta`` and ``signature_delta``
-    events, redacted-thinking blocks kept as they start, both at their place in the
-    turn, to be sent back unchanged.
+    events, a server tool's call (``server_tool_use``: the provider's tool search, web
+    search) from its ``input_json_delta`` pieces, other blocks (redacted thinking,
+    ``tool_search_tool_result``) kept as they start, all at their place in the turn, to
+    be sent back unchanged.
     """
 
     TRUNCATION_REASONS = TRUNCATION_REASONS
@@ -200,6 +227,7 @@ class AnthropicStream(StreamAdapter):
     def __init__(self, *, id_salt: str = "") -> None:
         super().__init__(id_salt=id_salt)
         self._thinking: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        self._server_calls: dict[int, tuple[dict[str, Any], list[str]]] = {}
 
     def _feed(self, data: Mapping[str, Any]) -> list[ToolCallRequest]:
         kind = opt_str(data, "type", "event")
@@ -211,6 +239,7 @@ class AnthropicStream(StreamAdapter):
             self._delta(opt_obj(data, "delta", "event") or {}, index)
         elif kind == "content_block_stop":
             self._end_thinking(index)
+            self._end_server_call(index)
             if self.is_open(index):
                 return [self.finish(index)]
         elif kind == "message_delta":
@@ -237,6 +266,8 @@ class AnthropicStream(StreamAdapter):
             self.add_opaque(item)
             if kind == "thinking" and index is not None:
                 self._thinking[index] = (item, [opt_str(block, "thinking", where) or ""])
+            elif kind == "server_tool_use" and index is not None:
+                self._server_calls[index] = (item, [])
         return []
 
     def _delta(self, delta: Mapping[str, Any], index: int | None) -> None:
@@ -246,6 +277,8 @@ class AnthropicStream(StreamAdapter):
             self.add_text(opt_str(delta, "text", where) or "")
         elif kind == "input_json_delta" and self.is_open(index):
             self.add_arguments(index, opt_str(delta, "partial_json", where) or "")
+        elif kind == "input_json_delta" and index in self._server_calls:
+            self._server_calls[index][1].append(opt_str(delta, "partial_json", where) or "")
         elif kind == "thinking_delta" and index in self._thinking:
             self._thinking[index][1].append(opt_str(delta, "thinking", where) or "")
         elif kind == "signature_delta" and index in self._thinking:
@@ -256,9 +289,33 @@ class AnthropicStream(StreamAdapter):
             item, fragments = self._thinking.pop(index)
             item["thinking"] = "".join(fragments)
 
+    def _end_server_call(self, index: int | None) -> None:
+        """The server tool call's whole input, from its streamed pieces (none: as it
+        started). Input that is not a JSON object is a `FormatError`: replayed, the
+        provider would refuse the whole history."""
+        if index not in self._server_calls:
+            return
+        item, fragments = self._server_calls.pop(index)
+        text = "".join(fragments)
+        if not text:
+            return
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise FormatError(
+                f"the input of server tool call {item.get('id')!r} is not JSON: {exc}"
+            ) from None
+        if not isinstance(value, dict):
+            raise FormatError(
+                f"the input of server tool call {item.get('id')!r} is not a JSON object"
+            )
+        item["input"] = value
+
     def close(self) -> list[ToolCallRequest]:
         for index in list(self._thinking):
             self._end_thinking(index)
+        for index in list(self._server_calls):
+            self._end_server_call(index)
         return super().close()
 
 

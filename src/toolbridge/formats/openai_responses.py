@@ -9,7 +9,7 @@ Two ids travel with a call: ``call_id`` links the output to the call and becomes
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.calls import ToolCallRequest
@@ -66,6 +66,7 @@ __all__ = [
     "parse_response",
     "repair_history",
     "result_messages",
+    "tool_search_definitions",
 ]
 
 TRUNCATION_REASONS = frozenset({"max_output_tokens"})
@@ -92,6 +93,46 @@ def definitions(tools: ToolSource, *, strict: bool | None = False) -> list[dict[
             tool["parameters"], tool["strict"] = None, False
         out.append(tool)
     return out
+
+
+def tool_search_definitions(
+    definitions: Sequence[Mapping[str, Any]],
+    deferred: Collection[str],
+    namespaces: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The ``tools`` array for the Responses API's own tool search: ``{"type":
+    "tool_search"}`` first, then every definition, those named in `deferred` with
+    ``"defer_loading": true``.
+
+    `namespaces` maps a tool's name to its group (an MCP server's name): a group's
+    functions go, in their order, into one ``{"type": "namespace"}`` tool at the place
+    of its first one, so the model first sees only the group's name and description.
+    The functions keep their names, so a call (which comes back with its
+    ``namespace``) names the tool as registered.
+    """
+    groups = dict(namespaces or {})
+    tools: list[dict[str, Any]] = [{"type": "tool_search"}]
+    spaces: dict[str, dict[str, Any]] = {}
+    for item in definitions:
+        tool = dict(item)
+        name = tool.get("name")
+        if name in deferred:
+            tool["defer_loading"] = True
+        group = groups.get(name) if isinstance(name, str) else None
+        if group is None:
+            tools.append(tool)
+            continue
+        space = spaces.get(group)
+        if space is None:
+            space = spaces[group] = {
+                "type": "namespace",
+                "name": group,
+                "description": f"The tools of the MCP server {group!r}.",
+                "tools": [],
+            }
+            tools.append(space)
+        space["tools"].append(tool)
+    return tools
 
 
 def parse_definitions(tools: Iterable[Mapping[str, Any]]) -> list[ToolSpec]:
@@ -305,6 +346,9 @@ class OpenAIResponsesStream(StreamAdapter):
         buffer.name = opt_str(item, "name", "event.item") or buffer.name
         if kind == "custom_tool_call":  # free-form input, as the whole-response parser keeps it
             buffer.extra["type"] = "custom"
+        for field in _KEPT_FIELDS:  # the call's namespace (tool search): replayed with it
+            if item.get(field) is not None:
+                buffer.extra[field] = thaw(item[field])
         arguments = opt_str(item, _CALL_TYPES[kind], "event.item")
         if arguments is not None and (done or arguments):
             self.set_arguments(key, arguments)

@@ -91,6 +91,7 @@ class MCPTool(Tool):
         self.requires_approval = requires_approval
         self.idempotent = idempotent
         self.timeout = connection.config.timeout
+        self.defer_loading = connection.config.defer_loading
 
     async def execute(self, /, **arguments: Any) -> ToolResult:
         # positional-only self: a server's tool may well have a parameter called "self"

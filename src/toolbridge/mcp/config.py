@@ -4,8 +4,9 @@ The format is the one Claude Desktop, Cursor and VS Code use: a JSON object whos
 ``mcpServers`` (or ``servers``) member maps a server name to either a command to run
 (``command``/``args``/``env``/``cwd``: stdio) or a ``url`` (streamable HTTP, or legacy
 SSE with ``"type": "sse"``). toolbridge adds a few optional keys per server: tool
-``include``/``exclude`` filters, ``timeout``, ``connect_timeout``, ``trusted`` and
-``require_approval``. Every mistake is reported with the server's name and the fix.
+``include``/``exclude`` filters, ``timeout``, ``connect_timeout``, ``trusted``,
+``require_approval`` and ``defer_loading``. Every mistake is reported with the server's
+name and the fix.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _KEYS = frozenset(
         "trusted",
         "require_approval",
         "disabled",
+        "defer_loading",
     }
 )
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -82,6 +84,9 @@ class MCPServerConfig:
     connect_timeout: float = 30.0
     trusted: bool = False
     require_approval: bool = False
+    defer_loading: bool | None = None
+    """Under tool search: true defers every tool of the server (found by search, never
+    sent up front), false always sends them, absent leaves it to the size policy."""
 
     def wants(self, tool_name: str) -> bool:
         """Whether the include/exclude filters (names or shell-style patterns) keep a tool."""
@@ -136,6 +141,7 @@ class MCPServerConfig:
             connect_timeout=_seconds(where, raw, "connect_timeout", 30.0) or 30.0,
             trusted=_flag(where, raw, "trusted"),
             require_approval=_flag(where, raw, "require_approval"),
+            defer_loading=_optional_flag(where, raw, "defer_loading"),
         )
 
 
@@ -246,4 +252,11 @@ def _flag(where: str, raw: Mapping[str, Any], key: str) -> bool:
     value = raw.get(key, False)
     if not isinstance(value, bool):
         raise ToolConfigError(f"{where}: {key!r} must be true or false")
+    return value
+
+
+def _optional_flag(where: str, raw: Mapping[str, Any], key: str) -> bool | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ToolConfigError(f"{where}: {key!r} must be true or false (or left out)")
     return value

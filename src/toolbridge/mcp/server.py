@@ -8,6 +8,11 @@ and ``structuredContent``. A call that needs approval asks the user through MCP
 elicitation when the client supports it, and is refused with a clear message when
 it does not. Cancelling the request cancels the call; progress reported by a tool
 (`toolbridge.progress.report_progress`) is sent as ``notifications/progress``.
+
+With ``tool_search=True`` a client lists only two tools, ``search_tools`` (BM25 or a
+regular expression over the registry, as the agent's local search) and ``call_tool``
+(a tool by name with its arguments), so a large registry costs it two definitions; a
+``call_tool`` call runs exactly as a direct call of the tool would.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from toolbridge.progress import ToolProgress, progress_sink
 from toolbridge.registry import ToolRegistry
 from toolbridge.schema import thaw
 from toolbridge.tool import Tool, ToolResult
+from toolbridge.tool_search import MAX_LIMIT, ToolIndex
 
 __all__ = ["MCPToolServer"]
 
@@ -67,6 +73,41 @@ class _Output:
     dump: Callable[[Any, ToolResult], Any]
 
 
+SEARCH_TOOLS = "search_tools"
+CALL_TOOL = "call_tool"
+_SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Words describing the tool you need, or a regular expression "
+            "(Python syntax, case-insensitive) matched against tool names, descriptions "
+            "and parameters.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": 8,
+            "description": "How many tools to return at most.",
+        },
+    },
+    "required": ["query"],
+}
+_CALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "The tool's name, as search_tools gave it."},
+        "arguments": {
+            "type": "object",
+            "description": "The tool's arguments, following its inputSchema.",
+        },
+    },
+    "required": ["name"],
+}
+
+
 class _Server(Server[Any]):
     """The SDK server, announcing ``tools.listChanged`` on every transport."""
 
@@ -90,6 +131,7 @@ class MCPToolServer:
     is made with `ExecutionPolicy()`. While it runs, a change of the registry (its
     definitions hash) is announced to the clients with ``notifications/tools/list_changed``
     within `watch_interval` seconds; `tools_changed()` announces it at once.
+    `tool_search` lists ``search_tools`` and ``call_tool`` instead of every tool.
     """
 
     def __init__(
@@ -101,9 +143,19 @@ class MCPToolServer:
         name: str = "toolbridge",
         instructions: str | None = None,
         watch_interval: float = 1.0,
+        tool_search: bool = False,
     ) -> None:
         from toolbridge import __version__
 
+        if tool_search:
+            taken = [n for n in (SEARCH_TOOLS, CALL_TOOL) if n in registry]
+            if taken:
+                raise ToolConfigError(
+                    f"tool search serves its own {' and '.join(map(repr, taken))}, and the "
+                    "registry has a tool of that name: rename it or serve without tool search"
+                )
+        self.tool_search = tool_search
+        self._index: tuple[str, ToolIndex] | None = None
         self.registry = registry
         self.executor = executor or ToolExecutor(registry, policy)
         self.server = _Server(
@@ -214,7 +266,11 @@ class MCPToolServer:
         digest = self.registry.definitions_hash
         self._remember(ctx.session, digest)
         if self._listing is None or self._listing[0] != digest:
-            tools = [self._definition(tool) for tool in self.registry]
+            tools = (
+                _search_definitions()
+                if self.tool_search
+                else [self._definition(tool) for tool in self.registry]
+            )
             self._listing = (digest, mt.ListToolsResult(tools=tools))
         return self._listing[1]
 
@@ -252,6 +308,13 @@ class MCPToolServer:
     async def _call_tool(
         self, ctx: Any, params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
+        if self.tool_search and params.name == SEARCH_TOOLS:
+            return await self._search(params.arguments or {})
+        if self.tool_search and params.name == CALL_TOOL:
+            inner = _inner_call(params)
+            if isinstance(inner, mt.CallToolResult):
+                return inner
+            params = inner
         self._calls += 1
         call = ToolCallRequest(f"mcp-{ctx.request_id}-{self._calls}", params.name, params.arguments)
         relay = _ProgressRelay(ctx.session.report_progress)
@@ -269,6 +332,41 @@ class MCPToolServer:
                     outcome = (await self.executor.run([call]))[0]
         await relay.flush()
         return self._result(outcome)
+
+    async def _search(self, arguments: Mapping[str, Any]) -> mt.CallToolResult:
+        """``search_tools``: the definitions of the best matches, as JSON text."""
+        query, limit = arguments.get("query"), arguments.get("limit", 8)
+        if not isinstance(query, str) or not query.strip():
+            return _error_result(
+                "search_tools needs 'query': words describing the tool you need, or a "
+                "regular expression"
+            )
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            return _error_result(f"search_tools 'limit' must be an integer 1-{MAX_LIMIT}")
+        # off the event loop: the first search after a change builds the index
+        names = await asyncio.to_thread(self._search_names, query, limit)
+        found = [tool for tool in map(self.registry.get, names) if tool is not None]
+        if not found:
+            text = (
+                f"No tool matches {query!r}. Try other or fewer words, or a regular "
+                "expression such as 'issue|ticket'."
+            )
+        else:
+            definitions = [
+                self._definition(tool).model_dump(by_alias=True, exclude_none=True)
+                for tool in found
+            ]
+            text = json.dumps(
+                {"tools": definitions, "note": "Run one with call_tool(name, arguments)."},
+                ensure_ascii=False,
+            )
+        return mt.CallToolResult(content=[mt.TextContent(text=text)], is_error=False)
+
+    def _search_names(self, query: str, limit: int) -> list[str]:
+        digest = self.registry.definitions_hash
+        if self._index is None or self._index[0] != digest:
+            self._index = (digest, ToolIndex(list(self.registry)))
+        return self._index[1].search(query, limit)
 
     async def _ask(
         self, ctx: Any, params: mt.CallToolRequestParams, request: ApprovalRequest
@@ -328,6 +426,68 @@ class MCPToolServer:
                 "_meta": meta,
             }
         )
+
+
+def _search_definitions() -> list[mt.Tool]:
+    """What a client lists under tool search: ``search_tools`` and ``call_tool``."""
+    return [
+        mt.Tool(
+            name=SEARCH_TOOLS,
+            description=(
+                "Search the available tools (there are too many to list). Describe what "
+                "you need, or give a regular expression; the matching tools' definitions "
+                "come back. Run one with call_tool."
+            ),
+            input_schema=_SEARCH_SCHEMA,
+            annotations=mt.ToolAnnotations(read_only_hint=True, destructive_hint=False),
+        ),
+        mt.Tool(
+            name=CALL_TOOL,
+            description=(
+                "Run a tool that search_tools found: its name and its arguments (an object "
+                "following the tool's inputSchema)."
+            ),
+            input_schema=_CALL_SCHEMA,
+        ),
+    ]
+
+
+def _inner_call(params: mt.CallToolRequestParams) -> mt.CallToolRequestParams | mt.CallToolResult:
+    """The call a ``call_tool`` call stands for (its approval answers kept), or the error
+    result that says what is wrong with it."""
+    arguments = params.arguments or {}
+    name = arguments.get("name")
+    if not isinstance(name, str) or not name:
+        return _error_result(
+            "call_tool needs 'name': the name of a tool that search_tools found, and "
+            "'arguments': an object of its arguments"
+        )
+    if name in (SEARCH_TOOLS, CALL_TOOL):
+        return _error_result(f"call_tool runs the tools search_tools finds, not {name!r}")
+    inner = arguments.get("arguments", {})
+    if inner is None:
+        inner = {}
+    if isinstance(inner, str):  # a model's JSON text of the object
+        try:
+            inner = json.loads(inner)
+        except ValueError as exc:
+            return _error_result(f"call_tool 'arguments' is not a JSON object: {exc}")
+    if not isinstance(inner, dict):
+        return _error_result(
+            f"call_tool 'arguments' must be an object of {name!r}'s arguments, got "
+            f"{type(inner).__name__}"
+        )
+    return params.model_copy(update={"name": name, "arguments": inner})
+
+
+def _error_result(text: str) -> mt.CallToolResult:
+    return mt.CallToolResult.model_validate(
+        {
+            "content": [{"type": "text", "text": f"Error: {text}"}],
+            "isError": True,
+            "_meta": {ERROR_KIND_META: ErrorKind.INVALID_ARGUMENTS.value},
+        }
+    )
 
 
 def _refused(outcome: ToolOutcome, why: str) -> ToolOutcome:

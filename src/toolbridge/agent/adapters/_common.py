@@ -134,6 +134,15 @@ def stainless_error(exc: Exception, sdk: ModuleType, server: str) -> ModelError 
     return None
 
 
+def _wire(event: Any) -> Any:
+    """An SDK event as the JSON the provider sent: the keys it sent, a ``null`` it sent
+    kept (``exclude_none`` would drop it), so a block kept whole is replayed as it came."""
+    dump = getattr(event, "model_dump", None)
+    if callable(dump) and not isinstance(event, dict):
+        return dump(mode="json", by_alias=True, exclude_unset=True)
+    return dumped(event)
+
+
 class StreamDriver:
     """Turns one turn's wire events into model events through a format's stream adapter.
 
@@ -161,7 +170,7 @@ class StreamDriver:
         self.usage = Usage(requests=1)
 
     def feed(self, event: Any) -> list[ModelEvent]:
-        data = dumped(event)
+        data = _wire(event)
         if not isinstance(data, dict):
             raise ModelResponseError(f"the {self.format} stream sent a non-object event: {data!r}")
         out: list[ModelEvent] = []
@@ -260,6 +269,16 @@ async def stream_turn(
 
 
 _CLAUDE = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d))?(?!\d)")
+
+
+def claude_has_tool_search(model: str) -> bool:
+    """Whether the Claude model named in `model` has the tool-search server tool (beta
+    ``advanced-tool-use-2025-11-20``): the 4.5 generation on. Elsewhere tool search is
+    toolbridge's own ``tool_search`` tool."""
+    found = _CLAUDE.search(model)
+    if found is None:
+        return False
+    return (int(found.group(1)), int(found.group(2) or 0)) >= (4, 5)
 
 
 def claude_has_json_outputs(model: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from toolbridge.agent.adapters._common import (
     Deltas,
     claude_has_json_outputs,
+    claude_has_tool_search,
     history,
     missing_sdk,
     stainless_error,
@@ -24,6 +25,8 @@ from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import anthropic as anthropic_format
+from toolbridge.registry import ToolRegistry
+from toolbridge.tool_search import ToolSelection
 
 __all__ = ["AnthropicModel"]
 
@@ -56,6 +59,28 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     elif kind == "message_delta":
         return "", "", _usage(data.get("usage"))
     return "", "", None
+
+
+def _definitions(tools: ToolRegistry | ToolSelection) -> list[dict[str, Any]]:
+    """The ``tools`` array; under Anthropic's own tool search, its server tool first and
+    the deferred definitions marked ``defer_loading``."""
+    definitions = anthropic_format.definitions(tools)
+    if isinstance(tools, ToolSelection) and tools.deferred:
+        return anthropic_format.tool_search_definitions(
+            definitions, tools.deferred, tools.native_search
+        )
+    return definitions
+
+
+def _with_beta(headers: Any, beta: str) -> dict[str, Any]:
+    """`headers` (the caller's ``extra_headers``, if any) with `beta` added to the
+    comma-separated ``anthropic-beta`` header, once."""
+    merged = dict(headers or {})
+    present = [b.strip() for b in str(merged.get("anthropic-beta") or "").split(",") if b.strip()]
+    if beta not in present:
+        present.append(beta)
+    merged["anthropic-beta"] = ",".join(present)
+    return merged
 
 
 class AnthropicModel:
@@ -112,12 +137,16 @@ class AnthropicModel:
         }
         if request.instructions:
             kwargs["system"] = request.instructions
-        tools = request.cache.definitions(self.format, request.tools, anthropic_format.definitions)
+        tools = request.cache.definitions(self.format, request.tools, _definitions)
         if tools:
             kwargs["tools"] = tools
         if settings.temperature is not None:
             kwargs["temperature"] = settings.temperature
         kwargs.update(settings.extra)
+        if isinstance(request.tools, ToolSelection) and request.tools.deferred:
+            kwargs["extra_headers"] = _with_beta(
+                kwargs.get("extra_headers"), anthropic_format.TOOL_SEARCH_BETA
+            )
         output = request.output
         if output is not None and output.closed_schema is not None:
             kwargs["output_config"] = {
@@ -125,6 +154,11 @@ class AnthropicModel:
                 "format": {"type": "json_schema", "schema": output.closed_schema},
             }
         return kwargs
+
+    def supports_tool_search(self) -> bool:
+        """Whether the model has Anthropic's tool-search server tool (the Claude 4.5
+        generation on, `claude_has_tool_search`)."""
+        return claude_has_tool_search(self.model)
 
     def supports_native_output(self, output: NativeOutput) -> bool:
         """Schemas whose objects can all be closed (JSON outputs requires it), on models

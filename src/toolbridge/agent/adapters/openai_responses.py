@@ -9,6 +9,7 @@ asks for encrypted reasoning content, which the next turn then replays.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,8 @@ from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, NativeOutput
 from toolbridge.formats import openai_responses
+from toolbridge.registry import ToolRegistry
+from toolbridge.tool_search import ToolSelection
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -61,6 +64,18 @@ def _deltas(data: dict[str, Any]) -> Deltas:
     return "", "", None
 
 
+_GPT = re.compile(r"(?<![a-z0-9])gpt-(\d+)(?:\.(\d+))?(?![\d.])")
+
+
+def gpt_has_tool_search(model: str) -> bool:
+    """Whether the GPT model named in `model` has the Responses API's ``tool_search``
+    (GPT-5.4 and later). Elsewhere tool search is toolbridge's own ``tool_search`` tool."""
+    found = _GPT.search(model.lower())
+    if found is None:
+        return False
+    return (int(found.group(1)), int(found.group(2) or 0)) >= (5, 4)
+
+
 class OpenAIResponsesModel:
     """A model behind the Responses API. Pass `client` (an ``openai.AsyncOpenAI``) or
     let it build one from the environment. Instructions go to ``instructions``.
@@ -91,9 +106,7 @@ class OpenAIResponsesModel:
         if request.instructions:
             kwargs["instructions"] = request.instructions
         tools = request.cache.definitions(
-            (self.format, self.strict),
-            request.tools,
-            lambda registry: openai_responses.definitions(registry, strict=self.strict),
+            (self.format, self.strict), request.tools, self._definitions
         )
         if tools:
             kwargs["tools"] = tools
@@ -107,6 +120,22 @@ class OpenAIResponsesModel:
         kwargs.update(sampling(request.settings, max_tokens="max_output_tokens"))
         kwargs.update(request.settings.extra)
         return kwargs
+
+    def _definitions(self, tools: ToolRegistry | ToolSelection) -> list[dict[str, Any]]:
+        """The ``tools`` array; under the API's own tool search, ``tool_search`` first,
+        the deferred functions marked ``defer_loading`` and each MCP server's tools in
+        one namespace named after the server."""
+        definitions = openai_responses.definitions(tools, strict=self.strict)
+        if not (isinstance(tools, ToolSelection) and tools.deferred):
+            return definitions
+        servers = {t.name: getattr(t, "mcp_server", None) for t in tools}
+        groups = {name: server for name, server in servers.items() if isinstance(server, str)}
+        return openai_responses.tool_search_definitions(definitions, tools.deferred, groups)
+
+    def supports_tool_search(self) -> bool:
+        """Whether the model has the API's ``tool_search`` tool: GPT-5.4 and later
+        (`gpt_has_tool_search`)."""
+        return gpt_has_tool_search(self.model)
 
     def supports_native_output(self, output: NativeOutput) -> bool:
         """Every schema: strict when it can be, ``strict: false`` otherwise."""
