@@ -136,11 +136,7 @@ class ReadFileTool(WorkspaceTool):
             if looks_binary(head):  # refuse most binaries at once
                 raise binary_file_error(shown)
             file.seek(0)
-            # A model reading in ranges is told where the file ends; a whole file, read
-            # without offset and limit, is all there (a longer one says it continues).
-            ranged = offset is not None or limit is not None
-            first, count = offset or 1, limit or self.default_limit
-            return self._number_lines(file, shown, first, count, note_end=ranged)
+            return self._number_lines(file, shown, offset or 1, limit or self.default_limit)
 
     def _image(self, file: BinaryIO, head: bytes, size: int, shown: str) -> ToolResult:
         """The image in `file` as an image block, if it is within the configured limits."""
@@ -186,9 +182,9 @@ class ReadFileTool(WorkspaceTool):
             },
         )
 
-    def _number_lines(
-        self, file: BinaryIO, shown: str, first: int, count: int, *, note_end: bool
-    ) -> str:
+    def _number_lines(self, file: BinaryIO, shown: str, first: int, count: int) -> str:
+        """Lines `first` to `first + count - 1`, numbered, and a last line that says
+        where the file continues or that its end was reached (a whole-file read too)."""
         out: list[str] = []
         used = number = last = 0
         more = stopped_for_size = False
@@ -225,7 +221,7 @@ class ReadFileTool(WorkspaceTool):
                 f"… lines {first}-{last} shown{reason}; {shown} continues: read on with "
                 f"offset={last + 1}"
             )
-        elif note_end:
+        else:
             lines = "1 line" if number == 1 else f"{number} lines"
             where = f"line {last}" if first == last else f"lines {first}-{last}"
             out.append(f"… {where} shown; end of file ({shown} has {lines})")
