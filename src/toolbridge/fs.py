@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.pathlocks import PathLocks
 from toolbridge.security.workspace import InvalidPath, Workspace
 from toolbridge.tool import Tool, ToolContext, ToolResult
 
@@ -57,13 +58,21 @@ class WorkspaceTool(Tool):
     model can fix, not as a workspace violation, which it must not retry.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str],
+        *,
+        locks: PathLocks | None = None,
+    ) -> None:
         # A directory given as a path gets its guard here: every path goes through one.
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        # Tools that write one file must share these (the loader passes the context's);
+        # a tool built alone gets its own.
+        self.locks = locks if locks is not None else PathLocks()
 
     @classmethod
     def create(cls, ctx: ToolContext) -> Tool:
-        return cls(Workspace(ctx.workspace))
+        return cls(Workspace(ctx.workspace), locks=ctx.file_locks)
 
     async def execute(self, **kwargs: Any) -> Any:
         try:

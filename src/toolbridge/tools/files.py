@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -287,7 +287,8 @@ class WriteFileTool(WorkspaceTool):
     def _write(self, path: str, content: str) -> str:
         data = _encode(content, "content")
         real = self.workspace.resolve(path)
-        created = self.workspace.write_atomic(real, data)
+        with self.locks.hold([real]):  # never in the middle of another tool's edit
+            created = self.workspace.write_atomic(real, data)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         action = "Created" if created else "Replaced"
         noun = "line" if lines == 1 else "lines"
@@ -342,24 +343,14 @@ class EditFileTool(WorkspaceTool):
 
     max_bytes = 10 * 1024 * 1024
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
-        super().__init__(workspace)
-        # One edit at a time reads and writes: two at once both read the same text and the
-        # second write dropped the first edit, though both were reported done.
-        self._lock = threading.Lock()
-
     async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
-            self._edit_alone,
+            self._edit,
             kwargs["path"],
             kwargs["old_string"],
             kwargs["new_string"],
             kwargs.get("replace_all", False),
         )
-
-    def _edit_alone(self, path: str, old: str, new: str, replace_all: bool) -> str:
-        with self._lock:
-            return self._edit(path, old, new, replace_all)
 
     def _edit(self, path: str, old: str, new: str, replace_all: bool) -> str:
         if old == new:
@@ -368,6 +359,12 @@ class EditFileTool(WorkspaceTool):
                 hint="Send the text you want in new_string.",
             )
         real = self.workspace.resolve(path)
+        # Read and write alone: two edits at once both read the same text and the second
+        # write dropped the first, though both were reported done.
+        with self.locks.hold([real]):
+            return self._edit_file(real, old, new, replace_all)
+
+    def _edit_file(self, real: Path, old: str, new: str, replace_all: bool) -> str:
         shown = self.workspace.relative(real)
         with self.workspace.open_read(real) as file:
             data = file.read(self.max_bytes + 1)

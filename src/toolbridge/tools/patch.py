@@ -15,7 +15,6 @@ import difflib
 import logging
 import os
 import stat
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,6 @@ from toolbridge.patches import (
     closest_windows,
     parse_patch,
 )
-from toolbridge.security.workspace import Workspace
 from toolbridge.tool import ToolResult, tool_parameters
 
 __all__ = ["ApplyPatchTool"]
@@ -128,13 +126,6 @@ class ApplyPatchTool(WorkspaceTool):
         "changed. The result lists each file with its +added/-removed lines."
     )
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
-        super().__init__(workspace)
-        # One call at a time plans and writes: two calls planned from the same text both
-        # passed the "unchanged" check and both wrote, and one change was lost (reported
-        # as applied). A thread lock, as each call runs in a worker thread.
-        self._lock = threading.Lock()
-
     async def run(self, **kwargs: Any) -> ToolResult:
         patch, edits = kwargs.get("patch"), kwargs.get("edits")
         if (patch is None) == (edits is None):
@@ -150,16 +141,27 @@ class ApplyPatchTool(WorkspaceTool):
                 changes = parse_patch(patch)
             except PatchError as exc:
                 return _invalid(f"the patch cannot be read: {exc.message}", exc.hint)
+            paths = [p for c in changes for p in (c.path, c.move_to) if p is not None]
             return await asyncio.to_thread(
-                self._apply, lambda plan: self._patch(plan, changes), dry_run
+                self._apply, paths, lambda plan: self._patch(plan, changes), dry_run
             )
         listed: list[dict[str, str]] = kwargs["edits"]
-        return await asyncio.to_thread(self._apply, lambda plan: self._edits(plan, listed), dry_run)
+        paths = [edit["path"] for edit in listed]
+        return await asyncio.to_thread(
+            self._apply, paths, lambda plan: self._edits(plan, listed), dry_run
+        )
 
     # --- planning: read, check and compute; nothing is written ----------------------------
 
-    def _apply(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
-        with self._lock:
+    def _apply(
+        self, paths: Sequence[str], build: Callable[[_Plan], None], dry_run: bool
+    ) -> ToolResult:
+        # Plan and write alone, holding every file the call touches: two calls planned
+        # from the same text both passed the "unchanged" check and both wrote, and one
+        # change was lost (reported as applied); write_file and edit_file take the same
+        # locks. A path the guard refuses fails here, before anything is read.
+        reals = [self.workspace.resolve(path) for path in paths]
+        with self.locks.hold(reals):
             return self._apply_alone(build, dry_run)
 
     def _apply_alone(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
