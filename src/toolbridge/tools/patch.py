@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
-from toolbridge.fs import WorkspaceTool, decode_text, human_size
+from toolbridge.fs import WorkspaceTool, decode_text, file_path, human_size
 from toolbridge.patches import (
     FileChange,
     PatchError,
@@ -141,12 +141,12 @@ class ApplyPatchTool(WorkspaceTool):
                 changes = parse_patch(patch)
             except PatchError as exc:
                 return _invalid(f"the patch cannot be read: {exc.message}", exc.hint)
-            paths = [p for c in changes for p in (c.path, c.move_to) if p is not None]
+            paths = [file_path(p) for c in changes for p in (c.path, c.move_to) if p is not None]
             return await asyncio.to_thread(
                 self._apply, paths, lambda plan: self._patch(plan, changes), dry_run
             )
         listed: list[dict[str, str]] = kwargs["edits"]
-        paths = [edit["path"] for edit in listed]
+        paths = [file_path(edit["path"]) for edit in listed]
         return await asyncio.to_thread(
             self._apply, paths, lambda plan: self._edits(plan, listed), dry_run
         )
