@@ -541,11 +541,12 @@ def _place(positions: _Positions, hunk: Hunk, cursor: int, offset: int, shown: s
         if hunk.old_start is not None:
             return min(max(hunk.old_start + offset, cursor), len(texts))
         return len(texts)
-    if hunk.end_of_file:
+    if hunk.end_of_file:  # only the end will do, as in Codex: anywhere else is a wrong place
         end = len(texts) - len(old)
         for _, normal in LEVELS:
             if end >= cursor and _matches_at(texts, old, end, normal):
                 return end
+        raise _not_at_end(texts, hunk, shown)
     for level, normal in LEVELS:
         if starts is None:
             found = _find_all(positions, old, cursor, normal)
@@ -672,6 +673,20 @@ def _not_found(texts: list[str], hunk: Hunk, cursor: int, shown: str) -> PatchEr
         f"found{where}:\n{preview}" + _near_text(texts, old, cursor),
         hint="Copy the context and '-' lines exactly from the file as it is now (read it "
         "again with read_file), and send the whole patch again.",
+    )
+
+
+def _not_at_end(texts: list[str], hunk: Hunk, shown: str) -> PatchError:
+    old = hunk.old
+    last = texts[-len(old) :] if len(old) <= len(texts) else texts
+    tail = "\n".join(f"{len(texts) - len(last) + n + 1:>6}\t{line}" for n, line in enumerate(last))
+    return PatchError(
+        f"hunk {hunk.number} of {shown} is marked '{_EOF}', but its context and removed "
+        f"lines are not the last lines of the file; the file ends with:\n"
+        + (tail or "(the file is empty)")
+        + _near_text(texts, old, 0),
+        hint=f"Copy the last lines of the file exactly, or drop the '{_EOF}' line if the "
+        "change is not at the end.",
     )
 
 

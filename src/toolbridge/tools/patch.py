@@ -211,9 +211,10 @@ class ApplyPatchTool(WorkspaceTool):
                     assert entry.text is not None
                     rest = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
                     if rest.texts:
+                        left = len(rest.texts)
                         raise PatchError(
-                            f"the diff deletes {entry.shown}, but {len(rest.texts)} of its "
-                            "lines are not in the diff's removed lines",
+                            f"the diff deletes {entry.shown}, but {left} of its lines "
+                            f"{'is' if left == 1 else 'are'} not in the diff's removed lines",
                             hint="Read the file again and send a diff of its whole content, "
                             "or use '*** Delete File:'.",
                         )
@@ -264,6 +265,12 @@ class ApplyPatchTool(WorkspaceTool):
     def _edits(self, plan: _Plan, edits: Sequence[dict[str, str]]) -> None:
         for number, edit in enumerate(edits, 1):
             path, old, new = edit["path"], edit["old_text"], edit["new_text"]
+            if old and old == new:  # as edit_file: an edit that changes nothing is a mistake
+                raise PatchError(
+                    f"edit {number}: old_text and new_text are identical, so there is "
+                    "nothing to change",
+                    hint="Send the text you want in new_text, or leave this edit out.",
+                )
             if old == "":
                 entry = self._load(plan, path)
                 if entry.text is not None:
