@@ -125,7 +125,7 @@ class ReadFileTool(WorkspaceTool):
         with self.workspace.open_read(real) as file:
             size = os.fstat(file.fileno()).st_size
             head = file.read(BINARY_SNIFF_BYTES)
-            if self.config.images and image_media_type(head) is not None:
+            if self.config.images and image_media_type(head) is not None and not _text(head):
                 return self._image(file, head, size, shown)
             if offset is None and limit is None and size > self.max_bytes:
                 raise ToolExecutionError(
@@ -227,6 +227,18 @@ class ReadFileTool(WorkspaceTool):
             where = f"line {last}" if first == last else f"lines {first}-{last}"
             out.append(f"… {where} shown; end of file ({shown} has {lines})")
         return "\n".join(out)
+
+
+def _text(head: bytes) -> bool:
+    """Whether `head` reads as UTF-8 text: a note that starts 'GIF89a is ...' is text, not
+    a GIF of 26912 x 8307 pixels (every real image holds a NUL byte in its header)."""
+    if looks_binary(head):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _next_line(file: BinaryIO, max_bytes: int) -> tuple[bytes, bool] | None:
