@@ -22,7 +22,6 @@ __all__ = [
     "WorkspaceTool",
     "binary_file_error",
     "decode_text",
-    "file_path",
     "human_size",
     "looks_binary",
     "require_directory",
@@ -81,6 +80,22 @@ class WorkspaceTool(Tool):
         except InvalidPath as exc:
             return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, exc.message, exc.hint))
 
+    def resolve_file(self, path: str) -> Path:
+        """`resolve` for a tool that writes the file `path` names; `InvalidPath` if its
+        spelling names a directory (``nd/``, ``nd/.``): the guard drops the ``/``, and
+        ``nd/`` made a file ``nd``. The guard's own checks (length, NUL ...) come first."""
+        real = self.workspace.resolve(path)
+        last = path.rsplit("/", 1)[-1]
+        if last in ("", ".", ".."):
+            ending = "/" + last if "/" in path else last
+            shown = path if len(path) <= 200 else path[:200] + "…"
+            raise InvalidPath(
+                f"{shown!r} names a directory (it ends with '{ending}'), not a file",
+                hint="Give the path of the file itself, such as DIR/NAME; missing directories "
+                "are created.",
+            )
+        return real
+
     async def run(self, **kwargs: Any) -> Any:
         """Do the tool's work with validated arguments (what `execute` is for other tools)."""
         raise NotImplementedError(f"tool {self.name!r} does not implement run()")
@@ -111,21 +126,6 @@ def decode_text(data: bytes, shown: str) -> str:
             "be binary or use another encoding",
             hint="Only UTF-8 text files can be read or edited with this tool.",
         ) from None
-
-
-def file_path(path: str) -> str:
-    """`path` as a tool that writes a file gets it; `InvalidPath` if its spelling names a
-    directory (``nd/``, ``nd/.``): the guard drops the ``/``, and ``nd/`` made a file ``nd``."""
-    last = path.rsplit("/", 1)[-1]
-    if last in ("", ".", ".."):
-        ending = "/" + last if "/" in path else last
-        shown = path if len(path) <= 200 else path[:200] + "…"
-        raise InvalidPath(
-            f"{shown!r} names a directory (it ends with '{ending}'), not a file",
-            hint="Give the path of the file itself, such as DIR/NAME; missing directories "
-            "are created.",
-        )
-    return path
 
 
 def require_directory(real: Path, shown: str) -> None:

@@ -23,7 +23,6 @@ from toolbridge.fs import (
     WorkspaceTool,
     binary_file_error,
     decode_text,
-    file_path,
     human_size,
     looks_binary,
     require_directory,
@@ -299,7 +298,7 @@ class WriteFileTool(WorkspaceTool):
 
     def _write(self, path: str, content: str) -> str:
         data = _encode(content, "content")
-        real = self.workspace.resolve(file_path(path))
+        real = self.resolve_file(path)
         with self.locks.hold([real]):  # never in the middle of another tool's edit
             created = self.workspace.write_atomic(real, data)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
-from toolbridge.fs import WorkspaceTool, decode_text, file_path, human_size
+from toolbridge.fs import WorkspaceTool, decode_text, human_size
 from toolbridge.patches import (
     FileChange,
     PatchError,
@@ -141,12 +141,12 @@ class ApplyPatchTool(WorkspaceTool):
                 changes = parse_patch(patch)
             except PatchError as exc:
                 return _invalid(f"the patch cannot be read: {exc.message}", exc.hint)
-            paths = [file_path(p) for c in changes for p in (c.path, c.move_to) if p is not None]
+            paths = [p for c in changes for p in (c.path, c.move_to) if p is not None]
             return await asyncio.to_thread(
                 self._apply, paths, lambda plan: self._patch(plan, changes), dry_run
             )
         listed: list[dict[str, str]] = kwargs["edits"]
-        paths = [file_path(edit["path"]) for edit in listed]
+        paths = [edit["path"] for edit in listed]
         return await asyncio.to_thread(
             self._apply, paths, lambda plan: self._edits(plan, listed), dry_run
         )
@@ -160,7 +160,7 @@ class ApplyPatchTool(WorkspaceTool):
         # from the same text both passed the "unchanged" check and both wrote, and one
         # change was lost (reported as applied); write_file and edit_file take the same
         # locks. A path the guard refuses fails here, before anything is read.
-        reals = [self.workspace.resolve(path) for path in paths]
+        reals = [self.resolve_file(path) for path in paths]
         with self.locks.hold(reals):
             return self._apply_alone(build, dry_run)
 
