@@ -117,7 +117,7 @@ def parse_patch(text: str) -> tuple[FileChange, ...]:
     """The file changes of a V4A patch or a unified diff; `PatchError` says what is wrong."""
     # A byte order mark (a patch read from a file saved on Windows) is no part of the text.
     lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
-    lines = _unwrap_heredoc(_trim_blank(lines))
+    lines = _unwrap_heredoc(_unwrap_fence(_trim_blank(lines)))
     if not lines:
         raise PatchError("the patch is empty", hint=_FORMAT_HINT)
     if lines[0].strip() == _BEGIN:
@@ -153,6 +153,14 @@ def _trim_blank(lines: list[str]) -> list[str]:
     while end > start and not lines[end - 1]:  # " " at the end is an empty context line
         end -= 1
     return lines[start:end]
+
+
+def _unwrap_fence(lines: list[str]) -> list[str]:
+    """A patch sent inside a Markdown code fence (```diff ... ```), without the fence."""
+    fenced = len(lines) >= 2 and re.fullmatch(r"```[\w+-]*", lines[0].strip())
+    if fenced and lines[-1].strip() == "```":
+        return _trim_blank(lines[1:-1])
+    return lines
 
 
 def _unwrap_heredoc(lines: list[str]) -> list[str]:
@@ -335,7 +343,7 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
             rename = {}
         elif line.startswith(("rename from ", "rename to ")):
             word, _, path = line[len("rename ") :].partition(" ")
-            rename[word] = path.strip()
+            rename[word] = _unquote(path.strip())
         if not (line.startswith("--- ") and index + 1 < len(lines)):
             index += 1
             continue
@@ -380,13 +388,50 @@ def _diff_path(text: str) -> str | None:
     path = text.split("\t", 1)[0].strip()
     if path == "/dev/null":
         return None
-    if path.startswith(('"a/', '"b/')) and path.endswith('"'):
-        path = path[1:-1]
+    path = _unquote(path)
     if path.startswith(("a/", "b/")):
         path = path[2:]
     if not path:
         raise PatchError(f"{_show(text)} names no file", hint="Write '--- a/PATH'.")
     return path
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(path: str) -> str:
+    """A path as git writes it: one with a quote, backslash, control or non-ASCII character
+    is quoted, with C escapes and octal bytes (``"a/sp\\303\\251cial.txt"``); others as is."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    text, out, index = path[1:-1], bytearray(), 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\":
+            out += char.encode("utf-8", "surrogatepass")
+            index += 1
+            continue
+        code = text[index + 1 : index + 4]
+        if text[index + 1 : index + 2] in _C_ESCAPES:
+            out.append(_C_ESCAPES[text[index + 1]])
+            index += 2
+        elif re.fullmatch(r"[0-3][0-7]{2}", code):
+            out.append(int(code, 8))
+            index += 4
+        else:
+            raise PatchError(
+                f"the quoted path {_show(path)} has an unknown escape "
+                f"{_show(text[index : index + 2])}",
+                hint="Write the path without quotes, or quote it as git does (C escapes, "
+                "octal bytes such as \\303).",
+            )
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PatchError(
+            f"the quoted path {_show(path)} is not UTF-8 once its escapes are read",
+            hint="Write the path as UTF-8 text, without quotes.",
+        ) from None
 
 
 def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> tuple[Hunk, int]:
