@@ -458,7 +458,7 @@ async def test_two_sections_on_one_file_apply_in_order(
     )
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
-    assert result.text.splitlines()[1:] == ["added n.txt (+3 -1)"]
+    assert result.text.splitlines()[1:] == ["added n.txt (+2 -0)"]  # the net change
     assert (workspace / "n.txt").read_text() == "1\ntwo\n"
 
 

@@ -95,3 +95,55 @@ async def test_a_deletion_diff_missing_one_line_says_is_not_are(
     result = await tools.execute("apply_patch", {"patch": diff})
     assert "but 1 of its lines is not in the diff's removed lines" in result.text
     assert (workspace / "a.txt").read_text() == "x\ny\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "patch", "rows"),
+    [
+        (
+            {"a.txt": "a\n"},
+            v4a(
+                "*** Update File: a.txt",
+                "@@",
+                "-a",
+                "+b",
+                "*** Update File: a.txt",
+                "@@",
+                "-b",
+                "+c",
+            ),
+            ["Applied: 1 file changed (+1 -1).", "updated a.txt (+1 -1)"],
+        ),
+        (
+            {"a.txt": "a\nz\n"},
+            v4a(
+                "*** Update File: a.txt",
+                "@@",
+                "-a",
+                "+b",
+                "*** Update File: a.txt",
+                "*** Move to: m.txt",
+                "@@",
+                "-b",
+                "+c",
+                "+d",
+            ),
+            ["Applied: 1 file changed (+2 -1).", "moved a.txt -> m.txt (+2 -1)"],
+        ),
+        (
+            {"a.txt": "a\nz\n"},
+            v4a("*** Update File: a.txt", "@@", "-a", "+b", "*** Delete File: a.txt"),
+            ["Applied: 1 file changed (+0 -2).", "deleted a.txt (+0 -2)"],
+        ),
+    ],
+)
+async def test_a_file_touched_twice_reports_its_net_change(
+    tools: ToolRegistry, workspace: Path, files: dict[str, str], patch: str, rows: list[str]
+) -> None:
+    # The operations' counts were summed: a line changed twice was '+2 -2'.
+    for name, text in files.items():
+        (workspace / name).write_text(text)
+    result = await tools.execute("apply_patch", {"patch": patch})
+    assert result.text.splitlines() == rows
+    (entry,) = result.metadata["files"]
+    assert rows[1].endswith(f"(+{entry['added']} -{entry['removed']})")

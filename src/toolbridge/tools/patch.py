@@ -53,6 +53,14 @@ class _File:
     added: int = 0
     removed: int = 0
     moved_from: str | None = None
+    touches: int = 0  # file operations and edits of this call on the file
+
+    def counts(self, original: str | None, text: str | None) -> tuple[int, int]:
+        """Lines added and removed: the operations' own counts when there was one; for a
+        file touched several times, the net change (an Add then an Update was '+2 -1')."""
+        if self.touches <= 1:
+            return self.added, self.removed
+        return _net_counts(original or "", text or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +227,7 @@ class ApplyPatchTool(WorkspaceTool):
                             "or use '*** Delete File:'.",
                         )
                 entry.removed += _count_lines(entry.text)
+                entry.touches += 1
                 entry.text = None
             else:
                 self._update(plan, change)
@@ -234,6 +243,7 @@ class ApplyPatchTool(WorkspaceTool):
         text = "\n".join(content)
         entry.text = text + ("\n" if content and not no_final else "")
         entry.added += len(content)
+        entry.touches += 1
 
     def _update(self, plan: _Plan, change: FileChange) -> None:
         entry = self._existing(plan, change.path, "update")
@@ -241,6 +251,7 @@ class ApplyPatchTool(WorkspaceTool):
         lines = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
         entry.added += sum(hunk.added for hunk in change.hunks)
         entry.removed += sum(hunk.removed for hunk in change.hunks)
+        entry.touches += 1
         new_text = lines.join()
         if change.move_to is None:
             entry.text = new_text
@@ -258,6 +269,7 @@ class ApplyPatchTool(WorkspaceTool):
             )
         target.text, target.bom, target.mode = new_text, entry.bom, entry.mode
         target.added, target.removed = entry.added, entry.removed
+        target.touches = entry.touches
         target.moved_from = entry.shown
         entry.text, entry.added, entry.removed = None, 0, 0
         plan.rows.append(("moved", entry.real, target.real))
@@ -281,6 +293,7 @@ class ApplyPatchTool(WorkspaceTool):
                     )
                 entry.text = new
                 entry.added += _count_lines(new)
+                entry.touches += 1
                 continue
             entry = self._existing(plan, path, "edit")
             text = entry.text
@@ -294,6 +307,7 @@ class ApplyPatchTool(WorkspaceTool):
             added, removed = _diff_counts(old, new)
             entry.added += added
             entry.removed += removed
+            entry.touches += 1
 
     def _load(self, plan: _Plan, path: str) -> _File:
         """The file `path` names, as the plan has it so far (read from disk the first time)."""
@@ -371,7 +385,9 @@ class ApplyPatchTool(WorkspaceTool):
                 continue  # reported on its source's row
             if real in moved:
                 target = plan.files[moved[real]]
-                rows.append(_Row("moved", entry.shown, target.added, target.removed, target.shown))
+                source_text = _decoded(entry.original)
+                added, removed = target.counts(source_text, target.text)
+                rows.append(_Row("moved", entry.shown, added, removed, target.shown))
                 continue
             if entry.original is None and entry.text is None:
                 continue  # added and deleted again
@@ -383,7 +399,8 @@ class ApplyPatchTool(WorkspaceTool):
                 continue  # nothing changed
             else:
                 kind = "updated"
-            rows.append(_Row(kind, entry.shown, entry.added, entry.removed))
+            added, removed = entry.counts(_decoded(entry.original), entry.text)
+            rows.append(_Row(kind, entry.shown, added, removed))
         return rows
 
     # --- writing ------------------------------------------------------------------------
@@ -469,6 +486,22 @@ def _count_lines(text: str | None) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _decoded(original: bytes | None) -> str | None:
+    return None if original is None else original.decode("utf-8-sig")
+
+
+def _net_counts(old: str, new: str) -> tuple[int, int]:
+    """Lines added and removed from `old` to `new`, by a line diff of the two."""
+    added = removed = 0
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines())
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            removed += i2 - i1
+        if tag in ("replace", "insert"):
+            added += j2 - j1
+    return added, removed
 
 
 def _diff_counts(old: str, new: str) -> tuple[int, int]:
