@@ -47,6 +47,23 @@ async def test_a_path_ending_like_a_directory_is_refused_and_nothing_is_made(
     assert os.listdir(workspace) == []
 
 
+@pytest.mark.parametrize(
+    "header", ["*** Add File: newdir/", "*** Delete File: newdir/", "*** Update File: a.txt/"]
+)
+async def test_a_patch_file_header_naming_a_directory_is_refused(
+    tools: ToolRegistry, workspace: Path, header: str
+) -> None:
+    """'*** Add File: newdir/' created a FILE named newdir (the guard drops the '/')."""
+    (workspace / "a.txt").write_text("a\n")
+    body = [] if "Delete" in header else ["+x"] if "Add" in header else ["@@", "-a", "+b"]
+    patch = "\n".join(["*** Begin Patch", header, *body, "*** End Patch"])
+    result = await tools.execute("apply_patch", {"patch": patch})
+    assert result.error_kind is ErrorKind.INVALID_ARGUMENTS
+    assert "names a directory (it ends with '/'), not a file" in result.text
+    assert os.listdir(workspace) == ["a.txt"]
+    assert (workspace / "a.txt").read_text() == "a\n"
+
+
 async def test_an_existing_directory_with_a_slash_is_still_refused_as_a_directory(
     tools: ToolRegistry, workspace: Path
 ) -> None:
