@@ -442,6 +442,7 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
             hint="Write hunk headers as '@@ -START,COUNT +START,COUNT @@'.",
         )
     old_start = int(header.group(1))
+    old_count, new_count = int(header.group(2) or 1), int(header.group(4) or 1)
     index += 1
     body: list[tuple[LineKind, str]] = []
     blank_tail = 0
@@ -459,6 +460,8 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
             and lines[index + 1].startswith("+++ ")
         ):
             break
+        if line == "-- " and _complete(body, old_count, new_count):
+            break  # the signature 'git format-patch' puts after the last hunk, not a removal
         if line == "":
             body.append((" ", ""))
             blank_tail += 1
@@ -479,6 +482,13 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
         number, tuple(body), old_start=old_start, new_ends_without_newline=new_without_newline
     )
     return hunk, index
+
+
+def _complete(body: list[tuple[LineKind, str]], old_count: int, new_count: int) -> bool:
+    """Whether `body` holds the old and new line counts its hunk header states."""
+    old = sum(kind != "+" for kind, _ in body)
+    new = sum(kind != "-" for kind, _ in body)
+    return old >= old_count and new >= new_count
 
 
 def _show(text: str, limit: int = 120) -> str:

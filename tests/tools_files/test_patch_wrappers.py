@@ -89,3 +89,45 @@ async def test_an_unclosed_fence_is_not_unwrapped(tools: ToolRegistry, workspace
     assert result.error_kind is ErrorKind.INVALID_ARGUMENTS
     assert "the patch starts with '```'" in result.text
     assert not (workspace / "a.txt").exists()
+
+
+FORMAT_PATCH = (
+    "From 1234567 Mon Sep 17 00:00:00 2001\n"
+    "From: A <a@example.com>\n"
+    "Subject: [PATCH] fix\n"
+    "\n"
+    "---\n"
+    " a.txt | 2 +-\n"
+    " 1 file changed, 1 insertion(+), 1 deletion(-)\n"
+    "\n"
+    "diff --git a/a.txt b/a.txt\n"
+    "index 1111111..2222222 100644\n"
+    "--- a/a.txt\n"
+    "+++ b/a.txt\n"
+    "@@ -1,2 +1,2 @@\n"
+    " x\n"
+    "-y\n"
+    "+Y\n"
+    "-- \n"
+    "2.40.0\n"
+)
+
+
+async def test_git_format_patch_output_applies_without_its_signature(
+    tools: ToolRegistry, workspace: Path
+) -> None:
+    # The '-- ' line that ends the mail was read as the removal of a line '- '.
+    (workspace / "a.txt").write_text("x\ny\n")
+    result = await tools.execute("apply_patch", {"patch": FORMAT_PATCH})
+    assert not result.is_error, result.text
+    assert (workspace / "a.txt").read_text() == "x\nY\n"
+
+
+async def test_a_removed_dash_space_line_inside_a_hunk_is_still_removed(
+    tools: ToolRegistry, workspace: Path
+) -> None:
+    (workspace / "a.md").write_text("x\n- \nz\n")
+    diff = "--- a/a.md\n+++ b/a.md\n@@ -1,3 +1,2 @@\n x\n-- \n z\n"
+    result = await tools.execute("apply_patch", {"patch": diff})
+    assert not result.is_error, result.text
+    assert (workspace / "a.md").read_text() == "x\nz\n"
