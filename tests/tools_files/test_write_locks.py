@@ -6,7 +6,10 @@ dropped the first change)."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import itertools
+import pickle
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -179,3 +182,15 @@ def test_locks_are_taken_in_one_order_so_overlapping_holders_never_deadlock(
     assert not any(thread.is_alive() for thread in threads), "deadlock"
     assert errors == []
     assert locks.users(a) == locks.users(b) == 0
+
+
+def test_a_copied_context_shares_its_locks_and_a_pickled_one_gets_its_own(
+    tmp_path: Path,
+) -> None:
+    context = ToolContext(workspace=tmp_path)
+    assert dataclasses.replace(context, session="s2").file_locks is context.file_locks
+    assert copy.deepcopy(context).file_locks is context.file_locks
+    elsewhere = pickle.loads(pickle.dumps(context))  # another process: a thread lock stays
+    assert isinstance(elsewhere.file_locks, PathLocks)
+    assert elsewhere.file_locks is not context.file_locks
+    assert elsewhere == context  # the locks are no part of what a context is
