@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ class FileChange:
     content: tuple[str, ...] = ()
     move_to: str | None = None
     ends_without_newline: bool = False
+    mode: int | None = None  # permission bits of an added file (git's 'new file mode')
 
 
 # --- reading a patch -------------------------------------------------------------------
@@ -335,12 +337,15 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
     changes: list[FileChange] = []
     index = 0
     rename: dict[str, str] = {}
+    mode: int | None = None  # git's 'new file mode' or 'new mode' of the file that follows
     while index < len(lines):
         line = lines[index]
         if line.startswith("diff --git "):
             if rename.keys() == {"from", "to"}:
                 changes.append(FileChange("update", rename["from"], move_to=rename["to"]))
-            rename = {}
+            rename, mode = {}, None
+        elif line.startswith(("new file mode ", "new mode ")):
+            mode = _git_mode(line)
         elif line.startswith(("rename from ", "rename to ")):
             word, _, path = line[len("rename ") :].partition(" ")
             rename[word] = _unquote(path.strip())
@@ -362,25 +367,50 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
                 f"the diff of {new or old} has no '@@ -l,n +l,n @@' hunks",
                 hint="Give each file's changes as hunks under its '---'/'+++' lines.",
             )
-        if old is None and new is None:
-            raise PatchError("a diff goes from /dev/null to /dev/null", hint=_FORMAT_HINT)
-        if old is None:
-            assert new is not None
-            content = [text for hunk in hunks for kind, text in hunk.lines if kind != "-"]
-            ends = hunks[-1].new_ends_without_newline
-            changes.append(
-                FileChange("add", new, content=tuple(content), ends_without_newline=ends)
-            )
-        elif new is None:  # the hunks say what is deleted: checked against the file
-            changes.append(FileChange("delete", old, hunks=tuple(hunks)))
-        else:
-            move_to = new if new != old else None
-            changes.append(FileChange("update", old, hunks=tuple(hunks), move_to=move_to))
+        changes.append(_unified_change(old, new, hunks, mode))
+        mode = None
     if rename.keys() == {"from", "to"}:
         changes.append(FileChange("update", rename["from"], move_to=rename["to"]))
     if not changes:
         raise PatchError("the unified diff holds no file changes", hint=_FORMAT_HINT)
     return tuple(changes)
+
+
+def _unified_change(
+    old: str | None, new: str | None, hunks: list[Hunk], mode: int | None
+) -> FileChange:
+    """The change one file's ``---``/``+++`` lines and hunks make (`mode`: git's mode line)."""
+    if mode is not None and not stat.S_ISREG(mode):
+        what = _MODE_KINDS.get(stat.S_IFMT(mode), "special file")
+        raise PatchError(
+            f"the diff makes {new or old} a {what} (mode {mode:o}); apply_patch writes "
+            "regular files only",
+            hint="Leave that file out of the patch, and create links or submodules with exec.",
+        )
+    if old is None:
+        if new is None:
+            raise PatchError("a diff goes from /dev/null to /dev/null", hint=_FORMAT_HINT)
+        content = tuple(text for hunk in hunks for kind, text in hunk.lines if kind != "-")
+        ends = hunks[-1].new_ends_without_newline
+        bits = None if mode is None else stat.S_IMODE(mode)
+        return FileChange("add", new, content=content, ends_without_newline=ends, mode=bits)
+    if new is None:  # the hunks say what is deleted: checked against the file
+        return FileChange("delete", old, hunks=tuple(hunks))
+    return FileChange("update", old, hunks=tuple(hunks), move_to=new if new != old else None)
+
+
+_MODE_KINDS = {stat.S_IFLNK: "symbolic link", 0o160000: "submodule (gitlink)"}
+
+
+def _git_mode(line: str) -> int:
+    """The mode of git's 'new file mode 100755' or 'new mode 100644' line."""
+    text = line.rsplit(" ", 1)[-1]
+    if not re.fullmatch(r"[0-7]{6}", text):
+        raise PatchError(
+            f"{_show(line)} gives no file mode git writes (six octal digits, as 100644)",
+            hint="Write 'new file mode 100644' (or 100755), or leave the line out.",
+        )
+    return int(text, 8)
 
 
 def _diff_path(text: str) -> str | None:

@@ -3,6 +3,8 @@ a Markdown code fence: read as the patch they hold."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,42 @@ async def test_a_removed_dash_space_line_inside_a_hunk_is_still_removed(
     result = await tools.execute("apply_patch", {"patch": diff})
     assert not result.is_error, result.text
     assert (workspace / "a.md").read_text() == "x\nz\n"
+
+
+def git_add(path: str, mode: str, line: str) -> str:
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode {mode}\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{line}\n"
+    )
+
+
+async def test_a_git_new_file_mode_is_given_to_the_added_file_only(
+    tools: ToolRegistry, workspace: Path
+) -> None:
+    # 'new file mode 100755' was ignored: a script git adds as executable was not.
+    diff = git_add("run.sh", "100755", "echo hi") + (
+        "diff --git a/b.txt b/b.txt\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+z\n"
+    )
+    result = await tools.execute("apply_patch", {"patch": diff})
+    assert not result.is_error, result.text
+    assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
+    assert (workspace / "run.sh").read_text() == "echo hi\n"
+    assert not (workspace / "b.txt").stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("120000", "the diff makes l a symbolic link (mode 120000); apply_patch writes "),
+        ("160000", "the diff makes l a submodule (gitlink) (mode 160000)"),
+        ("10075", "'new file mode 10075' gives no file mode git writes"),
+    ],
+)
+async def test_a_git_link_or_submodule_or_bad_mode_is_refused(
+    tools: ToolRegistry, workspace: Path, mode: str, problem: str
+) -> None:
+    # A symlink's diff made a regular file holding the link's target as text.
+    result = await tools.execute("apply_patch", {"patch": git_add("l", mode, "target")})
+    assert result.error_kind is ErrorKind.INVALID_ARGUMENTS
+    assert problem in result.text
+    assert os.listdir(workspace) == []

@@ -211,7 +211,7 @@ class ApplyPatchTool(WorkspaceTool):
     def _patch(self, plan: _Plan, changes: Sequence[FileChange]) -> None:
         for change in changes:
             if change.action == "add":
-                self._add(plan, change.path, change.content, change.ends_without_newline)
+                self._add(plan, change)
             elif change.action == "delete":
                 entry = self._existing(plan, change.path, "delete")
                 self._refuse_link(change.path, "delete")
@@ -232,8 +232,9 @@ class ApplyPatchTool(WorkspaceTool):
             else:
                 self._update(plan, change)
 
-    def _add(self, plan: _Plan, path: str, content: Sequence[str], no_final: bool) -> None:
-        entry = self._load(plan, path)
+    def _add(self, plan: _Plan, change: FileChange) -> None:
+        entry = self._load(plan, change.path)
+        content = change.content
         if entry.text is not None:
             raise PatchError(
                 f"'*** Add File: {entry.shown}': {entry.shown} already exists",
@@ -241,7 +242,9 @@ class ApplyPatchTool(WorkspaceTool):
                 "in the same patch).",
             )
         text = "\n".join(content)
-        entry.text = text + ("\n" if content and not no_final else "")
+        entry.text = text + ("\n" if content and not change.ends_without_newline else "")
+        if change.mode is not None:  # git's 'new file mode 100755'
+            entry.mode = change.mode
         entry.added += len(content)
         entry.touches += 1
 
