@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.pathlocks import PathLocks
 from toolbridge.security.workspace import InvalidPath, Workspace
 from toolbridge.tool import Tool, ToolContext, ToolResult
 
@@ -57,19 +58,43 @@ class WorkspaceTool(Tool):
     model can fix, not as a workspace violation, which it must not retry.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str],
+        *,
+        locks: PathLocks | None = None,
+    ) -> None:
         # A directory given as a path gets its guard here: every path goes through one.
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        # Tools that write one file must share these (the loader passes the context's);
+        # a tool built alone gets its own.
+        self.locks = locks if locks is not None else PathLocks()
 
     @classmethod
     def create(cls, ctx: ToolContext) -> Tool:
-        return cls(Workspace(ctx.workspace))
+        return cls(Workspace(ctx.workspace), locks=ctx.file_locks)
 
     async def execute(self, **kwargs: Any) -> Any:
         try:
             return await self.run(**kwargs)
         except InvalidPath as exc:
             return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, exc.message, exc.hint))
+
+    def resolve_file(self, path: str) -> Path:
+        """`resolve` for a tool that writes the file `path` names; `InvalidPath` if its
+        spelling names a directory (``nd/``, ``nd/.``): the guard drops the ``/``, and
+        ``nd/`` made a file ``nd``. The guard's own checks (length, NUL ...) come first."""
+        real = self.workspace.resolve(path)
+        last = path.rsplit("/", 1)[-1]
+        if last in ("", ".", ".."):
+            ending = "/" + last if "/" in path else last
+            shown = path if len(path) <= 200 else path[:200] + "…"
+            raise InvalidPath(
+                f"{shown!r} names a directory (it ends with '{ending}'), not a file",
+                hint="Give the path of the file itself, such as DIR/NAME; missing directories "
+                "are created.",
+            )
+        return real
 
     async def run(self, **kwargs: Any) -> Any:
         """Do the tool's work with validated arguments (what `execute` is for other tools)."""

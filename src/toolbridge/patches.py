@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ class FileChange:
     content: tuple[str, ...] = ()
     move_to: str | None = None
     ends_without_newline: bool = False
+    mode: int | None = None  # permission bits of an added file (git's 'new file mode')
 
 
 # --- reading a patch -------------------------------------------------------------------
@@ -117,7 +119,7 @@ def parse_patch(text: str) -> tuple[FileChange, ...]:
     """The file changes of a V4A patch or a unified diff; `PatchError` says what is wrong."""
     # A byte order mark (a patch read from a file saved on Windows) is no part of the text.
     lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
-    lines = _unwrap_heredoc(_trim_blank(lines))
+    lines = _unwrap_heredoc(_unwrap_fence(_trim_blank(lines)))
     if not lines:
         raise PatchError("the patch is empty", hint=_FORMAT_HINT)
     if lines[0].strip() == _BEGIN:
@@ -153,6 +155,14 @@ def _trim_blank(lines: list[str]) -> list[str]:
     while end > start and not lines[end - 1]:  # " " at the end is an empty context line
         end -= 1
     return lines[start:end]
+
+
+def _unwrap_fence(lines: list[str]) -> list[str]:
+    """A patch sent inside a Markdown code fence (```diff ... ```), without the fence."""
+    fenced = len(lines) >= 2 and re.fullmatch(r"```[\w+-]*", lines[0].strip())
+    if fenced and lines[-1].strip() == "```":
+        return _trim_blank(lines[1:-1])
+    return lines
 
 
 def _unwrap_heredoc(lines: list[str]) -> list[str]:
@@ -327,15 +337,18 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
     changes: list[FileChange] = []
     index = 0
     rename: dict[str, str] = {}
+    mode: int | None = None  # git's 'new file mode' or 'new mode' of the file that follows
     while index < len(lines):
         line = lines[index]
         if line.startswith("diff --git "):
             if rename.keys() == {"from", "to"}:
                 changes.append(FileChange("update", rename["from"], move_to=rename["to"]))
-            rename = {}
+            rename, mode = {}, None
+        elif line.startswith(("new file mode ", "new mode ")):
+            mode = _git_mode(line)
         elif line.startswith(("rename from ", "rename to ")):
             word, _, path = line[len("rename ") :].partition(" ")
-            rename[word] = path.strip()
+            rename[word] = _unquote(path.strip())
         if not (line.startswith("--- ") and index + 1 < len(lines)):
             index += 1
             continue
@@ -354,20 +367,8 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
                 f"the diff of {new or old} has no '@@ -l,n +l,n @@' hunks",
                 hint="Give each file's changes as hunks under its '---'/'+++' lines.",
             )
-        if old is None and new is None:
-            raise PatchError("a diff goes from /dev/null to /dev/null", hint=_FORMAT_HINT)
-        if old is None:
-            assert new is not None
-            content = [text for hunk in hunks for kind, text in hunk.lines if kind != "-"]
-            ends = hunks[-1].new_ends_without_newline
-            changes.append(
-                FileChange("add", new, content=tuple(content), ends_without_newline=ends)
-            )
-        elif new is None:  # the hunks say what is deleted: checked against the file
-            changes.append(FileChange("delete", old, hunks=tuple(hunks)))
-        else:
-            move_to = new if new != old else None
-            changes.append(FileChange("update", old, hunks=tuple(hunks), move_to=move_to))
+        changes.append(_unified_change(old, new, hunks, mode))
+        mode = None
     if rename.keys() == {"from", "to"}:
         changes.append(FileChange("update", rename["from"], move_to=rename["to"]))
     if not changes:
@@ -375,18 +376,92 @@ def _read_unified(lines: list[str]) -> tuple[FileChange, ...]:
     return tuple(changes)
 
 
+def _unified_change(
+    old: str | None, new: str | None, hunks: list[Hunk], mode: int | None
+) -> FileChange:
+    """The change one file's ``---``/``+++`` lines and hunks make (`mode`: git's mode line)."""
+    if mode is not None and not stat.S_ISREG(mode):
+        what = _MODE_KINDS.get(stat.S_IFMT(mode), "special file")
+        raise PatchError(
+            f"the diff makes {new or old} a {what} (mode {mode:o}); apply_patch writes "
+            "regular files only",
+            hint="Leave that file out of the patch, and create links or submodules with exec.",
+        )
+    if old is None:
+        if new is None:
+            raise PatchError("a diff goes from /dev/null to /dev/null", hint=_FORMAT_HINT)
+        content = tuple(text for hunk in hunks for kind, text in hunk.lines if kind != "-")
+        ends = hunks[-1].new_ends_without_newline
+        bits = None if mode is None else stat.S_IMODE(mode)
+        return FileChange("add", new, content=content, ends_without_newline=ends, mode=bits)
+    if new is None:  # the hunks say what is deleted: checked against the file
+        return FileChange("delete", old, hunks=tuple(hunks))
+    return FileChange("update", old, hunks=tuple(hunks), move_to=new if new != old else None)
+
+
+_MODE_KINDS = {stat.S_IFLNK: "symbolic link", 0o160000: "submodule (gitlink)"}
+
+
+def _git_mode(line: str) -> int:
+    """The mode of git's 'new file mode 100755' or 'new mode 100644' line."""
+    text = line.rsplit(" ", 1)[-1]
+    if not re.fullmatch(r"[0-7]{6}", text):
+        raise PatchError(
+            f"{_show(line)} gives no file mode git writes (six octal digits, as 100644)",
+            hint="Write 'new file mode 100644' (or 100755), or leave the line out.",
+        )
+    return int(text, 8)
+
+
 def _diff_path(text: str) -> str | None:
     """The path of a ``---``/``+++`` line: None for /dev/null, without git's a/ and b/."""
     path = text.split("\t", 1)[0].strip()
     if path == "/dev/null":
         return None
-    if path.startswith(('"a/', '"b/')) and path.endswith('"'):
-        path = path[1:-1]
+    path = _unquote(path)
     if path.startswith(("a/", "b/")):
         path = path[2:]
     if not path:
         raise PatchError(f"{_show(text)} names no file", hint="Write '--- a/PATH'.")
     return path
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(path: str) -> str:
+    """A path as git writes it: one with a quote, backslash, control or non-ASCII character
+    is quoted, with C escapes and octal bytes (``"a/sp\\303\\251cial.txt"``); others as is."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    text, out, index = path[1:-1], bytearray(), 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\":
+            out += char.encode("utf-8", "surrogatepass")
+            index += 1
+            continue
+        code = text[index + 1 : index + 4]
+        if text[index + 1 : index + 2] in _C_ESCAPES:
+            out.append(_C_ESCAPES[text[index + 1]])
+            index += 2
+        elif re.fullmatch(r"[0-3][0-7]{2}", code):
+            out.append(int(code, 8))
+            index += 4
+        else:
+            raise PatchError(
+                f"the quoted path {_show(path)} has an unknown escape "
+                f"{_show(text[index : index + 2])}",
+                hint="Write the path without quotes, or quote it as git does (C escapes, "
+                "octal bytes such as \\303).",
+            )
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PatchError(
+            f"the quoted path {_show(path)} is not UTF-8 once its escapes are read",
+            hint="Write the path as UTF-8 text, without quotes.",
+        ) from None
 
 
 def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> tuple[Hunk, int]:
@@ -397,6 +472,7 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
             hint="Write hunk headers as '@@ -START,COUNT +START,COUNT @@'.",
         )
     old_start = int(header.group(1))
+    old_count, new_count = int(header.group(2) or 1), int(header.group(4) or 1)
     index += 1
     body: list[tuple[LineKind, str]] = []
     blank_tail = 0
@@ -414,6 +490,8 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
             and lines[index + 1].startswith("+++ ")
         ):
             break
+        if line == "-- " and _complete(body, old_count, new_count):
+            break  # the signature 'git format-patch' puts after the last hunk, not a removal
         if line == "":
             body.append((" ", ""))
             blank_tail += 1
@@ -434,6 +512,13 @@ def _read_unified_hunk(lines: list[str], index: int, number: int, path: str) -> 
         number, tuple(body), old_start=old_start, new_ends_without_newline=new_without_newline
     )
     return hunk, index
+
+
+def _complete(body: list[tuple[LineKind, str]], old_count: int, new_count: int) -> bool:
+    """Whether `body` holds the old and new line counts its hunk header states."""
+    old = sum(kind != "+" for kind, _ in body)
+    new = sum(kind != "-" for kind, _ in body)
+    return old >= old_count and new >= new_count
 
 
 def _show(text: str, limit: int = 120) -> str:
@@ -541,11 +626,12 @@ def _place(positions: _Positions, hunk: Hunk, cursor: int, offset: int, shown: s
         if hunk.old_start is not None:
             return min(max(hunk.old_start + offset, cursor), len(texts))
         return len(texts)
-    if hunk.end_of_file:
+    if hunk.end_of_file:  # only the end will do, as in Codex: anywhere else is a wrong place
         end = len(texts) - len(old)
         for _, normal in LEVELS:
             if end >= cursor and _matches_at(texts, old, end, normal):
                 return end
+        raise _not_at_end(texts, hunk, shown)
     for level, normal in LEVELS:
         if starts is None:
             found = _find_all(positions, old, cursor, normal)
@@ -672,6 +758,20 @@ def _not_found(texts: list[str], hunk: Hunk, cursor: int, shown: str) -> PatchEr
         f"found{where}:\n{preview}" + _near_text(texts, old, cursor),
         hint="Copy the context and '-' lines exactly from the file as it is now (read it "
         "again with read_file), and send the whole patch again.",
+    )
+
+
+def _not_at_end(texts: list[str], hunk: Hunk, shown: str) -> PatchError:
+    old = hunk.old
+    last = texts[-len(old) :] if len(old) <= len(texts) else texts
+    tail = "\n".join(f"{len(texts) - len(last) + n + 1:>6}\t{line}" for n, line in enumerate(last))
+    return PatchError(
+        f"hunk {hunk.number} of {shown} is marked '{_EOF}', but its context and removed "
+        f"lines are not the last lines of the file; the file ends with:\n"
+        + (tail or "(the file is empty)")
+        + _near_text(texts, old, 0),
+        hint=f"Copy the last lines of the file exactly, or drop the '{_EOF}' line if the "
+        "change is not at the end.",
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from toolbridge.errors import ErrorKind, ToolError
 from toolbridge.jsontext import to_json_text
+from toolbridge.pathlocks import PathLocks
 from toolbridge.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ class ToolContext:
     session: str = "default"
     call_id: str | None = None
     tool_name: str | None = None
+    # Shared by every file-writing tool built from this context (copies share it too),
+    # so that two tools never interleave their writes to one file.
+    file_locks: PathLocks = field(default_factory=PathLocks, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.workspace, Path):  # a str, from a caller or a config file

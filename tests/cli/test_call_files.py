@@ -37,7 +37,7 @@ def test_call_json_prints_the_tool_result(cli: Cli) -> None:
     done = cli("call", "read_file", '{"path": "a.txt"}', "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "content": "     1\tx",
+        "content": "     1\tx\n… line 1 shown; end of file (a.txt has 1 line)",
         "is_error": False,
         "error_kind": None,
         "metadata": {},

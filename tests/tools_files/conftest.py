@@ -23,12 +23,13 @@ def outside(tmp_path: Path) -> Path:
 @pytest.fixture
 def registry(workspace: Path) -> ToolRegistry:
     guard = Workspace(workspace)
+    context = ToolContext(workspace=workspace)
     tools = [
         ReadFileTool(guard),
-        WriteFileTool(guard),
-        EditFileTool(guard),
+        WriteFileTool(guard, locks=context.file_locks),
+        EditFileTool(guard, locks=context.file_locks),
         ListDirTool(guard),
         GlobTool(guard),
         GrepTool(guard),
     ]
-    return ToolRegistry(tools, context=ToolContext(workspace=workspace))
+    return ToolRegistry(tools, context=context)

@@ -7,11 +7,12 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from toolbridge import ErrorKind, ToolContext, ToolRegistry
+from toolbridge import ErrorKind, ToolContext, ToolRegistry, patches
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools.patch import ApplyPatchTool
 
@@ -203,22 +204,61 @@ async def test_end_of_file_anchors_the_hunk_at_the_end(
     assert (workspace / "f.txt").read_text() == "end\nmiddle\nend\nafter\n"
 
 
-async def test_crlf_files_stay_crlf_added_lines_too(patcher: ToolRegistry, workspace: Path) -> None:
-    (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    patch = v4a("*** Update File: w.txt", "@@", " one", "-two", "+TWO", "+two and a half")
-    result = await patcher.execute("apply_patch", {"patch": patch.replace("\n", "\r\n")})
-    assert not result.is_error, result.text
-    assert (workspace / "w.txt").read_bytes() == b"one\r\nTWO\r\ntwo and a half\r\nthree\r\n"
-
-
-async def test_a_file_without_final_newline_keeps_it_that_way(
-    patcher: ToolRegistry, workspace: Path
+@pytest.mark.parametrize(
+    ("before", "body", "after", "newline"),
+    [
+        pytest.param(
+            b"one\r\ntwo\r\nthree\r\n",
+            (" one", "-two", "+TWO", "+two and a half"),
+            b"one\r\nTWO\r\ntwo and a half\r\nthree\r\n",
+            "\r\n",  # the patch itself sent with CRLF
+            id="a CRLF file stays CRLF, added lines too",
+        ),
+        pytest.param(b"a\nb", ("-a", "+A"), b"A\nb", "\n", id="no final newline is kept"),
+        pytest.param(
+            b"a\nb", ("-a", "+A", " b"), b"A\nb", "\n", id="the kept last line keeps no newline"
+        ),
+        pytest.param(
+            # Codex's scenario 014: the lines that replace a last line without a newline
+            # are whole lines (V4A cannot say otherwise); they were written without it.
+            b"no newline at end",
+            ("-no newline at end", "+first line", "+second line"),
+            b"first line\nsecond line\n",
+            "\n",
+            id="lines a V4A patch adds at the end end with a newline",
+        ),
+        pytest.param(
+            # Codex's own cases: the last line's end was replaced by the file's usual one
+            # (CRLF where CRLF lines are at least as many as LF lines), changing a line the
+            # patch did not touch.
+            b"same\r\nsame\n",
+            ("-same", " same"),
+            b"same\n",
+            "\n",
+            id="an untouched last line keeps its LF in a mostly CRLF file",
+        ),
+        pytest.param(
+            b"one\r\ntwo\nthree\r\nfour\n",
+            (" one", " two", "-three", "+THREE", " four"),
+            b"one\r\ntwo\nTHREE\r\nfour\n",
+            "\n",
+            id="every untouched line keeps its own end in a mixed file",
+        ),
+    ],
+)
+async def test_line_ends_follow_the_file(
+    patcher: ToolRegistry,
+    workspace: Path,
+    before: bytes,
+    body: tuple[str, ...],
+    after: bytes,
+    newline: str,
 ) -> None:
-    (workspace / "f.txt").write_text("a\nb")
-    patch = v4a("*** Update File: f.txt", "@@", "-a", "+A")
+    (workspace / "f.txt").write_bytes(before)
+    patch = v4a("*** Update File: f.txt", "@@", *body).replace("\n", newline)
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
-    assert (workspace / "f.txt").read_text() == "A\nb"
+    assert (workspace / "f.txt").read_bytes() == after
 
 
 async def test_unified_diff_is_accepted(patcher: ToolRegistry, workspace: Path) -> None:
@@ -458,7 +498,7 @@ async def test_two_sections_on_one_file_apply_in_order(
     )
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
-    assert result.text.splitlines()[1:] == ["added n.txt (+3 -1)"]
+    assert result.text.splitlines()[1:] == ["added n.txt (+2 -0)"]  # the net change
     assert (workspace / "n.txt").read_text() == "1\ntwo\n"
 
 
@@ -539,14 +579,37 @@ async def test_a_malformed_patch_is_invalid_arguments(
     assert (workspace / "a").read_text() == "a\n"
 
 
-async def test_a_heredoc_wrapper_and_a_bom_are_handled(
-    patcher: ToolRegistry, workspace: Path
+@pytest.mark.parametrize(
+    ("before", "patch", "after"),
+    [
+        pytest.param(
+            b"\xef\xbb\xbfkeep\nold\n",
+            "<<'EOF'\n" + v4a("*** Update File: f.txt", "@@", " keep", "-old", "+new") + "EOF\n",
+            b"\xef\xbb\xbfkeep\nnew\n",
+            id="a heredoc wrapper, and the file's BOM kept",
+        ),
+        pytest.param(
+            b"\xef\xbb\xbfone\r\ntwo\r\nthree\r\n",
+            "\ufeff"
+            + v4a("*** Update File: f.txt", "@@", " one", "-two", "+2").replace("\n", "\r\n"),
+            b"\xef\xbb\xbfone\r\n2\r\nthree\r\n",
+            id="a V4A patch with a byte order mark and CRLF",
+        ),
+        pytest.param(
+            b"x\ny\n",
+            "\ufeff--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n x\n-y\n+Y\n",
+            b"x\nY\n",
+            id="a unified diff with a byte order mark",
+        ),
+    ],
+)
+async def test_a_patch_in_a_wrapper_or_with_a_bom_applies(
+    patcher: ToolRegistry, workspace: Path, before: bytes, patch: str, after: bytes
 ) -> None:
-    (workspace / "b.txt").write_bytes(b"\xef\xbb\xbfkeep\nold\n")
-    patch = "<<'EOF'\n" + v4a("*** Update File: b.txt", "@@", " keep", "-old", "+new") + "EOF\n"
+    (workspace / "f.txt").write_bytes(before)
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
-    assert (workspace / "b.txt").read_bytes() == b"\xef\xbb\xbfkeep\nnew\n"
+    assert (workspace / "f.txt").read_bytes() == after
 
 
 async def test_apply_patch_is_loaded_and_needs_approval_like_write_file(workspace: Path) -> None:
@@ -657,3 +720,50 @@ async def test_line_numbers_after_a_v4a_at_sign_are_ignored_and_git_context_anch
     result = await patcher.execute("apply_patch", {"patch": patch})
     assert not result.is_error, result.text
     assert (workspace / "app.py").read_text().endswith("        return 'HI'\n")
+
+
+def test_many_hunks_compare_each_line_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each hunk was looked for at every line from the cursor to the end (to prove it
+    unique): 10,000 one-line hunks took seconds. Counted in comparisons, not time."""
+    compared = 0
+
+    def counting(normal: Callable[[str], str]) -> Callable[[str], str]:
+        def compare(line: str) -> str:
+            nonlocal compared
+            compared += 1
+            return normal(line)
+
+        return compare
+
+    levels = tuple((name, counting(normal)) for name, normal in patches.LEVELS)
+    monkeypatch.setattr(patches, "LEVELS", levels)
+    size = 2000
+    text = "".join(f"line {n}\n" for n in range(size))
+    body = [part for n in range(size) for part in ("@@", f"-line {n}", f"+LINE {n}")]
+    (change,) = patches.parse_patch(v4a("*** Update File: big.txt", *body))
+    lines = patches.apply_hunks(patches.TextLines.split(text), change.hunks, "big.txt")
+    assert lines.join() == "".join(f"LINE {n}\n" for n in range(size))
+    assert compared < 20 * size  # before: about size * size / 2
+
+
+async def test_a_unified_deletion_of_other_content_deletes_nothing(
+    patcher: ToolRegistry, workspace: Path
+) -> None:
+    """A diff to /dev/null deleted the file whatever it held (git apply refuses)."""
+    (workspace / "x.txt").write_text("totally different\ncontent\n")
+    diff = "--- a/x.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert result.is_error
+    assert (workspace / "x.txt").read_text() == "totally different\ncontent\n"
+    (workspace / "y.txt").write_text("one\ntwo\nthree\n")  # more lines than the diff removes
+    diff = "--- a/y.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert result.is_error
+    assert "but 1 of its lines is not in the diff's removed lines" in result.text
+    assert (workspace / "y.txt").exists()
+    diff = "--- a/y.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n"
+    result = await patcher.execute("apply_patch", {"patch": diff})
+    assert not result.is_error, result.text
+    assert not (workspace / "y.txt").exists()

@@ -1,4 +1,5 @@
-"""read_file says where a range read ends; list_dir says how many entries it left out."""
+"""read_file says where a read ends (a whole file as a range does); list_dir says how many
+entries it left out."""
 
 from __future__ import annotations
 
@@ -25,10 +26,20 @@ async def test_a_range_that_reaches_the_end_says_so(
     assert past.text.splitlines()[-1] == "… lines 3-5 shown; end of file (f.txt has 5 lines)"
 
 
-async def test_a_whole_file_read_has_no_end_note(registry: ToolRegistry, workspace: Path) -> None:
+async def test_a_whole_file_read_says_where_it_ends_as_a_range_does(
+    registry: ToolRegistry, workspace: Path
+) -> None:
     (workspace / "f.txt").write_text("a\nb\n")
     whole = await registry.execute("read_file", {"path": "f.txt"})
-    assert whole.text == "     1\ta\n     2\tb"
+    ranged = await registry.execute("read_file", {"path": "f.txt", "offset": 1, "limit": 5})
+    assert (
+        whole.text
+        == ranged.text
+        == ("     1\ta\n     2\tb\n… lines 1-2 shown; end of file (f.txt has 2 lines)")
+    )
+    (workspace / "one.txt").write_text("only")
+    one = await registry.execute("read_file", {"path": "one.txt"})
+    assert one.text == "     1\tonly\n… line 1 shown; end of file (one.txt has 1 line)"
 
 
 async def test_list_dir_says_how_many_entries_it_left_out(

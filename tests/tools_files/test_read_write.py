@@ -17,7 +17,12 @@ async def test_read_file_numbers_lines(registry: ToolRegistry, workspace: Path) 
     (workspace / "a.txt").write_text("one\ntwo\r\nthree")
     result = await registry.execute("read_file", {"path": "a.txt"})
     assert not result.is_error
-    assert result.text == "     1\tone\n     2\ttwo\n     3\tthree"
+    assert result.text.splitlines() == [
+        "     1\tone",
+        "     2\ttwo",
+        "     3\tthree",
+        "… lines 1-3 shown; end of file (a.txt has 3 lines)",
+    ]
 
 
 async def test_read_file_range_with_string_numbers(registry: ToolRegistry, workspace: Path) -> None:
@@ -50,7 +55,9 @@ async def test_read_file_empty_and_bom(registry: ToolRegistry, workspace: Path) 
     assert (
         await registry.execute("read_file", {"path": "empty.txt"})
     ).text == "(empty.txt is empty)"
-    assert (await registry.execute("read_file", {"path": "bom.txt"})).text == "     1\thello"
+    assert (await registry.execute("read_file", {"path": "bom.txt"})).text == (
+        "     1\thello\n… line 1 shown; end of file (bom.txt has 1 line)"
+    )
 
 
 async def test_read_file_size_cap_says_how_to_read_a_range(
@@ -84,10 +91,11 @@ async def test_read_file_stops_at_the_output_cap(workspace: Path) -> None:
 async def test_read_file_cuts_over_long_lines(registry: ToolRegistry, workspace: Path) -> None:
     (workspace / "min.js").write_text("é" * 50_000 + "\nnext\n")
     result = await registry.execute("read_file", {"path": "min.js"})
-    first, second = result.text.splitlines()
+    first, second, end = result.text.splitlines()
     assert first.startswith("     1\té") and first.endswith("… [line cut: too long]")
     assert len(first) < 2100
     assert second == "     2\tnext"
+    assert end == "… lines 1-2 shown; end of file (min.js has 2 lines)"
 
 
 async def test_read_file_refuses_binary_and_non_utf8(
@@ -174,7 +182,7 @@ async def test_a_unc_looking_name_is_an_ordinary_file(
     assert not written.is_error, written.text
     assert (workspace / name).read_text() == "unc\n"
     read = await registry.execute("read_file", {"path": name})
-    assert read.text == "     1\tunc"
+    assert read.text.splitlines()[0] == "     1\tunc"
 
 
 async def test_read_file_invalid_arguments(registry: ToolRegistry) -> None:
@@ -241,7 +249,8 @@ async def test_the_loader_finds_the_tools_with_truthful_flags(workspace: Path) -
     }
     (workspace / "x.txt").write_text("loaded\n")
     registry = ToolRegistry(tools.values(), context=ToolContext(workspace=workspace))
-    assert (await registry.execute("read_file", {"path": "x.txt"})).text == "     1\tloaded"
+    read = await registry.execute("read_file", {"path": "x.txt"})
+    assert read.text.splitlines()[0] == "     1\tloaded"
 
 
 async def test_tools_over_a_workspace_configured_through_a_symlink(
@@ -254,7 +263,7 @@ async def test_tools_over_a_workspace_configured_through_a_symlink(
     written = await tools.execute("write_file", {"path": f"{configured}/a.txt", "content": "x\n"})
     assert not written.is_error, written.text
     for path in (f"{configured}/a.txt", f"{workspace}/a.txt", "a.txt"):
-        assert (await tools.execute("read_file", {"path": path})).text == "     1\tx"
+        assert (await tools.execute("read_file", {"path": path})).text.startswith("     1\tx\n")
     found = await tools.execute("glob", {"pattern": f"{configured}/*.txt"})
     assert found.text == "a.txt"
     escape = await tools.execute("read_file", {"path": f"{configured}/../outside/secret.txt"})
@@ -282,7 +291,7 @@ async def test_a_file_tool_built_on_a_plain_path_is_guarded_like_on_a_workspace(
             ToolCallRequest("4", "grep", {"pattern": "hello"}),
         ]
     )
-    assert read.result.text == "     1\thello"
+    assert read.result.text.splitlines()[0] == "     1\thello"
     assert escape.error is not None and escape.error.kind is ErrorKind.WORKSPACE_VIOLATION
     assert write.error is None and (workspace / "b.txt").read_text() == "x"
     assert grep.error is None and "a.txt" in grep.result.text

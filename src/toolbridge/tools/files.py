@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,7 +124,7 @@ class ReadFileTool(WorkspaceTool):
         with self.workspace.open_read(real) as file:
             size = os.fstat(file.fileno()).st_size
             head = file.read(BINARY_SNIFF_BYTES)
-            if self.config.images and image_media_type(head) is not None:
+            if self.config.images and image_media_type(head) is not None and not _text(head):
                 return self._image(file, head, size, shown)
             if offset is None and limit is None and size > self.max_bytes:
                 raise ToolExecutionError(
@@ -136,11 +136,7 @@ class ReadFileTool(WorkspaceTool):
             if looks_binary(head):  # refuse most binaries at once
                 raise binary_file_error(shown)
             file.seek(0)
-            # A model reading in ranges is told where the file ends; a whole file, read
-            # without offset and limit, is all there (a longer one says it continues).
-            ranged = offset is not None or limit is not None
-            first, count = offset or 1, limit or self.default_limit
-            return self._number_lines(file, shown, first, count, note_end=ranged)
+            return self._number_lines(file, shown, offset or 1, limit or self.default_limit)
 
     def _image(self, file: BinaryIO, head: bytes, size: int, shown: str) -> ToolResult:
         """The image in `file` as an image block, if it is within the configured limits."""
@@ -186,9 +182,9 @@ class ReadFileTool(WorkspaceTool):
             },
         )
 
-    def _number_lines(
-        self, file: BinaryIO, shown: str, first: int, count: int, *, note_end: bool
-    ) -> str:
+    def _number_lines(self, file: BinaryIO, shown: str, first: int, count: int) -> str:
+        """Lines `first` to `first + count - 1`, numbered, and a last line that says
+        where the file continues or that its end was reached (a whole-file read too)."""
         out: list[str] = []
         used = number = last = 0
         more = stopped_for_size = False
@@ -225,11 +221,23 @@ class ReadFileTool(WorkspaceTool):
                 f"… lines {first}-{last} shown{reason}; {shown} continues: read on with "
                 f"offset={last + 1}"
             )
-        elif note_end:
+        else:
             lines = "1 line" if number == 1 else f"{number} lines"
             where = f"line {last}" if first == last else f"lines {first}-{last}"
             out.append(f"… {where} shown; end of file ({shown} has {lines})")
         return "\n".join(out)
+
+
+def _text(head: bytes) -> bool:
+    """Whether `head` reads as UTF-8 text: a note that starts 'GIF89a is ...' is text, not
+    a GIF of 26912 x 8307 pixels (every real image holds a NUL byte in its header)."""
+    if looks_binary(head):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _next_line(file: BinaryIO, max_bytes: int) -> tuple[bytes, bool] | None:
@@ -290,8 +298,9 @@ class WriteFileTool(WorkspaceTool):
 
     def _write(self, path: str, content: str) -> str:
         data = _encode(content, "content")
-        real = self.workspace.resolve(path)
-        created = self.workspace.write_atomic(real, data)
+        real = self.resolve_file(path)
+        with self.locks.hold([real]):  # never in the middle of another tool's edit
+            created = self.workspace.write_atomic(real, data)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         action = "Created" if created else "Replaced"
         noun = "line" if lines == 1 else "lines"
@@ -346,24 +355,14 @@ class EditFileTool(WorkspaceTool):
 
     max_bytes = 10 * 1024 * 1024
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
-        super().__init__(workspace)
-        # One edit at a time reads and writes: two at once both read the same text and the
-        # second write dropped the first edit, though both were reported done.
-        self._lock = threading.Lock()
-
     async def run(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(
-            self._edit_alone,
+            self._edit,
             kwargs["path"],
             kwargs["old_string"],
             kwargs["new_string"],
             kwargs.get("replace_all", False),
         )
-
-    def _edit_alone(self, path: str, old: str, new: str, replace_all: bool) -> str:
-        with self._lock:
-            return self._edit(path, old, new, replace_all)
 
     def _edit(self, path: str, old: str, new: str, replace_all: bool) -> str:
         if old == new:
@@ -372,6 +371,12 @@ class EditFileTool(WorkspaceTool):
                 hint="Send the text you want in new_string.",
             )
         real = self.workspace.resolve(path)
+        # Read and write alone: two edits at once both read the same text and the second
+        # write dropped the first, though both were reported done.
+        with self.locks.hold([real]):
+            return self._edit_file(real, old, new, replace_all)
+
+    def _edit_file(self, real: Path, old: str, new: str, replace_all: bool) -> str:
         shown = self.workspace.relative(real)
         with self.workspace.open_read(real) as file:
             data = file.read(self.max_bytes + 1)

@@ -15,7 +15,6 @@ import difflib
 import logging
 import os
 import stat
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,6 @@ from toolbridge.patches import (
     closest_windows,
     parse_patch,
 )
-from toolbridge.security.workspace import Workspace
 from toolbridge.tool import ToolResult, tool_parameters
 
 __all__ = ["ApplyPatchTool"]
@@ -55,6 +53,14 @@ class _File:
     added: int = 0
     removed: int = 0
     moved_from: str | None = None
+    touches: int = 0  # file operations and edits of this call on the file
+
+    def counts(self, original: str | None, text: str | None) -> tuple[int, int]:
+        """Lines added and removed: the operations' own counts when there was one; for a
+        file touched several times, the net change (an Add then an Update was '+2 -1')."""
+        if self.touches <= 1:
+            return self.added, self.removed
+        return _net_counts(original or "", text or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +134,6 @@ class ApplyPatchTool(WorkspaceTool):
         "changed. The result lists each file with its +added/-removed lines."
     )
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
-        super().__init__(workspace)
-        # One call at a time plans and writes: two calls planned from the same text both
-        # passed the "unchanged" check and both wrote, and one change was lost (reported
-        # as applied). A thread lock, as each call runs in a worker thread.
-        self._lock = threading.Lock()
-
     async def run(self, **kwargs: Any) -> ToolResult:
         patch, edits = kwargs.get("patch"), kwargs.get("edits")
         if (patch is None) == (edits is None):
@@ -150,16 +149,27 @@ class ApplyPatchTool(WorkspaceTool):
                 changes = parse_patch(patch)
             except PatchError as exc:
                 return _invalid(f"the patch cannot be read: {exc.message}", exc.hint)
+            paths = [p for c in changes for p in (c.path, c.move_to) if p is not None]
             return await asyncio.to_thread(
-                self._apply, lambda plan: self._patch(plan, changes), dry_run
+                self._apply, paths, lambda plan: self._patch(plan, changes), dry_run
             )
         listed: list[dict[str, str]] = kwargs["edits"]
-        return await asyncio.to_thread(self._apply, lambda plan: self._edits(plan, listed), dry_run)
+        paths = [edit["path"] for edit in listed]
+        return await asyncio.to_thread(
+            self._apply, paths, lambda plan: self._edits(plan, listed), dry_run
+        )
 
     # --- planning: read, check and compute; nothing is written ----------------------------
 
-    def _apply(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
-        with self._lock:
+    def _apply(
+        self, paths: Sequence[str], build: Callable[[_Plan], None], dry_run: bool
+    ) -> ToolResult:
+        # Plan and write alone, holding every file the call touches: two calls planned
+        # from the same text both passed the "unchanged" check and both wrote, and one
+        # change was lost (reported as applied); write_file and edit_file take the same
+        # locks. A path the guard refuses fails here, before anything is read.
+        reals = [self.resolve_file(path) for path in paths]
+        with self.locks.hold(reals):
             return self._apply_alone(build, dry_run)
 
     def _apply_alone(self, build: Callable[[_Plan], None], dry_run: bool) -> ToolResult:
@@ -201,7 +211,7 @@ class ApplyPatchTool(WorkspaceTool):
     def _patch(self, plan: _Plan, changes: Sequence[FileChange]) -> None:
         for change in changes:
             if change.action == "add":
-                self._add(plan, change.path, change.content, change.ends_without_newline)
+                self._add(plan, change)
             elif change.action == "delete":
                 entry = self._existing(plan, change.path, "delete")
                 self._refuse_link(change.path, "delete")
@@ -209,19 +219,22 @@ class ApplyPatchTool(WorkspaceTool):
                     assert entry.text is not None
                     rest = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
                     if rest.texts:
+                        left = len(rest.texts)
                         raise PatchError(
-                            f"the diff deletes {entry.shown}, but {len(rest.texts)} of its "
-                            "lines are not in the diff's removed lines",
+                            f"the diff deletes {entry.shown}, but {left} of its lines "
+                            f"{'is' if left == 1 else 'are'} not in the diff's removed lines",
                             hint="Read the file again and send a diff of its whole content, "
                             "or use '*** Delete File:'.",
                         )
                 entry.removed += _count_lines(entry.text)
+                entry.touches += 1
                 entry.text = None
             else:
                 self._update(plan, change)
 
-    def _add(self, plan: _Plan, path: str, content: Sequence[str], no_final: bool) -> None:
-        entry = self._load(plan, path)
+    def _add(self, plan: _Plan, change: FileChange) -> None:
+        entry = self._load(plan, change.path)
+        content = change.content
         if entry.text is not None:
             raise PatchError(
                 f"'*** Add File: {entry.shown}': {entry.shown} already exists",
@@ -229,8 +242,11 @@ class ApplyPatchTool(WorkspaceTool):
                 "in the same patch).",
             )
         text = "\n".join(content)
-        entry.text = text + ("\n" if content and not no_final else "")
+        entry.text = text + ("\n" if content and not change.ends_without_newline else "")
+        if change.mode is not None:  # git's 'new file mode 100755'
+            entry.mode = change.mode
         entry.added += len(content)
+        entry.touches += 1
 
     def _update(self, plan: _Plan, change: FileChange) -> None:
         entry = self._existing(plan, change.path, "update")
@@ -238,6 +254,7 @@ class ApplyPatchTool(WorkspaceTool):
         lines = apply_hunks(TextLines.split(entry.text), change.hunks, entry.shown)
         entry.added += sum(hunk.added for hunk in change.hunks)
         entry.removed += sum(hunk.removed for hunk in change.hunks)
+        entry.touches += 1
         new_text = lines.join()
         if change.move_to is None:
             entry.text = new_text
@@ -255,6 +272,7 @@ class ApplyPatchTool(WorkspaceTool):
             )
         target.text, target.bom, target.mode = new_text, entry.bom, entry.mode
         target.added, target.removed = entry.added, entry.removed
+        target.touches = entry.touches
         target.moved_from = entry.shown
         entry.text, entry.added, entry.removed = None, 0, 0
         plan.rows.append(("moved", entry.real, target.real))
@@ -262,6 +280,12 @@ class ApplyPatchTool(WorkspaceTool):
     def _edits(self, plan: _Plan, edits: Sequence[dict[str, str]]) -> None:
         for number, edit in enumerate(edits, 1):
             path, old, new = edit["path"], edit["old_text"], edit["new_text"]
+            if old and old == new:  # as edit_file: an edit that changes nothing is a mistake
+                raise PatchError(
+                    f"edit {number}: old_text and new_text are identical, so there is "
+                    "nothing to change",
+                    hint="Send the text you want in new_text, or leave this edit out.",
+                )
             if old == "":
                 entry = self._load(plan, path)
                 if entry.text is not None:
@@ -272,6 +296,7 @@ class ApplyPatchTool(WorkspaceTool):
                     )
                 entry.text = new
                 entry.added += _count_lines(new)
+                entry.touches += 1
                 continue
             entry = self._existing(plan, path, "edit")
             text = entry.text
@@ -285,6 +310,7 @@ class ApplyPatchTool(WorkspaceTool):
             added, removed = _diff_counts(old, new)
             entry.added += added
             entry.removed += removed
+            entry.touches += 1
 
     def _load(self, plan: _Plan, path: str) -> _File:
         """The file `path` names, as the plan has it so far (read from disk the first time)."""
@@ -362,7 +388,9 @@ class ApplyPatchTool(WorkspaceTool):
                 continue  # reported on its source's row
             if real in moved:
                 target = plan.files[moved[real]]
-                rows.append(_Row("moved", entry.shown, target.added, target.removed, target.shown))
+                source_text = _decoded(entry.original)
+                added, removed = target.counts(source_text, target.text)
+                rows.append(_Row("moved", entry.shown, added, removed, target.shown))
                 continue
             if entry.original is None and entry.text is None:
                 continue  # added and deleted again
@@ -374,7 +402,8 @@ class ApplyPatchTool(WorkspaceTool):
                 continue  # nothing changed
             else:
                 kind = "updated"
-            rows.append(_Row(kind, entry.shown, entry.added, entry.removed))
+            added, removed = entry.counts(_decoded(entry.original), entry.text)
+            rows.append(_Row(kind, entry.shown, added, removed))
         return rows
 
     # --- writing ------------------------------------------------------------------------
@@ -460,6 +489,22 @@ def _count_lines(text: str | None) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _decoded(original: bytes | None) -> str | None:
+    return None if original is None else original.decode("utf-8-sig")
+
+
+def _net_counts(old: str, new: str) -> tuple[int, int]:
+    """Lines added and removed from `old` to `new`, by a line diff of the two."""
+    added = removed = 0
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines())
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            removed += i2 - i1
+        if tag in ("replace", "insert"):
+            added += j2 - j1
+    return added, removed
 
 
 def _diff_counts(old: str, new: str) -> tuple[int, int]:
