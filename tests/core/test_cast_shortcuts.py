@@ -213,3 +213,20 @@ def test_text_that_is_not_blank_is_still_decoded(text: str) -> None:
     prepared = ToolRegistry([count]).prepare_call("count", text)
     # JSON allows only its four whitespace characters around a value
     assert prepared.error is not None and prepared.error.kind.value == "arguments_not_json"
+
+
+# --- the did-you-mean index -----------------------------------------------------------
+
+
+def test_the_did_you_mean_index_is_built_once_per_change_of_tools() -> None:
+    registry = ToolRegistry([count])
+    assert registry.prepare_call("cuont", {}).error is not None
+    index = registry._name_index
+    assert index is not None
+    for typo in ("conut", "coutn", "counts", "xcount"):
+        assert registry.prepare_call(typo, {}).error is not None
+        assert registry._name_index is index  # every new typo reuses it
+    registry.register(tool(name="counter")(count.fn))
+    error = registry.prepare_call("countr", {}).error
+    assert registry._name_index is not index  # rebuilt after the change, with the new name
+    assert error is not None and "'counter'" in error.render()
