@@ -215,16 +215,18 @@ def bfcl_calls(wheel: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
         for stem in _BFCL_FILES:
             questions = archive.read(f"bfcl_eval/data/BFCL_v4_{stem}.json").decode()
             answers = archive.read(f"bfcl_eval/data/possible_answer/BFCL_v4_{stem}.json").decode()
-            functions: dict[str, dict[str, Any]] = {}
+            functions: dict[str, dict[str, dict[str, Any]]] = {}  # by question id
             for line in questions.splitlines():
-                for function in json.loads(line).get("function", []):
-                    functions[function["name"]] = function
+                question = json.loads(line)
+                functions[question["id"]] = {f["name"]: f for f in question.get("function", [])}
             for line in answers.splitlines():
-                for truth in json.loads(line)["ground_truth"]:
+                answer = json.loads(line)
+                offered = functions.get(answer["id"], {})
+                for truth in answer["ground_truth"]:
                     for name, options in truth.items():
-                        if name not in functions:
+                        if name not in offered:
                             continue
-                        schema = _standard(functions[name]["parameters"])
+                        schema = _standard(offered[name]["parameters"])
                         key = json.dumps([name, schema], sort_keys=True)
                         calls.setdefault(key, (name, schema, _first_answer(options)))
     return list(calls.values())
