@@ -221,13 +221,18 @@ def targets(reports: dict[str, Any], stat: str = "median_us") -> list[tuple[str,
                 "yes" if speedup > 1 else "no",
             )
         )
-    w2 = case(reports, "toolbridge", "W2", "execute")
-    if w2 is not None:
+    # Issue 22 asks W2 as a dict at or below 6 µs, in a run whose floor (json +
+    # jsonschema-rs) took 1.7 µs: on a shared machine that is a ratio, 6 / 1.7.
+    w2 = case(reports, "toolbridge", "W2", "execute, dict")
+    floor_w2 = case(reports, "floor", "W2", "+ jsonschema-rs")
+    factor = ratio(w2, floor_w2, stat)
+    if factor is not None:
         rows.append(
             (
-                "W2: ≤ 6 µs (issue 22; absolute, so only on an idle machine)",
-                f"{w2[stat]:.1f} µs",
-                "yes" if w2[stat] <= 6 else "no",
+                "W2 as a dict: ≤ 3.5x the floor with jsonschema-rs (issue 22's 6 µs at its "
+                "floor of 1.7 µs)",
+                f"{factor:.2f}x ({w2[stat]:.1f} vs {floor_w2[stat]:.1f} µs)",
+                "yes" if factor <= 6 / 1.7 else "no",
             )
         )
     for error_path, valid in (("W3", "W2"), ("W4", "W1")):
