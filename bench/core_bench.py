@@ -266,7 +266,10 @@ def render(run: dict[str, Any]) -> str:
         f"toolbridge at `{info['toolbridge_revision']}`. "
         "Command: `python3.11 bench/core_bench.py`.",
         "",
-        f"µs per call, median of {settings.get('repetitions', '?')} repetitions in "
+        "CPU µs per call (the process's CPU time, every thread counted: on a shared "
+        "machine wall time mostly measures the wait for a core; the raw results keep "
+        "the wall time too), "
+        f"median of {settings.get('repetitions', '?')} repetitions in "
         f"{run['rounds']} interleaved rounds (min–max), "
         f"each a batch of sequential awaits in one event loop lasting about "
         f"{settings.get('batch_ms', '?')} ms, after a warm-up. Each row ran in its own "
@@ -275,7 +278,12 @@ def render(run: dict[str, Any]) -> str:
         "ratios within this one interleaved run, not absolute numbers across runs.",
         "",
         f"Load average during the run: {info['load_before'][0]:.2f} before, "
-        f"{info['load_after'][0]:.2f} after (cores: {info['cores']}).",
+        f"{info['load_after'][0]:.2f} after (cores: {info['cores']})"
+        + (
+            ": **the machine was loaded**, so read the ratios, not the µs."
+            if max(info["load_before"][0], info["load_after"][0]) > (info["cores"] or 1)
+            else "."
+        ),
         "",
         "| Implementation | Path | W1 | W2 | W3 | W4 | W1s (sync) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -481,6 +489,7 @@ def merge(earlier: dict[str, Any] | None, report: dict[str, Any]) -> dict[str, A
         return report
     for old, new in zip(earlier["cases"], report["cases"], strict=True):
         samples = old["samples_us"] + new["samples_us"]
+        old["wall_samples_us"] = old.get("wall_samples_us", []) + new.get("wall_samples_us", [])
         old.update(
             samples_us=samples,
             median_us=statistics.median(samples),
