@@ -7,11 +7,15 @@
   and refuse exactly as `TypeAdapter.validate_python` does.
 - Blank argument text is found without stripping it; every kind of blank still means
   "no arguments", and anything else is still decoded.
+- A JSON path tells a plain key without a regular expression; every path is written
+  as the regular expression wrote it.
 """
 
 from __future__ import annotations
 
 import enum
+import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from toolbridge import ToolRegistry, tool
-from toolbridge.calls import Location, Repair, RepairAction
+from toolbridge.calls import Location, Repair, RepairAction, format_path
 from toolbridge.schema import _CONVERTS, _MATCHES, _NOTHING, _CastState, _scalar_caster
 from toolbridge.signature import _validate_python
 
@@ -230,3 +234,38 @@ def test_the_did_you_mean_index_is_built_once_per_change_of_tools() -> None:
     error = registry.prepare_call("countr", {}).error
     assert registry._name_index is not index  # rebuilt after the change, with the new name
     assert error is not None and "'counter'" in error.render()
+
+
+# --- JSON paths -----------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def regex_path(location: list[str | int]) -> str:
+    """`format_path` as it was written with a regular expression for plain keys."""
+    out = ["$"]
+    for part in location:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _PLAIN_KEY.match(part) and len(part) <= 60:
+            out.append(f".{part}")
+        else:
+            shown = part if len(part) <= 60 else f"{part[:40]}…{part[-10:]}"
+            out.append(f"[{json.dumps(shown, ensure_ascii=False)}]")
+    return "".join(out)
+
+
+_PARTS = st.one_of(
+    st.integers(0, 99),
+    st.text(max_size=70),
+    st.text(alphabet="abZ_09", max_size=62),
+    st.sampled_from(["a", "_x", "9a", "é", "ａ", "a\n", "class", "a b", "x" * 60, "x" * 61]),
+)
+
+
+@settings(max_examples=1_500, deadline=None)
+@given(st.lists(_PARTS, max_size=16))
+def test_property_a_json_path_is_written_as_with_the_regular_expression(
+    location: list[str | int],
+) -> None:
+    assert format_path(location) == regex_path(location)
