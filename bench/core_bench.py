@@ -221,13 +221,18 @@ def targets(reports: dict[str, Any], stat: str = "median_us") -> list[tuple[str,
                 "yes" if speedup > 1 else "no",
             )
         )
-    w2 = case(reports, "toolbridge", "W2", "execute")
-    if w2 is not None:
+    # Issue 22 asks W2 as a dict at or below 6 µs, in a run whose floor (json +
+    # jsonschema-rs) took 1.7 µs: on a shared machine that is a ratio, 6 / 1.7.
+    w2 = case(reports, "toolbridge", "W2", "execute, dict")
+    floor_w2 = case(reports, "floor", "W2", "+ jsonschema-rs")
+    factor = ratio(w2, floor_w2, stat)
+    if factor is not None:
         rows.append(
             (
-                "W2: ≤ 6 µs (issue 22; absolute, so only on an idle machine)",
-                f"{w2[stat]:.1f} µs",
-                "yes" if w2[stat] <= 6 else "no",
+                "W2 as a dict: ≤ 3.5x the floor with jsonschema-rs (issue 22's 6 µs at its "
+                "floor of 1.7 µs)",
+                f"{factor:.2f}x ({w2[stat]:.1f} vs {floor_w2[stat]:.1f} µs)",
+                "yes" if factor <= 6 / 1.7 else "no",
             )
         )
     for error_path, valid in (("W3", "W2"), ("W4", "W1")):
@@ -261,7 +266,10 @@ def render(run: dict[str, Any]) -> str:
         f"toolbridge at `{info['toolbridge_revision']}`. "
         "Command: `python3.11 bench/core_bench.py`.",
         "",
-        f"µs per call, median of {settings.get('repetitions', '?')} repetitions in "
+        "CPU µs per call (the process's CPU time, every thread counted: on a shared "
+        "machine wall time mostly measures the wait for a core; the raw results keep "
+        "the wall time too), "
+        f"median of {settings.get('repetitions', '?')} repetitions in "
         f"{run['rounds']} interleaved rounds (min–max), "
         f"each a batch of sequential awaits in one event loop lasting about "
         f"{settings.get('batch_ms', '?')} ms, after a warm-up. Each row ran in its own "
@@ -270,7 +278,12 @@ def render(run: dict[str, Any]) -> str:
         "ratios within this one interleaved run, not absolute numbers across runs.",
         "",
         f"Load average during the run: {info['load_before'][0]:.2f} before, "
-        f"{info['load_after'][0]:.2f} after (cores: {info['cores']}).",
+        f"{info['load_after'][0]:.2f} after (cores: {info['cores']})"
+        + (
+            ": **the machine was loaded**, so read the ratios, not the µs."
+            if max(info["load_before"][0], info["load_after"][0]) > (info["cores"] or 1)
+            else "."
+        ),
         "",
         "| Implementation | Path | W1 | W2 | W3 | W4 | W1s (sync) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -476,6 +489,7 @@ def merge(earlier: dict[str, Any] | None, report: dict[str, Any]) -> dict[str, A
         return report
     for old, new in zip(earlier["cases"], report["cases"], strict=True):
         samples = old["samples_us"] + new["samples_us"]
+        old["wall_samples_us"] = old.get("wall_samples_us", []) + new.get("wall_samples_us", [])
         old.update(
             samples_us=samples,
             median_us=statistics.median(samples),

@@ -1,7 +1,7 @@
 """toolbridge: `ToolRegistry.execute(name, raw_json)` and `prepare_call` alone.
 
-W1-W4 are also timed through `prepare_call` with the arguments as a dict (the
-plain-data check runs on that path; decoded text skips it). W1s (a sync function)
+W1-W4 are also timed with the arguments as a dict, through `execute` and `prepare_call`
+(the plain-data check runs on that path; decoded text skips it). W1s (a sync function)
 is timed on the default path (a worker thread) and with
 ``@tool(inline=True)`` (on the event loop).
 
@@ -60,6 +60,9 @@ async def build() -> Sequence[Case]:
         def prepare_dict(name: str = name, data: Any = data) -> Any:
             return registry.prepare_call(name, data)
 
+        async def execute_dict(name: str = name, data: Any = data) -> Any:
+            return await registry.execute(name, data)
+
         cases.append(Case(workload.key, "execute", execute, describe_result))
         cases.append(Case(workload.key, "prepare_call", prepare, describe_prepared, False))
         if workload.key != "W1s":
@@ -67,6 +70,7 @@ async def build() -> Sequence[Case]:
             cases.append(
                 Case(workload.key, "prepare_call, dict", prepare_dict, describe_prepared, False)
             )
+            cases.append(Case(workload.key, "execute, dict", execute_dict, describe_result))
     for workload in SYNC_WORKLOADS:
 
         async def on_loop(name: str = workload.tool_name, text: str = workload.arguments) -> Any:

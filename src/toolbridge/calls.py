@@ -66,7 +66,6 @@ class Repair:
         return format_path(self.location)
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PATH_PARTS = 16  # a deeper path shows its first 8 and last 4 parts
 
 
@@ -79,7 +78,8 @@ def format_path(location: Sequence[str | int]) -> str:
     for part in location:
         if isinstance(part, int):
             out.append(f"[{part}]")
-        elif _PLAIN_KEY.match(part) and len(part) <= 60:
+        elif len(part) <= 60 and part.isascii() and part.isidentifier():
+            # a plain key, [A-Za-z_][A-Za-z0-9_]*: what an ASCII identifier is
             out.append(f".{part}")
         else:
             shown = part if len(part) <= 60 else f"{part[:40]}…{part[-10:]}"

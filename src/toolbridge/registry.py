@@ -267,7 +267,9 @@ class ToolRegistry:
         plain = False  # whether the value is known to be plain JSON data
         if params is None:
             params, plain = {}, True
-        elif type(params) is str or isinstance(params, str | bytes | bytearray):
+        elif type(params) is str or (
+            type(params) is not dict and isinstance(params, str | bytes | bytearray)
+        ):
             params, plain, error = _decode(name, params)
             if error is not None:
                 return PreparedCall(name, tool, None, error)
@@ -490,7 +492,7 @@ def _decode(name: str, raw: str | bytes | bytearray) -> tuple[Any, bool, ToolErr
                 False,
                 _not_json(name, f"are not valid UTF-8 ({exc.reason} at byte {exc.start})"),
             )
-    if not text.strip():
+    if not text or text.isspace():  # blank: no arguments (isspace spares strip's copy)
         return {}, True, None
     try:
         try:

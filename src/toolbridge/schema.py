@@ -307,14 +307,45 @@ _CONVERTS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+# The exact types that already have a scalar type as they are: returned untouched at once.
+_AS_IS: dict[str, tuple[type, ...]] = {
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
 def _scalar_caster(type_name: str) -> Caster:
-    """The caster of a node with one scalar type and nothing below it: the hot case."""
+    """The caster of a node with one scalar type and nothing below it: the hot case.
+
+    A value of an exact type in `_AS_IS` is returned first thing; text for an integer
+    (the commonest cast) is converted inline; the rest takes the general steps.
+    """
     matches = _MATCHES[type_name]
     convert = _CONVERTS[type_name]
     integral = type_name == "integer"
     action: RepairAction = "decode_json" if type_name in ("object", "array") else "cast"
+    as_is = _AS_IS[type_name]
+    int_text = _INT_TEXT.match
 
     def cast_scalar(value: Any, location: Location, state: _CastState) -> Any:
+        cls = type(value)
+        if cls in as_is:
+            return value
+        if (
+            integral
+            and cls is str
+            and ((value.isdigit() and value.isascii()) or int_text(value) is not None)
+        ):
+            try:
+                new = int(value)
+            except ValueError:  # more digits than Python's int parser allows
+                return value
+            state.repairs.append(Repair(location, "cast", value, new))
+            return new
         if matches(value):
             if integral and type(value) is float:
                 state.repairs.append(Repair(location, "cast", value, int(value)))
@@ -1010,7 +1041,7 @@ class CompiledSchema:
             new = value if self._caster is None else self._caster(value, (), state)
             repairs = tuple(state.repairs)
             if not state.unknown_paths and validator.is_valid(new):
-                return Checked(new, repairs, ())
+                return _new_tuple(Checked, (new, repairs, ()))
             return Checked(new, repairs, self._issues(new, state))
         except (RecursionError, ValueError) as exc:
             # Defence in depth: plain JSON within MAX_DEPTH never gets here, but a limit

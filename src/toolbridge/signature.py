@@ -108,7 +108,7 @@ def _pydantic_signature(
         make_typed_dict: Any = TypedDict
         typed = make_typed_dict(f"{model.__name__}_typed", to_convert, total=False)
         adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed)
-        converter = adapter.validate_python
+        converter = _validate_python(adapter)
     return FunctionSignature(docs.description, schema, converter, context_param)
 
 
@@ -184,6 +184,18 @@ def _simple_signature(
     return FunctionSignature(docs.description, schema, converter, context_param)
 
 
+def _validate_python(adapter: Any) -> Converter:
+    """The adapter's compiled validator, called directly: `TypeAdapter.validate_python`
+    adds a Python frame and its keyword defaults around the same call on every use."""
+    validator = getattr(adapter, "validator", None)
+    validate = getattr(validator, "validate_python", None)
+    if callable(validate) and type(validator).__module__.startswith("pydantic_core"):
+        converter: Converter = validate
+        return converter
+    fallback: Converter = adapter.validate_python
+    return fallback
+
+
 class _LazyConverter:
     """pydantic's conversion of the parameters that need one, compiled on the first call:
     a tool that is registered but never called never imports pydantic."""
@@ -203,7 +215,7 @@ class _LazyConverter:
             make_typed_dict: Any = TypedDict
             typed = make_typed_dict(self._name, self._fields, total=False)
             adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed)
-            self._validate = adapter.validate_python
+            self._validate = _validate_python(adapter)
         return self._validate(args)
 
 
