@@ -47,11 +47,12 @@ from toolbridge import (  # noqa: E402
 from toolbridge.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
 from toolbridge.journal.base import to_json  # noqa: E402
+from toolbridge.journal.postgres import CLAIM_SQL, FINISH_SQL  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"
-FLOOR = "PostgreSQL's own INSERT + UPDATE of 200 rows"
+FLOOR = "PostgreSQL's own time: the claim and finish statements of 200 calls, bare psycopg"
 ENCODING = "the data a journal stores, prepared for 200 calls"
 
 
@@ -96,21 +97,28 @@ def encoding_ms(round_no: int) -> float:
 
 
 async def floor_ms(conn: Any, round_no: int) -> float:
-    """PostgreSQL's own time for a batch's rows: insert 200, then mark them finished."""
-    ids = [f"f{round_no}-{i}" for i in range(CALLS)]
+    """PostgreSQL's own time for a batch's rows: the journal's claim statement for 200 new
+    calls, then its finish statement for them, with the rows the journal sends (the same
+    SQL text, the same columns and values), each its own round trip as in a batch (the
+    tools run between them), sent by psycopg with no journal around them."""
+    keys = [(SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
+            for i in range(CALLS)]  # fmt: skip
     start = time.perf_counter()
+    now = time.time()
+    sessions, ids, digests = ([key[i] for key in keys] for i in range(3))
+    arguments = [to_json({"n": i}) for i in range(CALLS)]
     await conn.execute(
-        "INSERT INTO floor_calls (session, call_id, args_hash, tool, arguments, state, attempt, "
-        "created_at, started_at, owner) SELECT 'w5', c, 'h', 'wait_5ms', a::jsonb, 'running', "
-        "1, 0, 0, 1 FROM unnest(%b::text[], %b::text[]) AS u(c, a)",
-        (ids, [f'{{"n":{i}}}' for i in range(CALLS)]),
-    )
+        CLAIM_SQL,
+        {"now": now, "owner": 1, "s": sessions, "c": ids, "h": digests,
+         "t": ["wait_5ms"] * CALLS, "a": arguments, "p": [None] * CALLS,
+         "q": ["running"] * CALLS},
+    )  # fmt: skip
+    outcomes = [to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)]
     await conn.execute(
-        "UPDATE floor_calls AS c SET state = 'finished', outcome = u.o::jsonb, finished_at = 0, "
-        "owner = NULL FROM unnest(%b::text[], %b::text[]) AS u(c, o) "
-        "WHERE c.session = 'w5' AND c.call_id = u.c AND c.args_hash = 'h'",
-        (ids, ['{"content":"1","is_error":false}'] * CALLS),
-    )
+        FINISH_SQL,
+        {"now": time.time(), "owner": 1, "s": sessions, "c": ids, "h": digests,
+         "o": outcomes, "e": [None] * CALLS},
+    )  # fmt: skip
     return (time.perf_counter() - start) * 1000
 
 
@@ -139,7 +147,13 @@ async def measure(
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
         await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
-        await floor.execute("CREATE TABLE floor_calls (LIKE toolbridge_calls INCLUDING ALL)")
+        # The journal's statements name toolbridge_calls: the floor's copy of the table is
+        # found first on its search path.
+        await floor.execute("CREATE SCHEMA floor")
+        await floor.execute(
+            "CREATE TABLE floor.toolbridge_calls (LIKE public.toolbridge_calls INCLUDING ALL)"
+        )
+        await floor.execute("SET search_path = floor, public")
         times: dict[str, list[float]] = {name: [] for name in journals}
         cpu: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
@@ -154,7 +168,7 @@ async def measure(
             if round_no:
                 times[FLOOR].append(elapsed)
                 times[ENCODING].append(encoding_ms(round_no))
-        await floor.execute("DROP TABLE floor_calls")
+        await floor.execute("DROP SCHEMA floor CASCADE")
         await floor.close()
         for journal in {id(j): j for j, _ in journals.values() if j is not None}.values():
             await journal.close()

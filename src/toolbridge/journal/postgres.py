@@ -87,11 +87,31 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
 
+_GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
+
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 _OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
 _KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
 _KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
-_RETURNING_KEY = "RETURNING c.session, c.call_id, c.args_hash"
+
+
+CLAIM_SQL = (
+    f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
+    "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
+    "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
+    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
+    "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
+    "ON CONFLICT DO NOTHING"
+)
+"""The claims of a batch: one row per call, inserted unless the call is stored already."""
+
+FINISH_SQL = (
+    "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
+    "error_kind = u.e, finished_at = %(now)s, owner = NULL "
+    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
+    f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s"
+)
+"""The outcomes of a batch: each owned call's row marked finished with its outcome."""
 
 
 @dataclass(slots=True)
@@ -142,6 +162,7 @@ class PostgresJournal(CallJournal):
         self._description = description
         self._owner = owner
         self._held: set[CallKey] = set()
+        self._last_now = 0.0  # see `_now`
         self._from_queue: set[CallKey] = set()  # claims that took a queued row, until heard
         self._sessions: set[str] = set()  # runs held by `hold_session`
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
@@ -194,7 +215,14 @@ class PostgresJournal(CallJournal):
         """Apply queued jobs batch by batch until `close` queues the end."""
         while (first := await self._jobs.get()) is not None:
             # Let the calls scheduled with this one queue theirs too: one batch, not two.
-            await asyncio.sleep(0)
+            # While each turn of the loop brings more (the calls of a batch finishing one
+            # after another), wait one more turn: a round trip costs more than a turn.
+            waiting = -1
+            for _ in range(_GATHER_TURNS):
+                if self._jobs.qsize() == waiting:
+                    break
+                waiting = self._jobs.qsize()
+                await asyncio.sleep(0)
             jobs = [first]
             stop = False
             while not self._jobs.empty():
@@ -278,48 +306,50 @@ class PostgresJournal(CallJournal):
             release = _Release([value.entry.key], delete=delete, requeue=requeue)
             self._jobs.put_nowait(_Job(release, None))
 
+    def _now(self) -> float:
+        """The time of a batch, distinct from every earlier batch's of this journal: rows a
+        statement wrote are told apart by it (with the owner) without ``RETURNING``."""
+        now = max(time.time(), self._last_now + 1e-6)
+        self._last_now = now
+        return now
+
     async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
-        """Insert every call not stored yet (they are this journal's now); ask about the rest."""
-        now = time.time()
+        """Insert every call not stored yet (they are this journal's now); ask about the rest.
+
+        One statement with no ``RETURNING``: when its row count says every claim went in
+        (the common case, a batch of new calls), no row comes back and none is read."""
+        now = self._now()
+        sessions: list[str] = []
+        ids: list[str] = []
+        digests: list[str] = []
+        tools: list[str] = []
+        arguments: list[str] = []
+        approvals: list[str | None] = []
+        states: list[str] = []
+        for op in ops:  # the columns in one pass
+            key = op.key
+            sessions.append(key.session)
+            ids.append(key.call_id)
+            digests.append(key.args_hash)
+            tools.append(op.tool)
+            arguments.append(op.arguments_text)
+            approvals.append(op.approval_text)
+            states.append("queued" if op.queued else "running")
         cursor = await self._conn.execute(
-            f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
-            "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
-            "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
-            "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
-            "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
-            f"ON CONFLICT DO NOTHING {_RETURNING_KEY}",
-            {
-                "now": now,
-                "owner": self._owner,
-                **_key_columns([op.key for op in ops]),
-                "t": [op.tool for op in ops],
-                "a": [op.arguments_text for op in ops],
-                "p": [op.approval_text for op in ops],
-                "q": ["queued" if op.queued else "running" for op in ops],
-            },
-        )
-        inserted = {CallKey(*row) for row in await cursor.fetchall()}
-        self._held |= inserted
-        answers: list[Claim | JournalError | None] = []
-        for op in ops:
-            if op.key in inserted:
-                inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
-                entry = running_entry(
-                    op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
-                )
-                answers.append(Claim(ClaimAction.RUN, entry))
-            else:
-                answers.append(None)
-        contested = [op for op, answer in zip(ops, answers, strict=True) if answer is None]
-        if contested:
-            decided = iter(await self._contested(contested, now))
-            return [answer or next(decided) for answer in answers]
-        return [answer for answer in answers if answer is not None]
+            CLAIM_SQL,
+            {"now": now, "owner": self._owner, "s": sessions, "c": ids, "h": digests,
+             "t": tools, "a": arguments, "p": approvals, "q": states},
+        )  # fmt: skip
+        if cursor.rowcount == len(ops):  # every claim inserted (so no key twice): all run
+            self._held.update(op.key for op in ops)
+            return [Claim(ClaimAction.RUN, _new_entry(op, now)) for op in ops]
+        return await self._contested(ops, now)
 
     async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
-        """Claims of calls already stored: replay, busy (a live owner runs it), or take over
-        an interrupted one (its owner died, or let go of it); a record that cannot be read
-        is the error of its own claim."""
+        """Claims some of which met a stored call: the rows this batch inserted (this
+        journal's owner and this batch's time) run; of the others, replay, busy (a live
+        owner runs it), or take over an interrupted one (its owner died, or let go of it);
+        a record that cannot be read is the error of its own claim."""
         rows = await self._owned_rows([op.key for op in ops])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
@@ -331,6 +361,11 @@ class PostgresJournal(CallJournal):
             elif entry is None:  # removed since the insert (an unheard claim undone): ask again
                 busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
                 answers.append(Claim(ClaimAction.BUSY, busy))
+            elif (
+                owner == self._owner and entry.created_at == now and op.key not in self._held
+            ):  # inserted by this batch: the first claim of a key runs it, a repeat is busy
+                self._held.add(op.key)
+                answers.append(Claim(ClaimAction.RUN, _new_entry(op, now)))
             elif entry.state is CallState.FINISHED:
                 answers.append(Claim(ClaimAction.REPLAY, entry))
             elif op.key in self._held or owner in alive:
@@ -405,25 +440,41 @@ class PostgresJournal(CallJournal):
         return [None if op.key in self._held else _not_owned(op.key) for op in ops]
 
     async def _finishes(self, ops: list[_Finish]) -> list[JournalError | None]:
-        owned = [op for op in ops if op.key in self._held]
+        """Store the outcomes of owned calls in one statement; its row count says whether
+        every one was stored (the common case), else the rows of this batch's time are
+        read to tell which."""
+        held = self._held
+        owned = [op for op in ops if op.key in held]
         done: set[CallKey] = set()
         if owned:
-            cursor = await self._conn.execute(
-                "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
-                "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-                "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
-                f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s "
-                f"{_RETURNING_KEY}",
-                {
-                    "now": time.time(),
-                    "owner": self._owner,
-                    **_key_columns([op.key for op in owned]),
-                    "o": [op.outcome_text for op in owned],
-                    "e": [op.error_kind for op in owned],
-                },
-            )
-            done = {CallKey(*row) for row in await cursor.fetchall()}
-            self._held -= done
+            now = self._now()
+            sessions: list[str] = []
+            ids: list[str] = []
+            digests: list[str] = []
+            outcomes: list[str] = []
+            kinds: list[str | None] = []
+            for op in owned:
+                key = op.key
+                sessions.append(key.session)
+                ids.append(key.call_id)
+                digests.append(key.args_hash)
+                outcomes.append(op.outcome_text)
+                kinds.append(op.error_kind)
+            params = {"now": now, "owner": self._owner, "s": sessions, "c": ids, "h": digests}
+            cursor = await self._conn.execute(FINISH_SQL, {**params, "o": outcomes, "e": kinds})
+            if cursor.rowcount == len(owned):
+                done = {op.key for op in owned}
+            else:  # a repeat, or a row another process took: which ones are stored?
+                cursor = await self._conn.execute(
+                    f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
+                    f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
+                    "AND c.finished_at = %(now)s",
+                    params,
+                )
+                done = {CallKey(*row) for row in await cursor.fetchall()}
+            held -= done
+        if len(done) == len(ops):
+            return [None] * len(ops)
         return [None if op.key in done else _not_owned(op.key) for op in ops]
 
     async def _release(self, op: _Release) -> None:
@@ -824,6 +875,15 @@ def _error(exc: Exception, description: str) -> JournalError:
         f"the journal at {description} failed: {text}. Check that the server is up and "
         "reachable, then retry."
     )
+
+
+def _new_entry(op: _Claim, now: float) -> JournalEntry:
+    """The entry of a claim this batch inserted: first attempt, queued or running."""
+    if op.queued:
+        return JournalEntry(op.key, op.tool, op.arguments, CallState.QUEUED, 1, None, None,
+                            op.approval, now, None, None)  # fmt: skip
+    return JournalEntry(op.key, op.tool, op.arguments, CallState.RUNNING, 1, None, None,
+                        op.approval, now, now, None)  # fmt: skip
 
 
 def _not_owned(key: CallKey) -> JournalError:
