@@ -540,10 +540,12 @@ class SQLiteJournal(CallJournal):
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
-        self._answer(
-            [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
-             if job.future is not None]
-        )  # fmt: skip
+        answers = [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
+                   if job.future is not None]  # fmt: skip
+        if inline and _runs_here(jobs[0].loop):  # every job's loop (`_hand_over`): no wake-up
+            self._settle_all(answers)
+        else:
+            self._answer(answers)
         return True
 
     def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
@@ -945,6 +947,14 @@ def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
         ):
             found[CallKey(row[0], row[1], row[2])] = row
     return found
+
+
+def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether `loop` is the loop running in this thread (its futures can be set here)."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _text(data: bytes) -> str:
