@@ -815,7 +815,7 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
                 "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
             )
             found = await cursor.fetchone()
-            version = schema_version_of(found[0], f"at {description}") if found else 1
+            version = schema_version_of(found[0] if found else None, f"at {description}")
         if version == 0 and not create:
             raise JournalError(
                 f"the database at {description} holds no toolbridge journal (nothing was "

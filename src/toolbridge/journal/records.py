@@ -241,16 +241,21 @@ def refused_key(session: str, call_id: str) -> CallKey:
 
 
 def schema_version_of(value: Any, where: str) -> int:
-    """The stored schema version; a damaged one is a `JournalError` naming `where`."""
+    """The stored schema version (None: its row is missing, which every version of the
+    journal writes with its tables); a damaged one is a `JournalError` naming `where`."""
     try:
         version = int(value)
     except (TypeError, ValueError):
         version = -1
     if version < 1:
+        found = (
+            "has no schema version"
+            if value is None
+            else (f"its schema version is {value!r}, not a version number")
+        )
         raise JournalError(
-            f"the journal {where} is damaged: its schema version is {value!r}, not a "
-            "version number. Restore it from a backup, or move it aside to start a new one "
-            "(calls it recorded can then run again)."
+            f"the journal {where} is damaged: {found}. Restore it from a backup, or move "
+            "it aside to start a new one (calls it recorded can then run again)."
         )
     return version
 

@@ -984,7 +984,7 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
             )
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return schema_version_of(row[0], str(path)) if row is not None else 1
+    return schema_version_of(row[0] if row is not None else None, str(path))
 
 
 def _why_not_writable(path: Path) -> str:
