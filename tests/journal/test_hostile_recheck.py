@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge.journal import CallKey, JournalError, open_journal
+from toolbridge.journal import CallKey, CallState, JournalError, open_journal
+from toolbridge.journal import postgres as pg_journal
+from toolbridge.journal import sqlite as sqlite_journal
 
 KEY = CallKey("s", "c", "h")
 
@@ -60,3 +62,85 @@ def test_the_cli_says_a_journal_without_its_version_row_is_damaged(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert "damaged: has no schema version" in done.stderr
+
+
+async def test_reading_a_version_3_journal_leaves_it_version_3(journal_target: str) -> None:
+    # `journal list` (create=False) migrated it to 4, a write by a read command: a version
+    # 3 process still using the journal then refused it as written by a newer toolbridge.
+    version_3(journal_target)
+    async with await open_journal(journal_target, create=False) as journal:
+        listed = {e.key.call_id: e.state for e in await journal.entries(session="s1")}
+        assert listed == {"left": CallState.INTERRUPTED, "done": CallState.FINISHED}
+        assert await journal.counts() == {"s1": 2}
+    assert stored_version(journal_target) == "3"
+    async with await open_journal(journal_target) as journal:  # a run migrates it
+        assert len(await journal.entries()) == 2
+    assert stored_version(journal_target) == "4"
+
+
+async def test_reading_a_journal_too_old_to_read_unmigrated_says_so_and_changes_nothing(
+    journal_target: str,
+) -> None:
+    await make_journal(journal_target)
+    set_version(journal_target, "2")  # version 2 had no owner column: not readable as is
+    with pytest.raises(JournalError, match="version 2") as raised:
+        await open_journal(journal_target, create=False)
+    assert "does not migrate" in str(raised.value)
+    assert stored_version(journal_target) == "2"
+
+
+def set_version(target: str, value: str) -> None:
+    sql = f"UPDATE toolbridge_meta SET value = '{value}' WHERE key = 'schema_version'"
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(sql.encode())
+        return
+    with sqlite3.connect(target) as conn:
+        conn.execute(sql)
+    conn.close()
+
+
+def version_3(target: str) -> None:
+    """A journal as version 3 wrote it (its three migrations), a call left running by a
+    dead owner and a finished one."""
+    rows = (
+        "INSERT INTO toolbridge_calls VALUES ('s1', 'left', 'h', 'w', '{}', 'running', 1, "
+        "NULL, NULL, NULL, 1.0, 1.0, NULL, 12345)",
+        "INSERT INTO toolbridge_calls VALUES ('s1', 'done', 'h', 'r', '{}', 'finished', 1, "
+        "'{}', NULL, NULL, 2.0, 2.0, 3.0, NULL)",
+    )
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            for script in pg_journal.MIGRATIONS[:3]:
+                for statement in filter(None, (part.strip() for part in script.split(";"))):
+                    conn.execute(statement.encode())
+            conn.execute(b"INSERT INTO toolbridge_meta VALUES ('schema_version', '3')")
+            for row in rows:
+                conn.execute(row.encode())
+        return
+    conn = sqlite3.connect(target)
+    conn.executescript("".join(sqlite_journal.MIGRATIONS[:3]))
+    conn.execute("INSERT INTO toolbridge_meta VALUES ('schema_version', '3')")
+    for row in rows:
+        conn.execute(row)
+    conn.commit()
+    conn.close()
+
+
+def stored_version(target: str) -> str:
+    sql = "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target) as conn:
+            row = conn.execute(sql.encode()).fetchone()
+    else:
+        with sqlite3.connect(target) as conn:
+            row = conn.execute(sql).fetchone()
+        conn.close()
+    assert row is not None
+    return str(row[0])

@@ -34,6 +34,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_readable_as_is,
     check_storable,
     entry_from_row,
     running_entry,
@@ -827,6 +828,9 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
                 f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
                 "toolbridge, or give this one another database."
             )
+        if not create and version < SCHEMA_VERSION:  # read as it is
+            check_readable_as_is(version, f"at {description}")
+            return
         for number in range(version + 1, SCHEMA_VERSION + 1):
             for statement in (s.strip() for s in MIGRATIONS[number - 1].split(";")):
                 if statement:

@@ -54,6 +54,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_readable_as_is,
     check_storable,
     entry_from_row,
     interrupted,
@@ -350,6 +351,10 @@ class SQLiteJournal(CallJournal):
                     f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
                     "toolbridge, or give this one another journal file."
                 )
+            if not self._create and version < SCHEMA_VERSION:  # read as it is
+                check_readable_as_is(version, str(self.path))
+                conn.execute("COMMIT")
+                return
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _statements(MIGRATIONS[number - 1]):
                     conn.execute(statement)
