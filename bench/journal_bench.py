@@ -6,16 +6,18 @@ Side by side in one run, rounds interleaved: the executor alone, with a SQLite j
 (durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
 started here unless --postgres names one), and the same batch with ``max_concurrency=6``
 (calls wait for a slot: claimed queued, marked running when they start) with and without a
-SQLite journal. Each round uses new call ids, so every call is claimed and finished for
-real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
+SQLite or PostgreSQL journal. Each round uses new call ids, so every call is claimed and
+finished for real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
 (the writer thread and SQLite included; PostgreSQL's server is not), the overhead per
 call (SQLite) and per batch (PostgreSQL) above the executor alone, the load average
-before and after, and, for scale, what
-PostgreSQL itself takes to write a batch's rows: one INSERT of 200 rows and one UPDATE of
-them, in a copy of the journal's table, sent by psycopg with no journal around them (the
-floor any layout with one row per call pays), and what preparing the stored data of 200
-calls costs with no database at all (the arguments' digest, arguments and outcome as JSON:
-the floor of any journal in this process).
+before and after, and two floors measured in the same run with no executor. PostgreSQL's
+own time for a batch's rows: the journal's own statements (`postgres.write_sql`: the
+claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
+where the tools run between them), with the rows the journal sends, from a bare psycopg
+connection into a copy of the journal's table; PostgreSQL's overhead is given as a
+multiple of it. And what preparing the stored data of 200 calls costs with no database at
+all (the arguments' digest, arguments and outcome as JSON: the floor of any journal in
+this process).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from toolbridge import (  # noqa: E402
 from toolbridge.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
 from toolbridge.journal.base import to_json  # noqa: E402
-from toolbridge.journal.postgres import CLAIM_SQL, FINISH_SQL  # noqa: E402
+from toolbridge.journal.postgres import write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 
 CALLS = 200
@@ -108,16 +110,16 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     sessions, ids, digests = ([key[i] for key in keys] for i in range(3))
     arguments = [to_json({"n": i}) for i in range(CALLS)]
     await conn.execute(
-        CLAIM_SQL,
+        write_sql(claims=True, starts=False, finishes=False),
         {"now": now, "owner": 1, "s": sessions, "c": ids, "h": digests,
          "t": ["wait_5ms"] * CALLS, "a": arguments, "p": [None] * CALLS,
          "q": ["running"] * CALLS},
     )  # fmt: skip
     outcomes = [to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)]
     await conn.execute(
-        FINISH_SQL,
-        {"now": time.time(), "owner": 1, "s": sessions, "c": ids, "h": digests,
-         "o": outcomes, "e": [None] * CALLS},
+        write_sql(claims=False, starts=False, finishes=True),
+        {"now": time.time(), "owner": 1, "fs": sessions, "fc": ids, "fh": digests,
+         "fo": outcomes, "fe": [None] * CALLS},
     )  # fmt: skip
     return (time.perf_counter() - start) * 1000
 
@@ -132,6 +134,7 @@ async def measure(
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         sqlite = await open_journal(str(workspace / "p.sqlite3"))
+        shared = await open_journal(postgres)
         journals: dict[str, tuple[CallJournal | None, int | None]] = {
             "executor alone": (None, None),
             "SQLite (process)": (sqlite, None),
@@ -139,9 +142,10 @@ async def measure(
                 await open_journal(str(workspace / "f.sqlite3"), durability="power"),
                 None,
             ),
-            "PostgreSQL": (await open_journal(postgres), None),
+            "PostgreSQL": (shared, None),
             f"executor alone, {LIMITED}": (None, 6),
             f"SQLite (process), {LIMITED}": (sqlite, 6),
+            f"PostgreSQL, {LIMITED}": (shared, 6),
         }
         import psycopg
 

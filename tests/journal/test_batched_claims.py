@@ -68,3 +68,50 @@ async def test_a_batch_of_new_claims_is_stored_as_claimed(
         assert sorted(e.key.call_id for e in entries) == sorted(k.call_id for k in keys)
         assert {e.state for e in entries} == {state}
         assert all(e.arguments == {"i": int(e.key.call_id[1:])} for e in entries)
+
+
+async def test_claims_starts_and_outcomes_of_one_batch_go_together(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        assert (await journal.claim(key("q"), "t", {}, queued=True)).action is ClaimAction.RUN
+        assert (await journal.claim(key("r"), "t", {})).action is ClaimAction.RUN
+        started, finished, claimed = await asyncio.gather(
+            journal.start(key("q")),
+            journal.finish(key("r"), {"text": "done"}),
+            journal.claim(key("n"), "t", {"n": 1}, queued=True),
+        )
+        assert started is None and finished is None and claimed.action is ClaimAction.RUN
+        states = {e.key.call_id: e.state for e in await journal.entries(session="s")}
+        assert states == {"q": CallState.RUNNING, "r": CallState.FINISHED, "n": CallState.QUEUED}
+
+
+async def test_a_failing_part_of_a_batch_fails_only_its_own_operations(postgres_url: str) -> None:
+    """The batch's one statement fails (a trigger refuses one claim): its outcomes are
+    still stored, each kind sent again on its own; only the claims get the error."""
+    import psycopg
+
+    async with await open_journal(postgres_url) as journal:
+        assert (await journal.claim(key("r"), "t", {})).action is ClaimAction.RUN
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.call_id = 'boom' THEN RAISE EXCEPTION 'no boom here'; END IF; "
+                "RETURN NEW; END $$"
+            )
+            conn.execute(
+                "CREATE TRIGGER refuse_boom BEFORE INSERT ON toolbridge_calls "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_boom()"
+            )
+        finished, boom, other = await asyncio.gather(
+            journal.finish(key("r"), {"text": "kept"}),
+            journal.claim(key("boom"), "t", {}),
+            journal.claim(key("other"), "t", {}),
+            return_exceptions=True,
+        )
+        assert finished is None
+        assert isinstance(boom, JournalError) and "no boom here" in str(boom)
+        assert isinstance(other, JournalError)  # one statement: the claims share it
+        entry = await journal.entry(key("r"))
+        assert entry is not None and entry.outcome == {"text": "kept"}
+        assert await journal.entry(key("other")) is None
+        again = await journal.claim(key("other"), "t", {})
+        assert again.action is ClaimAction.RUN

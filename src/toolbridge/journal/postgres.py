@@ -96,23 +96,38 @@ _KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
 _KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
 
 
-CLAIM_SQL = (
+_CLAIMED = (
     f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
     "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
     "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
     "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
     "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
-    "ON CONFLICT DO NOTHING"
+    "ON CONFLICT DO NOTHING RETURNING 1"
 )
-"""The claims of a batch: one row per call, inserted unless the call is stored already."""
-
-FINISH_SQL = (
+_STARTED = (
+    "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
+    "FROM unnest(%(ss)b::text[], %(sc)b::text[], %(sh)b::text[]) AS u(s, c, h) "
+    f"WHERE {_KEY} AND c.owner = %(owner)s AND c.state = 'queued' RETURNING 1"
+)
+_FINISHED = (
     "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
     "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
-    f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s"
+    "FROM unnest(%(fs)b::text[], %(fc)b::text[], %(fh)b::text[], %(fo)b::text[], "
+    f"%(fe)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s RETURNING 1"
 )
-"""The outcomes of a batch: each owned call's row marked finished with its outcome."""
+
+
+def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
+    """The one statement of a writer batch: its claims (one row per call, inserted unless
+    the call is stored already), its starts (queued calls marked running) and its
+    outcomes, those it has, in one round trip and one transaction. It answers how many
+    rows were claimed and how many finished; only those counts come back."""
+    parts = [f"{name} AS ({sql})" for name, sql, wanted in (
+        ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
+        ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip
+    claimed = "(SELECT count(*) FROM claimed)" if claims else "0"
+    finished = "(SELECT count(*) FROM finished)" if finishes else "0"
+    return f"WITH {', '.join(parts)} SELECT {claimed}, {finished}"
 
 
 @dataclass(slots=True)
@@ -147,6 +162,9 @@ class _Release:
     keys: list[CallKey]
     delete: bool = False
     requeue: bool = False
+
+
+_WRITES = (_Claim, _Start, _Finish)  # the operations a batch sends as one statement
 
 
 @dataclass(slots=True)
@@ -237,24 +255,12 @@ class PostgresJournal(CallJournal):
                 break
 
     async def _run_batch(self, jobs: list[_Job]) -> None:
-        """Claims in one statement, finishes in one, the rest one by one; a failure is
+        """Claims, starts and finishes in one statement, the rest one by one; a failure is
         the answer of the jobs it concerns, never of the writer."""
-        claims = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Claim)]
-        starts = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Start)]
-        finishes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Finish)]
+        writes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _WRITES)]
         results: dict[int, tuple[bool, Any]] = {}
-        if claims:
-            await self._step(
-                results, [i for i, _ in claims], self._claims, [op for _, op in claims]
-            )
-        if starts:
-            await self._step(
-                results, [i for i, _ in starts], self._starts, [op for _, op in starts]
-            )
-        if finishes:
-            await self._step(
-                results, [i for i, _ in finishes], self._finishes, [op for _, op in finishes]
-            )
+        if writes:
+            await self._step(results, [i for i, _ in writes], self._write, [op for _, op in writes])
         for index, job in enumerate(jobs):
             op = job.op
             if isinstance(op, _Release):
@@ -314,37 +320,96 @@ class PostgresJournal(CallJournal):
         self._last_now = now
         return now
 
-    async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
-        """Insert every call not stored yet (they are this journal's now); ask about the rest.
+    async def _write(self, ops: list[_Claim | _Start | _Finish]) -> list[Any]:
+        """The claims, starts and finishes of a batch in one statement (`write_sql`), the
+        answers in their order. Its counts say whether every claim went in and every
+        outcome was stored (the common case); only otherwise are rows read. If it fails
+        and held more than one kind, each kind is sent again on its own, so a failure is
+        the answer of the operations it concerns (the failed statement changed nothing)."""
+        import psycopg
 
-        One statement with no ``RETURNING``: when its row count says every claim went in
-        (the common case, a batch of new calls), no row comes back and none is read."""
+        claims = [op for op in ops if isinstance(op, _Claim)]
+        starts = [op for op in ops if isinstance(op, _Start)]
+        finishes = [op for op in ops if isinstance(op, _Finish)]
+        groups = [group for group in (claims, starts, finishes) if group]
+        try:
+            answers = await self._write_once(claims, starts, finishes)
+        except (psycopg.Error, ValueError, TypeError) as exc:
+            if len(groups) == 1:
+                raise
+            logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
+                        self._description, exc)  # fmt: skip
+            answers = {}
+            parts: list[tuple[list[_Claim], list[_Start], list[_Finish]]] = [
+                (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
+            for part in parts:
+                group: list[Any] = [*part[0], *part[1], *part[2]]
+                if not group:
+                    continue
+                try:
+                    answers.update(await self._write_once(*part))
+                except (psycopg.Error, ValueError, TypeError) as error:
+                    failed = _error(error, self._description)
+                    answers.update((id(op), failed) for op in group)
+        return [answers[id(op)] for op in ops]
+
+    async def _write_once(
+        self, claims: list[_Claim], starts: list[_Start], finishes: list[_Finish]
+    ) -> dict[int, Any]:
+        """`_write` as one statement: the answers by `id` of each operation."""
+        held = self._held
         now = self._now()
-        sessions: list[str] = []
-        ids: list[str] = []
-        digests: list[str] = []
-        tools: list[str] = []
-        arguments: list[str] = []
-        approvals: list[str | None] = []
-        states: list[str] = []
-        for op in ops:  # the columns in one pass
-            key = op.key
-            sessions.append(key.session)
-            ids.append(key.call_id)
-            digests.append(key.args_hash)
-            tools.append(op.tool)
-            arguments.append(op.arguments_text)
-            approvals.append(op.approval_text)
-            states.append("queued" if op.queued else "running")
-        cursor = await self._conn.execute(
-            CLAIM_SQL,
-            {"now": now, "owner": self._owner, "s": sessions, "c": ids, "h": digests,
-             "t": tools, "a": arguments, "p": approvals, "q": states},
-        )  # fmt: skip
-        if cursor.rowcount == len(ops):  # every claim inserted (so no key twice): all run
-            self._held.update(op.key for op in ops)
-            return [Claim(ClaimAction.RUN, _new_entry(op, now)) for op in ops]
-        return await self._contested(ops, now)
+        params: dict[str, Any] = {"now": now, "owner": self._owner}
+        if claims:  # the columns in one pass
+            sessions, ids, digests, tools, texts, approvals, states = _columns(7)
+            for op in claims:
+                key = op.key
+                sessions.append(key.session)
+                ids.append(key.call_id)
+                digests.append(key.args_hash)
+                tools.append(op.tool)
+                texts.append(op.arguments_text)
+                approvals.append(op.approval_text)
+                states.append("queued" if op.queued else "running")
+            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
+        starting = [op.key for op in starts if op.key in held]
+        if starting:
+            params.update(_key_columns(starting, "s"))
+        owned = [op for op in finishes if op.key in held]
+        if owned:
+            params.update(_key_columns([op.key for op in owned], "f"))
+            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
+        answers: dict[int, Any] = {}
+        done: set[CallKey] = set()
+        if claims or starting or owned:
+            sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
+            cursor = await self._conn.execute(sql, params)
+            row = await cursor.fetchone()
+            claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
+            if claims and claimed == len(claims):  # every claim inserted (no key twice)
+                held.update(op.key for op in claims)
+                answers.update(
+                    (
+                        id(op),
+                        Claim(
+                            ClaimAction.RUN,
+                            running_entry(
+                                op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
+                            ),
+                        ),
+                    )
+                    for op in claims
+                )
+            elif claims:
+                contested = await self._contested(claims, now)
+                answers.update(zip(map(id, claims), contested, strict=True))
+            if owned:
+                done = await self._finished(owned, finished, now)
+        for start in starts:
+            answers[id(start)] = None if start.key in held else _not_owned(start.key)
+        for finish in finishes:
+            answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
+        return answers
 
     async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
         """Claims some of which met a stored call: the rows this batch inserted (this
@@ -366,7 +431,14 @@ class PostgresJournal(CallJournal):
                 owner == self._owner and entry.created_at == now and op.key not in self._held
             ):  # inserted by this batch: the first claim of a key runs it, a repeat is busy
                 self._held.add(op.key)
-                answers.append(Claim(ClaimAction.RUN, _new_entry(op, now)))
+                answers.append(
+                    Claim(
+                        ClaimAction.RUN,
+                        running_entry(
+                            op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
+                        ),
+                    )
+                )
             elif entry.state is CallState.FINISHED:
                 answers.append(Claim(ClaimAction.REPLAY, entry))
             elif op.key in self._held or owner in alive:
@@ -429,54 +501,21 @@ class PostgresJournal(CallJournal):
         self._held.add(key)
         return entry_from_row(row, _as_is)
 
-    async def _starts(self, ops: list[_Start]) -> list[JournalError | None]:
-        owned = [op.key for op in ops if op.key in self._held]
-        if owned:
-            await self._conn.execute(
-                "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
-                f"FROM {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
-                "AND c.state = 'queued'",
-                {"now": time.time(), "owner": self._owner, **_key_columns(owned)},
+    async def _finished(self, owned: list[_Finish], count: int, now: float) -> set[CallKey]:
+        """Let go of the calls whose outcome the batch stored: all of them when `count`
+        says so, else those the rows of this batch's time show finished."""
+        if count == len(owned):
+            done = {op.key for op in owned}
+        else:  # a repeat, or a row another process took: which ones are stored?
+            cursor = await self._conn.execute(
+                f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
+                f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
+                "AND c.finished_at = %(now)s",
+                {"now": now, **_key_columns([op.key for op in owned])},
             )
-        return [None if op.key in self._held else _not_owned(op.key) for op in ops]
-
-    async def _finishes(self, ops: list[_Finish]) -> list[JournalError | None]:
-        """Store the outcomes of owned calls in one statement; its row count says whether
-        every one was stored (the common case), else the rows of this batch's time are
-        read to tell which."""
-        held = self._held
-        owned = [op for op in ops if op.key in held]
-        done: set[CallKey] = set()
-        if owned:
-            now = self._now()
-            sessions: list[str] = []
-            ids: list[str] = []
-            digests: list[str] = []
-            outcomes: list[str] = []
-            kinds: list[str | None] = []
-            for op in owned:
-                key = op.key
-                sessions.append(key.session)
-                ids.append(key.call_id)
-                digests.append(key.args_hash)
-                outcomes.append(op.outcome_text)
-                kinds.append(op.error_kind)
-            params = {"now": now, "owner": self._owner, "s": sessions, "c": ids, "h": digests}
-            cursor = await self._conn.execute(FINISH_SQL, {**params, "o": outcomes, "e": kinds})
-            if cursor.rowcount == len(owned):
-                done = {op.key for op in owned}
-            else:  # a repeat, or a row another process took: which ones are stored?
-                cursor = await self._conn.execute(
-                    f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
-                    f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
-                    "AND c.finished_at = %(now)s",
-                    params,
-                )
-                done = {CallKey(*row) for row in await cursor.fetchall()}
-            held -= done
-        if len(done) == len(ops):
-            return [None] * len(ops)
-        return [None if op.key in done else _not_owned(op.key) for op in ops]
+            done = {CallKey(*row) for row in await cursor.fetchall()}
+        self._held -= done
+        return done
 
     async def _release(self, op: _Release) -> None:
         """Let go of owned calls: they stay running without an owner (so are found
@@ -881,15 +920,6 @@ def _error(exc: Exception, description: str) -> JournalError:
     )
 
 
-def _new_entry(op: _Claim, now: float) -> JournalEntry:
-    """The entry of a claim this batch inserted: first attempt, queued or running."""
-    if op.queued:
-        return JournalEntry(op.key, op.tool, op.arguments, CallState.QUEUED, 1, None, None,
-                            op.approval, now, None, None)  # fmt: skip
-    return JournalEntry(op.key, op.tool, op.arguments, CallState.RUNNING, 1, None, None,
-                        op.approval, now, now, None)  # fmt: skip
-
-
 def _not_owned(key: CallKey) -> JournalError:
     return JournalError(
         f"call {key.call_id!r} of session {key.session!r} is not owned by this journal: "
@@ -907,12 +937,17 @@ async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
             return owner
 
 
-def _key_columns(keys: list[CallKey]) -> dict[str, list[str]]:
+def _key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, list[str]]:
     return {
-        "s": [key.session for key in keys],
-        "c": [key.call_id for key in keys],
-        "h": [key.args_hash for key in keys],
+        f"{prefix}s": [key.session for key in keys],
+        f"{prefix}c": [key.call_id for key in keys],
+        f"{prefix}h": [key.args_hash for key in keys],
     }
+
+
+def _columns(count: int) -> tuple[list[Any], ...]:
+    """`count` new lists, one per column."""
+    return tuple([] for _ in range(count))
 
 
 _NUL_ESCAPE = re.compile(r"(\\+)u0000")
