@@ -164,6 +164,14 @@ class _Release:
     requeue: bool = False
 
 
+class _Unsent(Exception):
+    """The statement of a batch failed: nothing of it was written."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 _WRITES = (_Claim, _Start, _Finish)  # the operations a batch sends as one statement
 
 
@@ -326,19 +334,17 @@ class PostgresJournal(CallJournal):
         outcome was stored (the common case); only otherwise are rows read. If it fails
         and held more than one kind, each kind is sent again on its own, so a failure is
         the answer of the operations it concerns (the failed statement changed nothing)."""
-        import psycopg
-
         claims = [op for op in ops if isinstance(op, _Claim)]
         starts = [op for op in ops if isinstance(op, _Start)]
         finishes = [op for op in ops if isinstance(op, _Finish)]
         groups = [group for group in (claims, starts, finishes) if group]
         try:
             answers = await self._write_once(claims, starts, finishes)
-        except (psycopg.Error, ValueError, TypeError) as exc:
+        except _Unsent as unsent:
             if len(groups) == 1:
-                raise
+                raise unsent.error from None
             logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
-                        self._description, exc)  # fmt: skip
+                        self._description, unsent.error)  # fmt: skip
             answers = {}
             parts: list[tuple[list[_Claim], list[_Start], list[_Finish]]] = [
                 (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
@@ -348,67 +354,56 @@ class PostgresJournal(CallJournal):
                     continue
                 try:
                     answers.update(await self._write_once(*part))
-                except (psycopg.Error, ValueError, TypeError) as error:
-                    failed = _error(error, self._description)
+                except _Unsent as alone:
+                    failed = _error(alone.error, self._description)
                     answers.update((id(op), failed) for op in group)
         return [answers[id(op)] for op in ops]
 
     async def _write_once(
         self, claims: list[_Claim], starts: list[_Start], finishes: list[_Finish]
     ) -> dict[int, Any]:
-        """`_write` as one statement: the answers by `id` of each operation."""
+        """`_write` as one statement: the answers by `id` of each operation; `_Unsent`
+        when the statement itself failed (so it changed nothing)."""
+        import psycopg
+
         held = self._held
         now = self._now()
-        params: dict[str, Any] = {"now": now, "owner": self._owner}
-        if claims:  # the columns in one pass
-            sessions, ids, digests, tools, texts, approvals, states = _columns(7)
-            for op in claims:
-                key = op.key
-                sessions.append(key.session)
-                ids.append(key.call_id)
-                digests.append(key.args_hash)
-                tools.append(op.tool)
-                texts.append(op.arguments_text)
-                approvals.append(op.approval_text)
-                states.append("queued" if op.queued else "running")
-            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
         starting = [op.key for op in starts if op.key in held]
-        if starting:
-            params.update(_key_columns(starting, "s"))
         owned = [op for op in finishes if op.key in held]
-        if owned:
-            params.update(_key_columns([op.key for op in owned], "f"))
-            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
+        params = self._write_params(claims, starting, owned, now)
         answers: dict[int, Any] = {}
         done: set[CallKey] = set()
         if claims or starting or owned:
             sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
-            cursor = await self._conn.execute(sql, params)
-            row = await cursor.fetchone()
+            try:
+                cursor = await self._conn.execute(sql, params)
+                row = await cursor.fetchone()
+            except (psycopg.Error, ValueError, TypeError) as exc:
+                raise _Unsent(exc) from None
             claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
+            if owned:  # stored: a failure to read which ones is the error of these alone
+                try:
+                    done = await self._finished(owned, finished, now)
+                except psycopg.Error as exc:
+                    failed = _error(exc, self._description)
+                    answers.update((id(finish), failed) for finish in owned)
             if claims and claimed == len(claims):  # every claim inserted (no key twice)
-                held.update(op.key for op in claims)
-                answers.update(
-                    (
-                        id(op),
-                        Claim(
-                            ClaimAction.RUN,
-                            running_entry(
-                                op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
-                            ),
-                        ),
-                    )
-                    for op in claims
-                )
+                for op in claims:
+                    held.add(op.key)
+                    entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
+                                          queued=op.queued)  # fmt: skip
+                    answers[id(op)] = Claim(ClaimAction.RUN, entry)
             elif claims:
-                contested = await self._contested(claims, now)
+                try:
+                    contested: list[Any] = await self._contested(claims, now)
+                except psycopg.Error as exc:
+                    contested = [_error(exc, self._description)] * len(claims)
                 answers.update(zip(map(id, claims), contested, strict=True))
-            if owned:
-                done = await self._finished(owned, finished, now)
         for start in starts:
             answers[id(start)] = None if start.key in held else _not_owned(start.key)
         for finish in finishes:
-            answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
+            if id(finish) not in answers:
+                answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
         return answers
 
     async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
@@ -500,6 +495,30 @@ class PostgresJournal(CallJournal):
             return None
         self._held.add(key)
         return entry_from_row(row, _as_is)
+
+    def _write_params(
+        self, claims: list[_Claim], starting: list[CallKey], owned: list[_Finish], now: float
+    ) -> dict[str, Any]:
+        """The parameters of `write_sql`: each column an array, built in one pass."""
+        params: dict[str, Any] = {"now": now, "owner": self._owner}
+        if claims:
+            sessions, ids, digests, tools, texts, approvals, states = _columns(7)
+            for op in claims:
+                key = op.key
+                sessions.append(key.session)
+                ids.append(key.call_id)
+                digests.append(key.args_hash)
+                tools.append(op.tool)
+                texts.append(op.arguments_text)
+                approvals.append(op.approval_text)
+                states.append("queued" if op.queued else "running")
+            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
+        if starting:
+            params.update(_key_columns(starting, "s"))
+        if owned:
+            params.update(_key_columns([op.key for op in owned], "f"))
+            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
+        return params
 
     async def _finished(self, owned: list[_Finish], count: int, now: float) -> set[CallKey]:
         """Let go of the calls whose outcome the batch stored: all of them when `count`
