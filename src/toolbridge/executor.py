@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import reprlib
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -863,10 +864,12 @@ async def _safe_hook(method: Callable[[ToolOutcome], Awaitable[Any]], outcome: T
 
 def invalid_id_error(call_id: object) -> ToolError:
     """The error of a call whose id is not text (a list or an object): no result could be
-    matched to it, so it is refused rather than run."""
+    matched to it, so it is refused rather than run. It is shown shortened (a hostile id
+    may be huge, or nested as deep as JSON allows)."""
     return ToolError(
         ErrorKind.INVALID_ARGUMENTS,
-        f"not run: invalid call id {call_id!r}: it is not text (a {type(call_id).__name__}), "
+        f"not run: invalid call id {reprlib.repr(call_id)}: it is not text (a "
+        f"{type(call_id).__name__}), "
         "and a result is matched to its call by the id",
         "Send this call again with a unique text id.",
     )

@@ -73,3 +73,31 @@ async def test_a_refusal_whose_call_id_or_tool_name_the_database_cannot_hold_is_
     assert [(e.state, e.key.call_id, e.tool) for e in entries] == [
         (CallState.REFUSED, "c\ufffd\ufffd", "no\ufffdsuch\ufffd")
     ]
+
+
+async def test_a_deeply_nested_or_huge_call_id_gives_a_short_error(
+    journal_target: str, tmp_path: Path
+) -> None:
+    """The id from a hostile payload may be nested as deep as JSON allows, or huge: its
+    error names it shortly, and the batch goes on."""
+    deep: Any = "x"
+    for _ in range(900):
+        deep = [deep]
+    huge = ["y" * 1000] * 10_000
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        nested, big, fine = await executor.run([
+            ToolCallRequest(deep, "add", {"a": 1, "b": 2}),
+            ToolCallRequest(huge, "add", {"a": 1, "b": 2}),
+            ToolCallRequest("c", "add", {"a": 5, "b": 6}),
+        ])  # fmt: skip
+        assert fine.ok and fine.result.text == "11"
+        for outcome in (nested, big):
+            assert outcome.kind is ErrorKind.INVALID_ARGUMENTS
+            assert "invalid call id" in outcome.result.text
+            assert len(outcome.result.text) < 500
+        entries = await journal.entries(session="s")
+    refused = [e.key.call_id for e in entries if e.state is CallState.REFUSED]
+    assert len(refused) == 2  # recorded, shortened (an index holds a few kB)
+    assert all(len(call_id) < 600 and "characters in all" in call_id for call_id in refused)

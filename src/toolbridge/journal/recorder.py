@@ -226,7 +226,8 @@ class CallRecorder:
 
 def _refused_text(value: Any) -> str:
     """A refused call's id or tool name as text every backend stores: a value that is not
-    text as its JSON (a list id ``["x", 1]``), and a lone surrogate or NUL as U+FFFD. A
+    text as its JSON (a list id ``["x", 1]``), its first 500 characters when it is longer,
+    and a lone surrogate or NUL as U+FFFD. A
     refusal's record has a key of its own (`refused_key`), so a changed id never makes two
     calls share one record, and the refusal is in the audit trail however odd its id."""
     text: str
@@ -237,11 +238,14 @@ def _refused_text(value: Any) -> str:
             text = to_json(value)
         except JournalError:  # it holds itself: its type is what is left to say
             text = f"<{type(value).__name__}>"
+    if len(text) > _LONGEST_REFUSED:  # a key column (PostgreSQL's index holds ~2.7 kB)
+        text = f"{text[:_LONGEST_REFUSED]}... ({len(text)} characters in all)"
     if text.isascii() and "\x00" not in text:
         return text
     return _UNSTORABLE.sub("\ufffd", text)
 
 
+_LONGEST_REFUSED = 500  # characters of a refused call's id or tool name that are stored
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
