@@ -4,6 +4,7 @@ is an error of its own call, the batch goes on, and the journal records the refu
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,20 @@ async def test_a_deeply_nested_or_huge_call_id_gives_a_short_error(
     refused = [e.key.call_id for e in entries if e.state is CallState.REFUSED]
     assert len(refused) == 2  # recorded, shortened (an index holds a few kB)
     assert all(len(call_id) < 600 and "characters in all" in call_id for call_id in refused)
+
+
+async def test_a_huge_text_call_id_fails_alone_not_its_batch(
+    journal_target: str, tmp_path: Path
+) -> None:
+    """A text id too long for a key (PostgreSQL's index holds about 2.7 kB) is refused
+    before the database sees it: the other claims of its batch go in."""
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        huge, fine = await executor.run([
+            ToolCallRequest(secrets.token_hex(10_000), "add", {"a": 1, "b": 2}),
+            ToolCallRequest("c", "add", {"a": 5, "b": 6}),
+        ])  # fmt: skip
+        assert fine.ok and fine.result.text == "11"
+        assert not huge.ok and "call id" in huge.result.text
+        assert "characters" in huge.result.text and len(huge.result.text) < 1000

@@ -163,6 +163,11 @@ def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     )
 
 
+LONGEST_KEY_TEXT = 1000
+"""The most characters of a session, call id or tool name a claim stores (both backends):
+PostgreSQL's index holds about 2.7 kB a row, and one call over it would fail its batch."""
+
+
 def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     """Refuse, before it reaches the database, a claim whose session, call id or tool name
     the database cannot store: a lone surrogate (text decoded with ``surrogateescape``)
@@ -173,6 +178,13 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
             raise JournalError(
                 f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
                 f"journal: its {part} is not text ({type(text).__name__}). Use a string."
+            )
+        if len(text) > LONGEST_KEY_TEXT:  # PostgreSQL's index holds about 2.7 kB a row
+            raise JournalError(
+                f"call {key.call_id[:40]!r}... of session "
+                f"{key.session[:40]!r} cannot be stored in the journal: its {part} is "
+                f"{len(text)} characters long, and the journal keeps at most "
+                f"{LONGEST_KEY_TEXT} in a key. Use a shorter {part}."
             )
         if text.isascii() and (nul or "\x00" not in text):
             continue
