@@ -144,3 +144,26 @@ def stored_version(target: str) -> str:
         conn.close()
     assert row is not None
     return str(row[0])
+
+
+async def test_a_journal_over_tcp_asks_the_server_to_notice_a_lost_host_in_seconds(
+    postgres_over_tcp: str,
+) -> None:
+    """A host that dies closes no socket: the server lets go of its owner lock (so its
+    running calls show interrupted) only when keepalives find it gone, after two hours
+    by the system's defaults. The journal's connection asks for about 25 s."""
+    from toolbridge.journal.postgres import PostgresJournal
+
+    journal = await PostgresJournal.connect(f"{postgres_over_tcp} dbname=postgres")
+    try:
+        cursor = await journal._conn.execute(
+            "SELECT current_setting('tcp_keepalives_idle'), "
+            "current_setting('tcp_keepalives_interval'), "
+            "current_setting('tcp_keepalives_count'), inet_client_addr()::text"
+        )
+        row = await cursor.fetchone()
+    finally:
+        await journal.close()
+    assert row is not None and row[3].startswith("127.0.0.1")
+    idle, interval, count = (int(value.rstrip("s")) for value in row[:3])
+    assert idle + interval * count <= 30

@@ -1,12 +1,15 @@
 """The shared journal: PostgreSQL through psycopg 3, for many processes or hosts.
 
-Operations queue up and a writer task applies them set-based: a batch of 200 claims is
-one ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and 200 finishes one ``UPDATE``, each
-its own transaction, so a batch costs two round trips. Ownership of a running call is
-its row's ``owner``: a random number this journal holds a session-level advisory lock
-on for as long as it is open. The server drops the lock when the process or its host
-dies, so a running call whose owner holds no lock is known to be interrupted; one lock
-per journal, not one per call, so batches of any size fit the server's lock table.
+Operations queue up and a writer task applies them set-based: the claims, starts and
+finishes one turn of the event loop brings are one statement (`write_sql`: an
+``INSERT ... SELECT FROM unnest`` and two ``UPDATE ... FROM unnest``, one transaction,
+answering only two counts), so a batch of 200 calls costs two round trips. Ownership of a
+running call is its row's ``owner``: a random number this journal holds a session-level
+advisory lock on for as long as it is open. The server drops the lock when the process
+dies (its socket closes) or, over TCP, when keepalives find its host gone (set to about
+25 s for this connection, not the system's two hours), so a running call whose owner
+holds no lock is known to be interrupted; one lock per journal, not one per call, so
+batches of any size fit the server's lock table.
 """
 
 from __future__ import annotations
@@ -85,6 +88,9 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
+_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
+               ("tcp_keepalives_count", 3))  # fmt: skip
+"""The server's keepalives on a journal's connection: a lost host is noticed in ~25 s."""
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
 
@@ -219,6 +225,10 @@ class PostgresJournal(CallJournal):
         try:
             sync = "on" if durability == "power" else "off"
             await conn.execute(f"SET synchronous_commit = {sync}")
+            # A host that dies (or is cut off) closes no socket: the server learns it from
+            # keepalives, and only then lets go of the owner lock (ignored on a Unix socket).
+            for setting, value in _KEEPALIVES:
+                await conn.execute(f"SET {setting} = {value}")
             await _migrate(conn, description, create=create)
             owner = await _take_owner_number(conn)
         except psycopg.Error as exc:
