@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,53 @@ async def test_a_journal_over_tcp_asks_the_server_to_notice_a_lost_host_in_secon
     assert row is not None and row[3].startswith("127.0.0.1")
     idle, interval, count = (int(value.rstrip("s")) for value in row[:3])
     assert idle + interval * count <= 30
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path) -> Iterator[Path]:
+    """A real tmpfs, made read-only by the test with `remount`."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, f"mounting a tmpfs needs root: {done.stderr}"
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_the_read_commands_read_a_journal_on_a_read_only_disk(read_only_mount: Path) -> None:
+    """An audit of a journal on a read-only disk (a mounted backup): list, show and export
+    read it, changing nothing; prune says the disk is read-only."""
+    import asyncio
+
+    from toolbridge.journal import SQLiteJournal
+
+    async def write() -> None:
+        async with SQLiteJournal.in_workspace(read_only_mount) as journal:
+            await journal.claim(KEY, "t", {"n": 1})
+            await journal.finish(KEY, {"text": "ok"})
+            await journal.claim(CallKey("s", "left", "h"), "t", {})  # left running
+
+    asyncio.run(write())
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_mount)], check=True)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolbridge", "journal", *args, "--workspace",
+             str(read_only_mount)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    listed = cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert "s" in listed.stdout
+    exported = cli("export")
+    assert exported.returncode == 0, exported.stderr
+    import json
+
+    states = {row["call_id"]: row["state"] for row in map(json.loads, exported.stdout.splitlines())}
+    assert states == {"c": "finished", "left": "interrupted"}
+    pruned = cli("prune", "--keep-sessions", "0")
+    assert pruned.returncode == 3 and "read-only" in pruned.stderr, pruned.stderr
