@@ -354,20 +354,25 @@ class SQLiteJournal(CallJournal):
                 raise
 
     def _open_to_read(self) -> sqlite3.Connection:
-        """The journal in a folder this process cannot write, opened read-only as it is
-        (SQLite's immutable mode: the folder cannot hold the shared-memory file WAL reads
-        need, and nothing can change the file there)."""
+        """The journal in a folder this process cannot write, opened read-only; on a
+        read-only file system as it is (SQLite's immutable mode: the folder cannot hold the
+        shared-memory file WAL reads need, and nothing can change the file there)."""
         wal = self.path.with_name(self.path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > 0:
+        frozen = bool(os.statvfs(self.path.parent).f_flag & os.ST_RDONLY)
+        if frozen and wal.exists() and wal.stat().st_size > 0:
             raise JournalError(
                 f"the journal {self.path} has changes in {wal.name} not yet in its file, and "
                 f"{self.path.parent} is read-only, so they cannot be read. Copy the journal "
                 "with its -wal file to a writable folder and read it there."
             )
+        # Immutable only on a read-only file system, where no writer can change the file
+        # under the reader; elsewhere (a folder of another user) SQLite reads it as it
+        # reads any WAL journal, or says why it cannot.
         try:
             conn = sqlite3.connect(
-                f"{self.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True,
-                isolation_level=None, check_same_thread=False,
+                f"{self.path.absolute().as_uri()}?mode=ro{'&immutable=1' if frozen else ''}",
+                uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
             )  # fmt: skip
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
