@@ -6,16 +6,18 @@ Side by side in one run, rounds interleaved: the executor alone, with a SQLite j
 (durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
 started here unless --postgres names one), and the same batch with ``max_concurrency=6``
 (calls wait for a slot: claimed queued, marked running when they start) with and without a
-SQLite journal. Each round uses new call ids, so every call is claimed and finished for
-real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
+SQLite or PostgreSQL journal. Each round uses new call ids, so every call is claimed and
+finished for real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
 (the writer thread and SQLite included; PostgreSQL's server is not), the overhead per
 call (SQLite) and per batch (PostgreSQL) above the executor alone, the load average
-before and after, and, for scale, what
-PostgreSQL itself takes to write a batch's rows: one INSERT of 200 rows and one UPDATE of
-them, in a copy of the journal's table, sent by psycopg with no journal around them (the
-floor any layout with one row per call pays), and what preparing the stored data of 200
-calls costs with no database at all (the arguments' digest, arguments and outcome as JSON:
-the floor of any journal in this process).
+before and after, and two floors measured in the same run with no executor. PostgreSQL's
+own time for a batch's rows: the journal's own statements (`postgres.write_sql`: the
+claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
+where the tools run between them), with the rows the journal sends, from a bare psycopg
+connection into a copy of the journal's table; PostgreSQL's overhead is given as a
+multiple of it. And what preparing the stored data of 200 calls costs with no database at
+all (the arguments' digest, arguments and outcome as JSON: the floor of any journal in
+this process).
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ from toolbridge import (  # noqa: E402
 from toolbridge.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
 from toolbridge.journal.base import to_json  # noqa: E402
+from toolbridge.journal.postgres import write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"
-FLOOR = "PostgreSQL's own INSERT + UPDATE of 200 rows"
+FLOOR = "PostgreSQL's own time: the claim and finish statements of 200 calls, bare psycopg"
 ENCODING = "the data a journal stores, prepared for 200 calls"
 
 
@@ -96,21 +99,28 @@ def encoding_ms(round_no: int) -> float:
 
 
 async def floor_ms(conn: Any, round_no: int) -> float:
-    """PostgreSQL's own time for a batch's rows: insert 200, then mark them finished."""
-    ids = [f"f{round_no}-{i}" for i in range(CALLS)]
+    """PostgreSQL's own time for a batch's rows: the journal's claim statement for 200 new
+    calls, then its finish statement for them, with the rows the journal sends (the same
+    SQL text, the same columns and values), each its own round trip as in a batch (the
+    tools run between them), sent by psycopg with no journal around them."""
+    keys = [(SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
+            for i in range(CALLS)]  # fmt: skip
     start = time.perf_counter()
+    now = time.time()
+    sessions, ids, digests = ([key[i] for key in keys] for i in range(3))
+    arguments = [to_json({"n": i}) for i in range(CALLS)]
     await conn.execute(
-        "INSERT INTO floor_calls (session, call_id, args_hash, tool, arguments, state, attempt, "
-        "created_at, started_at, owner) SELECT 'w5', c, 'h', 'wait_5ms', a::jsonb, 'running', "
-        "1, 0, 0, 1 FROM unnest(%b::text[], %b::text[]) AS u(c, a)",
-        (ids, [f'{{"n":{i}}}' for i in range(CALLS)]),
-    )
+        write_sql(claims=True, starts=False, finishes=False),
+        {"now": now, "owner": 1, "s": sessions, "c": ids, "h": digests,
+         "t": ["wait_5ms"] * CALLS, "a": arguments, "p": [None] * CALLS,
+         "q": ["running"] * CALLS},
+    )  # fmt: skip
+    outcomes = [to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)]
     await conn.execute(
-        "UPDATE floor_calls AS c SET state = 'finished', outcome = u.o::jsonb, finished_at = 0, "
-        "owner = NULL FROM unnest(%b::text[], %b::text[]) AS u(c, o) "
-        "WHERE c.session = 'w5' AND c.call_id = u.c AND c.args_hash = 'h'",
-        (ids, ['{"content":"1","is_error":false}'] * CALLS),
-    )
+        write_sql(claims=False, starts=False, finishes=True),
+        {"now": time.time(), "owner": 1, "fs": sessions, "fc": ids, "fh": digests,
+         "fo": outcomes, "fe": [None] * CALLS},
+    )  # fmt: skip
     return (time.perf_counter() - start) * 1000
 
 
@@ -124,6 +134,7 @@ async def measure(
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         sqlite = await open_journal(str(workspace / "p.sqlite3"))
+        shared = await open_journal(postgres)
         journals: dict[str, tuple[CallJournal | None, int | None]] = {
             "executor alone": (None, None),
             "SQLite (process)": (sqlite, None),
@@ -131,15 +142,22 @@ async def measure(
                 await open_journal(str(workspace / "f.sqlite3"), durability="power"),
                 None,
             ),
-            "PostgreSQL": (await open_journal(postgres), None),
+            "PostgreSQL": (shared, None),
             f"executor alone, {LIMITED}": (None, 6),
             f"SQLite (process), {LIMITED}": (sqlite, 6),
+            f"PostgreSQL, {LIMITED}": (shared, 6),
         }
         import psycopg
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
         await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
-        await floor.execute("CREATE TABLE floor_calls (LIKE toolbridge_calls INCLUDING ALL)")
+        # The journal's statements name toolbridge_calls: the floor's copy of the table is
+        # found first on its search path.
+        await floor.execute("CREATE SCHEMA floor")
+        await floor.execute(
+            "CREATE TABLE floor.toolbridge_calls (LIKE public.toolbridge_calls INCLUDING ALL)"
+        )
+        await floor.execute("SET search_path = floor, public")
         times: dict[str, list[float]] = {name: [] for name in journals}
         cpu: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
@@ -154,7 +172,7 @@ async def measure(
             if round_no:
                 times[FLOOR].append(elapsed)
                 times[ENCODING].append(encoding_ms(round_no))
-        await floor.execute("DROP TABLE floor_calls")
+        await floor.execute("DROP SCHEMA floor CASCADE")
         await floor.close()
         for journal in {id(j): j for j, _ in journals.values() if j is not None}.values():
             await journal.close()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import reprlib
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -401,7 +402,12 @@ class ToolExecutor:
         concurrency = self.policy.concurrency
         first_of: dict[str, int] = {}  # call id -> index of the call that has it
         for index, call in enumerate(batch.calls):
-            first = first_of.setdefault(call.id, index)
+            try:
+                first = first_of.setdefault(call.id, index)
+            except TypeError:  # a list or an object from a hostile payload: no id at all
+                error = invalid_id_error(call.id)
+                await self._refuse(batch, index, failed_outcome(call, error, ()), call.arguments)
+                continue
             if first != index:  # its result could be taken for the other's: never run
                 error = duplicate_id_error(call.id, first, batch.calls[first].name)
                 await self._refuse(batch, index, failed_outcome(call, error, ()), call.arguments)
@@ -899,6 +905,19 @@ async def _safe_hook(method: Callable[[ToolOutcome], Awaitable[Any]], outcome: T
     except Exception:
         logger.exception("executor hook %r failed for call %r", method, outcome.call.id)
         return None
+
+
+def invalid_id_error(call_id: object) -> ToolError:
+    """The error of a call whose id is not text (a list or an object): no result could be
+    matched to it, so it is refused rather than run. It is shown shortened (a hostile id
+    may be huge, or nested as deep as JSON allows)."""
+    return ToolError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"not run: invalid call id {reprlib.repr(call_id)}: it is not text (a "
+        f"{type(call_id).__name__}), "
+        "and a result is matched to its call by the id",
+        "Send this call again with a unique text id.",
+    )
 
 
 def duplicate_id_error(call_id: str, first: int, first_name: str) -> ToolError:

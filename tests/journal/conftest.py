@@ -62,9 +62,9 @@ def _as_user() -> dict[str, object]:
 
 
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
+def throwaway_cluster(*, tcp: bool = False) -> Iterator[str]:
     """Start a cluster; yield its base connection string; stop and delete it (also used by
-    bench/journal_bench.py)."""
+    bench/journal_bench.py). `tcp`: it listens on 127.0.0.1 too, and the string names it."""
     bindir = _bindir()
     identity = _as_user()
     base = Path(tempfile.mkdtemp(prefix="toolbridge-pg-"))
@@ -83,13 +83,21 @@ def throwaway_cluster() -> Iterator[str]:
         )  # fmt: skip
 
     run(bindir / "initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "-D", data, "--no-sync")
-    options = f"-k {sockets} -c listen_addresses= -p {port} -c fsync=off"
+    listen = "127.0.0.1" if tcp else ""
+    options = f"-k {sockets} -c listen_addresses={listen} -p {port} -c fsync=off"
     run(bindir / "pg_ctl", "-D", data, "-o", options, "-l", base / "log", "-w", "start")
     try:
-        yield f"host={sockets} port={port} user=postgres"
+        yield f"host={'127.0.0.1' if tcp else sockets} port={port} user=postgres"
     finally:
         run(bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop", check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_over_tcp() -> Iterator[str]:
+    """A cluster of its own that listens on 127.0.0.1: its connection string over TCP."""
+    with throwaway_cluster(tcp=True) as conninfo:
+        yield conninfo
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,12 @@ async def test_a_call_id_that_is_not_text_is_an_error_of_that_call_alone(
         assert "failed: AttributeError" not in number.result.text
         assert none.kind is ErrorKind.UNKNOWN_TOOL
         entries = await journal.entries(session="s")
-    assert [e.key.call_id for e in entries] == ["c"]
+    # The refusal of the id None is in the audit trail, its id as JSON; the claim of id 5
+    # failed (it did not run, and the journal said why).
+    assert [(e.key.call_id, e.state) for e in entries] == [
+        ("null", CallState.REFUSED),
+        ("c", CallState.FINISHED),
+    ]
 
 
 async def test_an_unheard_claim_of_a_queued_call_leaves_it_queued_not_interrupted(

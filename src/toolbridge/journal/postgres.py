@@ -1,12 +1,15 @@
 """The shared journal: PostgreSQL through psycopg 3, for many processes or hosts.
 
-Operations queue up and a writer task applies them set-based: a batch of 200 claims is
-one ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and 200 finishes one ``UPDATE``, each
-its own transaction, so a batch costs two round trips. Ownership of a running call is
-its row's ``owner``: a random number this journal holds a session-level advisory lock
-on for as long as it is open. The server drops the lock when the process or its host
-dies, so a running call whose owner holds no lock is known to be interrupted; one lock
-per journal, not one per call, so batches of any size fit the server's lock table.
+Operations queue up and a writer task applies them set-based: the claims, starts and
+finishes one turn of the event loop brings are one statement (`write_sql`: an
+``INSERT ... SELECT FROM unnest`` and two ``UPDATE ... FROM unnest``, one transaction,
+answering only two counts), so a batch of 200 calls costs two round trips. Ownership of a
+running call is its row's ``owner``: a random number this journal holds a session-level
+advisory lock on for as long as it is open. The server drops the lock when the process
+dies (its socket closes) or, over TCP, when keepalives find its host gone (set to about
+25 s for this connection, not the system's two hours), so a running call whose owner
+holds no lock is known to be interrupted; one lock per journal, not one per call, so
+batches of any size fit the server's lock table.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_readable_as_is,
     check_storable,
     entry_from_row,
     running_entry,
@@ -84,14 +88,52 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
 
+_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
+               ("tcp_keepalives_count", 3))  # fmt: skip
+"""The server's keepalives on a journal's connection: a lost host is noticed in ~25 s."""
 _MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
+
+_GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 _OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
 _KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
 _KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
-_RETURNING_KEY = "RETURNING c.session, c.call_id, c.args_hash"
+
+
+_CLAIMED = (
+    f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
+    "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
+    "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
+    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
+    "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
+    "ON CONFLICT DO NOTHING RETURNING 1"
+)
+_STARTED = (
+    "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
+    "FROM unnest(%(ss)b::text[], %(sc)b::text[], %(sh)b::text[]) AS u(s, c, h) "
+    f"WHERE {_KEY} AND c.owner = %(owner)s AND c.state = 'queued' RETURNING 1"
+)
+_FINISHED = (
+    "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
+    "error_kind = u.e, finished_at = %(now)s, owner = NULL "
+    "FROM unnest(%(fs)b::text[], %(fc)b::text[], %(fh)b::text[], %(fo)b::text[], "
+    f"%(fe)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s RETURNING 1"
+)
+
+
+def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
+    """The one statement of a writer batch: its claims (one row per call, inserted unless
+    the call is stored already), its starts (queued calls marked running) and its
+    outcomes, those it has, in one round trip and one transaction. It answers how many
+    rows were claimed and how many finished; only those counts come back."""
+    parts = [f"{name} AS ({sql})" for name, sql, wanted in (
+        ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
+        ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip
+    claimed = "(SELECT count(*) FROM claimed)" if claims else "0"
+    finished = "(SELECT count(*) FROM finished)" if finishes else "0"
+    return f"WITH {', '.join(parts)} SELECT {claimed}, {finished}"
 
 
 @dataclass(slots=True)
@@ -128,6 +170,17 @@ class _Release:
     requeue: bool = False
 
 
+class _Unsent(Exception):
+    """The statement of a batch failed: nothing of it was written."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_WRITES = (_Claim, _Start, _Finish)  # the operations a batch sends as one statement
+
+
 @dataclass(slots=True)
 class _Job:
     op: _Claim | _Start | _Finish | _Release | Query
@@ -142,6 +195,7 @@ class PostgresJournal(CallJournal):
         self._description = description
         self._owner = owner
         self._held: set[CallKey] = set()
+        self._last_now = 0.0  # see `_now`
         self._from_queue: set[CallKey] = set()  # claims that took a queued row, until heard
         self._sessions: set[str] = set()  # runs held by `hold_session`
         self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
@@ -171,6 +225,10 @@ class PostgresJournal(CallJournal):
         try:
             sync = "on" if durability == "power" else "off"
             await conn.execute(f"SET synchronous_commit = {sync}")
+            # A host that dies (or is cut off) closes no socket: the server learns it from
+            # keepalives, and only then lets go of the owner lock (ignored on a Unix socket).
+            for setting, value in _KEEPALIVES:
+                await conn.execute(f"SET {setting} = {value}")
             await _migrate(conn, description, create=create)
             owner = await _take_owner_number(conn)
         except psycopg.Error as exc:
@@ -194,7 +252,14 @@ class PostgresJournal(CallJournal):
         """Apply queued jobs batch by batch until `close` queues the end."""
         while (first := await self._jobs.get()) is not None:
             # Let the calls scheduled with this one queue theirs too: one batch, not two.
-            await asyncio.sleep(0)
+            # While each turn of the loop brings more (the calls of a batch finishing one
+            # after another), wait one more turn: a round trip costs more than a turn.
+            waiting = -1
+            for _ in range(_GATHER_TURNS):
+                if self._jobs.qsize() == waiting:
+                    break
+                waiting = self._jobs.qsize()
+                await asyncio.sleep(0)
             jobs = [first]
             stop = False
             while not self._jobs.empty():
@@ -208,24 +273,12 @@ class PostgresJournal(CallJournal):
                 break
 
     async def _run_batch(self, jobs: list[_Job]) -> None:
-        """Claims in one statement, finishes in one, the rest one by one; a failure is
+        """Claims, starts and finishes in one statement, the rest one by one; a failure is
         the answer of the jobs it concerns, never of the writer."""
-        claims = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Claim)]
-        starts = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Start)]
-        finishes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _Finish)]
+        writes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _WRITES)]
         results: dict[int, tuple[bool, Any]] = {}
-        if claims:
-            await self._step(
-                results, [i for i, _ in claims], self._claims, [op for _, op in claims]
-            )
-        if starts:
-            await self._step(
-                results, [i for i, _ in starts], self._starts, [op for _, op in starts]
-            )
-        if finishes:
-            await self._step(
-                results, [i for i, _ in finishes], self._finishes, [op for _, op in finishes]
-            )
+        if writes:
+            await self._step(results, [i for i, _ in writes], self._write, [op for _, op in writes])
         for index, job in enumerate(jobs):
             op = job.op
             if isinstance(op, _Release):
@@ -278,48 +331,96 @@ class PostgresJournal(CallJournal):
             release = _Release([value.entry.key], delete=delete, requeue=requeue)
             self._jobs.put_nowait(_Job(release, None))
 
-    async def _claims(self, ops: list[_Claim]) -> list[Claim | JournalError]:
-        """Insert every call not stored yet (they are this journal's now); ask about the rest."""
-        now = time.time()
-        cursor = await self._conn.execute(
-            f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
-            "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
-            "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
-            "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
-            "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
-            f"ON CONFLICT DO NOTHING {_RETURNING_KEY}",
-            {
-                "now": now,
-                "owner": self._owner,
-                **_key_columns([op.key for op in ops]),
-                "t": [op.tool for op in ops],
-                "a": [op.arguments_text for op in ops],
-                "p": [op.approval_text for op in ops],
-                "q": ["queued" if op.queued else "running" for op in ops],
-            },
-        )
-        inserted = {CallKey(*row) for row in await cursor.fetchall()}
-        self._held |= inserted
-        answers: list[Claim | JournalError | None] = []
-        for op in ops:
-            if op.key in inserted:
-                inserted.discard(op.key)  # the first claim of a key runs it; a repeat is busy
-                entry = running_entry(
-                    op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
-                )
-                answers.append(Claim(ClaimAction.RUN, entry))
-            else:
-                answers.append(None)
-        contested = [op for op, answer in zip(ops, answers, strict=True) if answer is None]
-        if contested:
-            decided = iter(await self._contested(contested, now))
-            return [answer or next(decided) for answer in answers]
-        return [answer for answer in answers if answer is not None]
+    def _now(self) -> float:
+        """The time of a batch, distinct from every earlier batch's of this journal: rows a
+        statement wrote are told apart by it (with the owner) without ``RETURNING``."""
+        now = max(time.time(), self._last_now + 1e-6)
+        self._last_now = now
+        return now
+
+    async def _write(self, ops: list[_Claim | _Start | _Finish]) -> list[Any]:
+        """The claims, starts and finishes of a batch in one statement (`write_sql`), the
+        answers in their order. Its counts say whether every claim went in and every
+        outcome was stored (the common case); only otherwise are rows read. If it fails
+        and held more than one kind, each kind is sent again on its own, so a failure is
+        the answer of the operations it concerns (the failed statement changed nothing)."""
+        claims = [op for op in ops if isinstance(op, _Claim)]
+        starts = [op for op in ops if isinstance(op, _Start)]
+        finishes = [op for op in ops if isinstance(op, _Finish)]
+        groups = [group for group in (claims, starts, finishes) if group]
+        try:
+            answers = await self._write_once(claims, starts, finishes)
+        except _Unsent as unsent:
+            if len(groups) == 1:
+                raise unsent.error from None
+            logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
+                        self._description, unsent.error)  # fmt: skip
+            answers = {}
+            parts: list[tuple[list[_Claim], list[_Start], list[_Finish]]] = [
+                (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
+            for part in parts:
+                group: list[Any] = [*part[0], *part[1], *part[2]]
+                if not group:
+                    continue
+                try:
+                    answers.update(await self._write_once(*part))
+                except _Unsent as alone:
+                    failed = _error(alone.error, self._description)
+                    answers.update((id(op), failed) for op in group)
+        return [answers[id(op)] for op in ops]
+
+    async def _write_once(
+        self, claims: list[_Claim], starts: list[_Start], finishes: list[_Finish]
+    ) -> dict[int, Any]:
+        """`_write` as one statement: the answers by `id` of each operation; `_Unsent`
+        when the statement itself failed (so it changed nothing)."""
+        import psycopg
+
+        held = self._held
+        now = self._now()
+        starting = [op.key for op in starts if op.key in held]
+        owned = [op for op in finishes if op.key in held]
+        params = self._write_params(claims, starting, owned, now)
+        answers: dict[int, Any] = {}
+        done: set[CallKey] = set()
+        if claims or starting or owned:
+            sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
+            try:
+                cursor = await self._conn.execute(sql, params)
+                row = await cursor.fetchone()
+            except (psycopg.Error, ValueError, TypeError) as exc:
+                raise _Unsent(exc) from None
+            claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
+            if owned:  # stored: a failure to read which ones is the error of these alone
+                try:
+                    done = await self._finished(owned, finished, now)
+                except psycopg.Error as exc:
+                    failed = _error(exc, self._description)
+                    answers.update((id(finish), failed) for finish in owned)
+            if claims and claimed == len(claims):  # every claim inserted (no key twice)
+                for op in claims:
+                    held.add(op.key)
+                    entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
+                                          queued=op.queued)  # fmt: skip
+                    answers[id(op)] = Claim(ClaimAction.RUN, entry)
+            elif claims:
+                try:
+                    contested: list[Any] = await self._contested(claims, now)
+                except psycopg.Error as exc:
+                    contested = [_error(exc, self._description)] * len(claims)
+                answers.update(zip(map(id, claims), contested, strict=True))
+        for start in starts:
+            answers[id(start)] = None if start.key in held else _not_owned(start.key)
+        for finish in finishes:
+            if id(finish) not in answers:
+                answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
+        return answers
 
     async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
-        """Claims of calls already stored: replay, busy (a live owner runs it), or take over
-        an interrupted one (its owner died, or let go of it); a record that cannot be read
-        is the error of its own claim."""
+        """Claims some of which met a stored call: the rows this batch inserted (this
+        journal's owner and this batch's time) run; of the others, replay, busy (a live
+        owner runs it), or take over an interrupted one (its owner died, or let go of it);
+        a record that cannot be read is the error of its own claim."""
         rows = await self._owned_rows([op.key for op in ops])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
@@ -331,6 +432,18 @@ class PostgresJournal(CallJournal):
             elif entry is None:  # removed since the insert (an unheard claim undone): ask again
                 busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
                 answers.append(Claim(ClaimAction.BUSY, busy))
+            elif (
+                owner == self._owner and entry.created_at == now and op.key not in self._held
+            ):  # inserted by this batch: the first claim of a key runs it, a repeat is busy
+                self._held.add(op.key)
+                answers.append(
+                    Claim(
+                        ClaimAction.RUN,
+                        running_entry(
+                            op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
+                        ),
+                    )
+                )
             elif entry.state is CallState.FINISHED:
                 answers.append(Claim(ClaimAction.REPLAY, entry))
             elif op.key in self._held or owner in alive:
@@ -393,38 +506,45 @@ class PostgresJournal(CallJournal):
         self._held.add(key)
         return entry_from_row(row, _as_is)
 
-    async def _starts(self, ops: list[_Start]) -> list[JournalError | None]:
-        owned = [op.key for op in ops if op.key in self._held]
+    def _write_params(
+        self, claims: list[_Claim], starting: list[CallKey], owned: list[_Finish], now: float
+    ) -> dict[str, Any]:
+        """The parameters of `write_sql`: each column an array, built in one pass."""
+        params: dict[str, Any] = {"now": now, "owner": self._owner}
+        if claims:
+            sessions, ids, digests, tools, texts, approvals, states = _columns(7)
+            for op in claims:
+                key = op.key
+                sessions.append(key.session)
+                ids.append(key.call_id)
+                digests.append(key.args_hash)
+                tools.append(op.tool)
+                texts.append(op.arguments_text)
+                approvals.append(op.approval_text)
+                states.append("queued" if op.queued else "running")
+            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
+        if starting:
+            params.update(_key_columns(starting, "s"))
         if owned:
-            await self._conn.execute(
-                "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
-                f"FROM {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
-                "AND c.state = 'queued'",
-                {"now": time.time(), "owner": self._owner, **_key_columns(owned)},
-            )
-        return [None if op.key in self._held else _not_owned(op.key) for op in ops]
+            params.update(_key_columns([op.key for op in owned], "f"))
+            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
+        return params
 
-    async def _finishes(self, ops: list[_Finish]) -> list[JournalError | None]:
-        owned = [op for op in ops if op.key in self._held]
-        done: set[CallKey] = set()
-        if owned:
+    async def _finished(self, owned: list[_Finish], count: int, now: float) -> set[CallKey]:
+        """Let go of the calls whose outcome the batch stored: all of them when `count`
+        says so, else those the rows of this batch's time show finished."""
+        if count == len(owned):
+            done = {op.key for op in owned}
+        else:  # a repeat, or a row another process took: which ones are stored?
             cursor = await self._conn.execute(
-                "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
-                "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-                "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(o)b::text[], "
-                f"%(e)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s "
-                f"{_RETURNING_KEY}",
-                {
-                    "now": time.time(),
-                    "owner": self._owner,
-                    **_key_columns([op.key for op in owned]),
-                    "o": [op.outcome_text for op in owned],
-                    "e": [op.error_kind for op in owned],
-                },
+                f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
+                f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
+                "AND c.finished_at = %(now)s",
+                {"now": now, **_key_columns([op.key for op in owned])},
             )
             done = {CallKey(*row) for row in await cursor.fetchall()}
-            self._held -= done
-        return [None if op.key in done else _not_owned(op.key) for op in ops]
+        self._held -= done
+        return done
 
     async def _release(self, op: _Release) -> None:
         """Let go of owned calls: they stay running without an owner (so are found
@@ -764,7 +884,7 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
                 "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
             )
             found = await cursor.fetchone()
-            version = schema_version_of(found[0], f"at {description}") if found else 1
+            version = schema_version_of(found[0] if found else None, f"at {description}")
         if version == 0 and not create:
             raise JournalError(
                 f"the database at {description} holds no toolbridge journal (nothing was "
@@ -776,6 +896,9 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
                 f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
                 "toolbridge, or give this one another database."
             )
+        if not create and version < SCHEMA_VERSION:  # read as it is
+            check_readable_as_is(version, f"at {description}")
+            return
         for number in range(version + 1, SCHEMA_VERSION + 1):
             for statement in (s.strip() for s in MIGRATIONS[number - 1].split(";")):
                 if statement:
@@ -843,12 +966,17 @@ async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
             return owner
 
 
-def _key_columns(keys: list[CallKey]) -> dict[str, list[str]]:
+def _key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, list[str]]:
     return {
-        "s": [key.session for key in keys],
-        "c": [key.call_id for key in keys],
-        "h": [key.args_hash for key in keys],
+        f"{prefix}s": [key.session for key in keys],
+        f"{prefix}c": [key.call_id for key in keys],
+        f"{prefix}h": [key.args_hash for key in keys],
     }
+
+
+def _columns(count: int) -> tuple[list[Any], ...]:
+    """`count` new lists, one per column."""
+    return tuple([] for _ in range(count))
 
 
 _NUL_ESCAPE = re.compile(r"(\\+)u0000")

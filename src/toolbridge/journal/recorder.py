@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolbridge.approval import arguments_digest
 from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.journal.base import CallJournal
+from toolbridge.journal.base import CallJournal, to_json
 from toolbridge.journal.records import (
     STARTED,
     CallKey,
@@ -164,10 +165,11 @@ class CallRecorder:
         return None
 
     async def refuse(
-        self, call_id: str, tool_name: str, arguments: Any, result: ToolResult
+        self, call_id: Any, tool_name: Any, arguments: Any, result: ToolResult
     ) -> None:
         """Record a call refused before it ran (never claimed: it did not run). The audit
-        record failing does not change the refusal: it is logged."""
+        record failing does not change the refusal: it is logged. A hostile id or name (not
+        text, or text no database holds) is recorded as `_refused_text` makes it."""
         stored = arguments
         if self.redact is not None:  # never stored unredacted: a refusal's are often odd
             try:
@@ -180,7 +182,7 @@ class CallRecorder:
                 stored = UNREDACTED
         try:
             await self.journal.refuse(
-                refused_key(self.session, call_id), tool_name, stored,
+                refused_key(self.session, _refused_text(call_id)), _refused_text(tool_name), stored,
                 result_to_json(result), error_kind=result.error_kind,
             )  # fmt: skip
         except JournalError as exc:
@@ -220,6 +222,31 @@ class CallRecorder:
     async def abandon(self, recording: Recording) -> None:
         """The call was stopped mid-way: leave it interrupted for whoever claims it next."""
         await self.journal.abandon(recording.key)
+
+
+def _refused_text(value: Any) -> str:
+    """A refused call's id or tool name as text every backend stores: a value that is not
+    text as its JSON (a list id ``["x", 1]``), its first 500 characters when it is longer,
+    and a lone surrogate or NUL as U+FFFD. A
+    refusal's record has a key of its own (`refused_key`), so a changed id never makes two
+    calls share one record, and the refusal is in the audit trail however odd its id."""
+    text: str
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = to_json(value)
+        except JournalError:  # it holds itself: its type is what is left to say
+            text = f"<{type(value).__name__}>"
+    if len(text) > _LONGEST_REFUSED:  # a key column (PostgreSQL's index holds ~2.7 kB)
+        text = f"{text[:_LONGEST_REFUSED]}... ({len(text)} characters in all)"
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+_LONGEST_REFUSED = 500  # characters of a refused call's id or tool name that are stored
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _stored_result(outcome: Any, call_id: str) -> ToolResult:

@@ -31,6 +31,7 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "SessionInUse",
+    "check_readable_as_is",
     "check_storable",
     "entry_from_row",
     "interrupted",
@@ -162,6 +163,11 @@ def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     )
 
 
+LONGEST_KEY_TEXT = 1000
+"""The most characters of a session, call id or tool name a claim stores (both backends):
+PostgreSQL's index holds about 2.7 kB a row, and one call over it would fail its batch."""
+
+
 def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     """Refuse, before it reaches the database, a claim whose session, call id or tool name
     the database cannot store: a lone surrogate (text decoded with ``surrogateescape``)
@@ -172,6 +178,13 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
             raise JournalError(
                 f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
                 f"journal: its {part} is not text ({type(text).__name__}). Use a string."
+            )
+        if len(text) > LONGEST_KEY_TEXT:  # PostgreSQL's index holds about 2.7 kB a row
+            raise JournalError(
+                f"call {key.call_id[:40]!r}... of session "
+                f"{key.session[:40]!r} cannot be stored in the journal: its {part} is "
+                f"{len(text)} characters long, and the journal keeps at most "
+                f"{LONGEST_KEY_TEXT} in a key. Use a shorter {part}."
             )
         if text.isascii() and (nul or "\x00" not in text):
             continue
@@ -240,17 +253,40 @@ def refused_key(session: str, call_id: str) -> CallKey:
     return CallKey(session, call_id, REFUSED_PREFIX + secrets.token_hex(8))
 
 
+READABLE_AS_IS = 3
+"""The oldest schema version read without migrating it: version 3 has every table and
+column of version 4, which added states only."""
+
+
+def check_readable_as_is(version: int, where: str) -> None:
+    """A journal opened only to read (``create=False``) is never migrated: a write by a read
+    command would make the older processes still using it refuse it as newer. Refuse one
+    too old to read as it is (a `JournalError` naming `where`)."""
+    if version < READABLE_AS_IS:
+        raise JournalError(
+            f"the journal {where} is schema version {version}, written by an older "
+            "toolbridge, and a command that only reads it does not migrate it. Stop the "
+            "older processes that use it, then open it once with this toolbridge to write "
+            "(a run with this journal migrates it)."
+        )
+
+
 def schema_version_of(value: Any, where: str) -> int:
-    """The stored schema version; a damaged one is a `JournalError` naming `where`."""
+    """The stored schema version (None: its row is missing, which every version of the
+    journal writes with its tables); a damaged one is a `JournalError` naming `where`."""
     try:
         version = int(value)
     except (TypeError, ValueError):
         version = -1
     if version < 1:
+        found = (
+            "has no schema version"
+            if value is None
+            else (f"its schema version is {value!r}, not a version number")
+        )
         raise JournalError(
-            f"the journal {where} is damaged: its schema version is {value!r}, not a "
-            "version number. Restore it from a backup, or move it aside to start a new one "
-            "(calls it recorded can then run again)."
+            f"the journal {where} is damaged: {found}. Restore it from a backup, or move "
+            "it aside to start a new one (calls it recorded can then run again)."
         )
     return version
 

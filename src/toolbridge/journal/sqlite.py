@@ -54,6 +54,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    check_readable_as_is,
     check_storable,
     entry_from_row,
     interrupted,
@@ -133,11 +134,15 @@ class _Owner:
     `SQLiteJournal._writing`).
 
     Opened without `create` and no side file there, it is a reader's: no journal ever
-    opened the file, so no owner is alive, and it owns nothing (fd -1, number 0).
+    opened the file, so no owner is alive, and it owns nothing (fd -1, number 0). A
+    `reader` (of a journal in a folder it cannot write) opens it read-only and owns nothing.
     """
 
-    def __init__(self, path: Path, *, create: bool = True, follow_links: bool = True) -> None:
-        flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    def __init__(
+        self, path: Path, *, create: bool = True, follow_links: bool = True, reader: bool = False
+    ) -> None:
+        flags = (os.O_RDONLY if reader else os.O_RDWR) | os.O_CLOEXEC
+        flags |= os.O_CREAT if create else 0
         self.number = 0
         self.held: set[CallKey] = set()
         self._path, self._flags = path, flags | (0 if follow_links else os.O_NOFOLLOW)
@@ -147,6 +152,9 @@ class _Owner:
             if create:
                 raise
             self.fd = -1
+            return
+        if reader:  # it only tests others' locks (a read-only file takes none)
+            _OPEN_OWNERS.add(self)
             return
         while True:
             self.number = secrets.randbits(62) + 1
@@ -263,12 +271,17 @@ class SQLiteJournal(CallJournal):
         self._starts: list[tuple[Any, ...]] = []
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
         self._let_go: list[CallKey] = []  # not owned once this batch commits
-        self._conn = self._connect()
+        # Read only, in a folder this process cannot write (a read-only disk, a backup):
+        # read as it is, never changed.
+        self._reader = not create and not os.access(self.path.parent, os.W_OK)
+        self._begin = "BEGIN" if self._reader else "BEGIN IMMEDIATE"
+        self._conn = self._open_to_read() if self._reader else self._connect()
         try:
             self._owner = _Owner(
                 self.path.with_name(self.path.name + "-owners"),
                 create=create,
                 follow_links=follow_links,
+                reader=self._reader,
             )
         except OSError as exc:
             self._conn.close()
@@ -340,16 +353,58 @@ class SQLiteJournal(CallJournal):
                 conn.close()
                 raise
 
+    def _open_to_read(self) -> sqlite3.Connection:
+        """The journal in a folder this process cannot write, opened read-only; on a
+        read-only file system as it is (SQLite's immutable mode: the folder cannot hold the
+        shared-memory file WAL reads need, and nothing can change the file there)."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        frozen = bool(os.statvfs(self.path.parent).f_flag & os.ST_RDONLY)
+        if frozen and wal.exists() and wal.stat().st_size > 0:
+            raise JournalError(
+                f"the journal {self.path} has changes in {wal.name} not yet in its file, and "
+                f"{self.path.parent} is read-only, so they cannot be read. Copy the journal "
+                "with its -wal file to a writable folder and read it there."
+            )
+        # Immutable only on a read-only file system, where no writer can change the file
+        # under the reader; elsewhere (a folder of another user) SQLite reads it as it
+        # reads any WAL journal, or says why it cannot.
+        try:
+            conn = sqlite3.connect(
+                f"{self.path.absolute().as_uri()}?mode=ro{'&immutable=1' if frozen else ''}",
+                uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open") from None
+        conn.text_factory = _text
+        try:
+            version = _schema_version(conn, self.path)
+            if version == 0:
+                raise JournalError(
+                    f"{self.path} holds no toolbridge journal (nothing was created or "
+                    "changed). Check the path."
+                )
+            if version > SCHEMA_VERSION:
+                raise _newer(self.path, version)
+            check_readable_as_is(version, str(self.path))
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "open") from None
+        except JournalError:
+            conn.close()
+            raise
+        return conn
+
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = _schema_version(conn, self.path)
             if version > SCHEMA_VERSION:
-                raise JournalError(
-                    f"the journal {self.path} was written by a newer toolbridge (schema "
-                    f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
-                    "toolbridge, or give this one another journal file."
-                )
+                raise _newer(self.path, version)
+            if not self._create and version < SCHEMA_VERSION:  # read as it is
+                check_readable_as_is(version, str(self.path))
+                conn.execute("COMMIT")
+                return
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _statements(MIGRATIONS[number - 1]):
                     conn.execute(statement)
@@ -485,7 +540,7 @@ class SQLiteJournal(CallJournal):
         """Begin a write transaction if no other process holds the write lock (no wait:
         the connection's busy timeout is 0 outside the writer thread)."""
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(self._begin)
         except sqlite3.Error:
             return False  # busy, or failing: the writer thread tries, and says why
         return True
@@ -506,7 +561,7 @@ class SQLiteJournal(CallJournal):
         results: list[tuple[bool, Any]] = []
         try:
             if not inline:
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute(self._begin)
             self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
             for job in jobs:
                 taken = len(self._taken)
@@ -540,10 +595,12 @@ class SQLiteJournal(CallJournal):
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
-        self._answer(
-            [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
-             if job.future is not None]
-        )  # fmt: skip
+        answers = [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
+                   if job.future is not None]  # fmt: skip
+        if inline and _runs_here(jobs[0].loop):  # every job's loop (`_hand_over`): no wake-up
+            self._settle_all(answers)
+        else:
+            self._answer(answers)
         return True
 
     def _answer(self, answers: list[tuple[_Job, bool, Any]]) -> None:
@@ -947,6 +1004,14 @@ def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
     return found
 
 
+def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether `loop` is the loop running in this thread (its futures can be set here)."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 def _text(data: bytes) -> str:
     """Stored text as `str`. Bytes that are not UTF-8 (a damaged row) arrive as lone
     surrogates, which `_loads` refuses: the call they are in fails, not the whole batch."""
@@ -974,7 +1039,15 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
             )
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return schema_version_of(row[0], str(path)) if row is not None else 1
+    return schema_version_of(row[0] if row is not None else None, str(path))
+
+
+def _newer(path: Path, version: int) -> JournalError:
+    return JournalError(
+        f"the journal {path} was written by a newer toolbridge (schema version {version}; "
+        f"this one reads up to {SCHEMA_VERSION}). Upgrade toolbridge, or give this one "
+        "another journal file."
+    )
 
 
 def _why_not_writable(path: Path) -> str:
