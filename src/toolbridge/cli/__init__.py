@@ -7,7 +7,9 @@ workspace defaults to the current directory. Exit codes are `ExitCode` (document
 docs/guide/cli.md).
 
 Nothing heavy is imported at module level: Ctrl-C during start-up lands inside `main`,
-which ends the command with exit code 130 instead of an import traceback.
+which ends the command with exit code 130 instead of an import traceback. The console
+script enters through `_toolbridge_cli`, outside the package, which covers the moments
+before: while ``toolbridge/__init__`` and this module import.
 """
 
 from __future__ import annotations
