@@ -51,6 +51,7 @@ from toolbridge.agent.model import (
 )
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
+from toolbridge.agent.sendable import sendable
 from toolbridge.agent.state import (
     ApprovalDecision,
     JsonCache,
@@ -749,7 +750,7 @@ class AgentRunner:
             tools = self.tool_search.select(run.state.active_tools)
         request = ModelRequest(
             self.instructions,
-            run.conversation,
+            sendable(run.conversation),  # a lone surrogate from the model cannot be sent
             tools,
             self.settings,
             run.cache,
