@@ -26,6 +26,7 @@ __all__ = ["ExitCode", "main"]  # the typer application is `toolbridge.cli.app.a
 
 _INTERRUPTED = 130  # ExitCode.INTERRUPTED, without importing typer to know it
 _CLOSED_PIPE = 141  # ExitCode.CLOSED_PIPE
+_USAGE = 2  # ExitCode.USAGE
 
 
 def main() -> None:
@@ -51,14 +52,19 @@ def main() -> None:
 
 
 def _print_version(version: str) -> None:
+    if sys.stdout is None:  # `>&-`: nowhere to print, as for every command
+        return
     try:
         sys.stdout.write(f"toolbridge {version}\n")
         sys.stdout.flush()
-    except BrokenPipeError:  # `| head -c 0`: quiet, as every command (app.closed_pipe)
+    except OSError as exc:  # as every command: app.closed_pipe, app.output_failed
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        sys.exit(_CLOSED_PIPE)
+        if isinstance(exc, BrokenPipeError):  # `| head -c 0`: quiet
+            sys.exit(_CLOSED_PIPE)
+        sys.stderr.write(f"Error: cannot write the output: {exc.strerror or exc}\n")
+        sys.exit(_USAGE)
 
 
 def __getattr__(name: str) -> Any:
