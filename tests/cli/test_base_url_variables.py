@@ -62,3 +62,12 @@ def test_the_flag_wins_over_the_variable_and_is_the_one_checked(tmp_path: Path) 
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: --base-url 'localhost:8000/v1' is not an http://"), line
     assert "OPENAI_BASE_URL" not in line
+
+
+def test_an_empty_openai_base_url_is_refused_as_a_url_nobody_can_reach(tmp_path: Path) -> None:
+    # The SDK took '' as the URL: 'cannot reach the model server ... running at ?'.
+    done = agent(tmp_path, {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "sk-test"})
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: OPENAI_BASE_URL '' (from the environment)"), line
+    assert "unset it" in line

@@ -68,6 +68,10 @@ _BASE_URL_VARIABLES: dict[str, str] = {
 no ``--base-url`` (checked here as the flag is: the SDK's own error was 'internal
 error'). Ollama's ``OLLAMA_HOST`` takes a bare host and port, which its SDK completes."""
 
+_EMPTY_IS_UNSET = frozenset({"GOOGLE_GEMINI_BASE_URL"})
+"""The variables whose SDK ignores an empty value; the others' SDKs use it as the URL
+(a connection error naming no URL), so an empty one is refused as a bad URL."""
+
 _URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
 
 
@@ -78,8 +82,10 @@ def _check_base_url(model: str, base_url: str | None) -> None:
     variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
     if base_url is not None:
         url, named, fix = base_url, f"--base-url {base_url!r}", _URL_EXAMPLE
-    elif variable is not None and os.environ.get(variable):
+    elif variable is not None and variable in os.environ:
         url = os.environ[variable]
+        if not url and variable in _EMPTY_IS_UNSET:
+            return
         named = f"{variable} {url!r} (from the environment)"
         fix = f"set {variable} to a URL such as http://127.0.0.1:8000/v1, or unset it"
     else:
