@@ -20,6 +20,10 @@ from tests.agent.scripted_server import (
 )
 from tests.agent.test_cli import agent
 
+from toolbridge.agent.messages import AssistantMessage, Message, UserMessage
+from toolbridge.agent.sendable import Sendable
+from toolbridge.calls import ToolCallRequest
+
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
@@ -92,3 +96,29 @@ def test_a_lone_surrogate_in_arguments_given_as_an_object_is_sent_back_escaped(
     [result] = results["content"]
     assert result["tool_use_id"] == "toolu_1" and result["is_error"] is True
     assert "surrogate" in json.dumps(result["content"]), result
+
+
+def test_each_turn_checks_the_new_messages_and_keeps_the_clean_ones() -> None:
+    clean = UserMessage("plain ascii, and é")
+    call = ToolCallRequest("c1", "read_\udc80file", '{"path": "a\udc80.txt"}')
+    dirty = AssistantMessage(text="x\ud800", calls=(call,))
+    conversation: list[Message] = [clean, dirty]
+    sendable = Sendable()
+    sendable(conversation)
+    assert conversation[0] is clean  # nothing to escape: the same object
+    escaped = conversation[1]
+    assert isinstance(escaped, AssistantMessage)
+    assert escaped.text == "x\\ud800"
+    assert escaped.calls[0].name == "read_\\udc80file"
+    assert json.loads(escaped.calls[0].arguments) == {"path": "a\\udc80.txt"}
+    assert json.dumps([str(m) for m in conversation], ensure_ascii=False).encode()
+    later = UserMessage("next \udc81")
+    conversation.append(later)
+    sendable(conversation)
+    assert conversation[1] is escaped  # checked before: kept as it is
+    assert conversation[2] == UserMessage("next \\udc81")
+    conversation[0] = UserMessage("replaced \udc82")  # the list rebuilt (a resumed run):
+    conversation[2] = later  # its last checked message is another object: all again
+    sendable(conversation)
+    assert conversation[0] == UserMessage("replaced \\udc82")
+    assert conversation[2] == UserMessage("next \\udc81")

@@ -19,25 +19,49 @@ from typing import Any, TypeVar
 from toolbridge.agent.messages import Message
 from toolbridge.calls import ToolCallRequest
 
-__all__ = ["sendable"]
+__all__ = ["Sendable"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 T = TypeVar("T")
 
 
-def sendable(messages: list[Message]) -> list[Message]:
-    """`messages` with every lone surrogate escaped, in place (an escaped message stays
-    the same object from then on: the adapters' render cache keeps it); the messages
-    without one are left as they are (that costs one scan of their text)."""
-    for index, message in enumerate(messages):
-        try:
-            escaped = _escaped(message, _as_text)
-        except RecursionError:  # nested past Python's limit: sent as it is (the provider's
-            continue  # SDK reports what it cannot encode)
-        if escaped is not message:
+class Sendable:
+    """One run's conversation made sendable turn by turn: each turn checks only the
+    messages added since the last (as `RenderCache` renders them), unless the list was
+    changed before them; then all again."""
+
+    def __init__(self) -> None:
+        self._checked = 0
+        self._last: Message | None = None
+
+    def __call__(self, messages: list[Message]) -> list[Message]:
+        """`messages` with every lone surrogate escaped, in place (an escaped message
+        stays the same object from then on: the adapters' render cache keeps it)."""
+        start = self._checked
+        if start > len(messages) or (start and messages[start - 1] is not self._last):
+            start = 0
+        for index in range(start, len(messages)):
+            try:
+                escaped = _escaped(messages[index], _as_text)
+            except RecursionError:  # nested past Python's limit: sent as it is (the
+                continue  # provider's SDK reports what it cannot encode)
             messages[index] = escaped
-    return messages
+        self._checked = len(messages)
+        self._last = messages[-1] if messages else None
+        return messages
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` holds no surrogate (ASCII is checked without a copy; the rest is
+    encoded, in C, which is many times faster than searching it)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _as_text(found: re.Match[str]) -> str:
@@ -48,7 +72,7 @@ def _arguments_text(text: str) -> str:
     """Arguments' JSON text, which an adapter may parse to send an object: a surrogate
     JSON decodes (``"\\udc80"``, or the character itself) is written so that it reads
     back as the six characters, not as the surrogate; the same text when there is none."""
-    if "\\u" not in text and _SURROGATE.search(text) is None:
+    if "\\u" not in text and _encodable(text):
         return text
     try:
         value = json.loads(text)
@@ -63,7 +87,7 @@ def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
     has none): strings, mappings, lists, tuples and dataclasses, walked."""
     result: Any = value
     if isinstance(value, str):
-        if _SURROGATE.search(value) is not None:
+        if not _encodable(value):
             result = _SURROGATE.sub(write, value)
     elif isinstance(value, Mapping):
         pairs = [(_escaped(key, write), _escaped(item, write)) for key, item in value.items()]
