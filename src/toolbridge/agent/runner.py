@@ -51,6 +51,7 @@ from toolbridge.agent.model import (
 )
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
+from toolbridge.agent.sendable import Sendable
 from toolbridge.agent.state import (
     ApprovalDecision,
     JsonCache,
@@ -203,6 +204,7 @@ class _Run:
         self.session = session
         self.saved: JsonCache = {}  # the messages' JSON, converted once per run
         self.cache = RenderCache()
+        self.sendable = Sendable()  # a lone surrogate from the model cannot be sent
         self.started = time.monotonic()
         self.output_value: Any = None
         self.output_failures = 0
@@ -763,7 +765,7 @@ class AgentRunner:
             tools = self.tool_search.select(run.state.active_tools)
         request = ModelRequest(
             self.instructions,
-            run.conversation,
+            run.sendable(run.conversation),
             tools,
             self.settings,
             run.cache,

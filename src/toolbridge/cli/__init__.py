@@ -7,7 +7,9 @@ workspace defaults to the current directory. Exit codes are `ExitCode` (document
 docs/guide/cli.md).
 
 Nothing heavy is imported at module level: Ctrl-C during start-up lands inside `main`,
-which ends the command with exit code 130 instead of an import traceback.
+which ends the command with exit code 130 instead of an import traceback. The console
+script enters through `_toolbridge_cli`, outside the package, which covers the moments
+before: while ``toolbridge/__init__`` and this module import.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = ["ExitCode", "main"]  # the typer application is `toolbridge.cli.app.a
 
 _INTERRUPTED = 130  # ExitCode.INTERRUPTED, without importing typer to know it
 _CLOSED_PIPE = 141  # ExitCode.CLOSED_PIPE
+_USAGE = 2  # ExitCode.USAGE
 
 
 def main() -> None:
@@ -49,14 +52,19 @@ def main() -> None:
 
 
 def _print_version(version: str) -> None:
+    if sys.stdout is None:  # `>&-`: nowhere to print, as for every command
+        return
     try:
         sys.stdout.write(f"toolbridge {version}\n")
         sys.stdout.flush()
-    except BrokenPipeError:  # `| head -c 0`: quiet, as every command (app.closed_pipe)
+    except OSError as exc:  # as every command: app.closed_pipe, app.output_failed
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        sys.exit(_CLOSED_PIPE)
+        if isinstance(exc, BrokenPipeError):  # `| head -c 0`: quiet
+            sys.exit(_CLOSED_PIPE)
+        sys.stderr.write(f"Error: cannot write the output: {exc.strerror or exc}\n")
+        sys.exit(_USAGE)
 
 
 def __getattr__(name: str) -> Any:

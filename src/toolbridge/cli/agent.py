@@ -143,19 +143,25 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 
 
 class _Printer:
-    """Shows events as they come: the answer on stdout, calls and status on stderr.
+    """Shows events as they come: the answer on stdout, calls and status on stderr (or
+    each event as a JSON line on stdout, with ``--json``).
 
-    A call that asks for approval is shown once. The run pauses on it (its
-    ``pending_approval`` outcome and a summary) before the question: those are not
-    shown, the question is, then the call's own lines when it runs. So the start of a
-    call that may ask (with `registry`: every tool that writes, the agent's rule) is
-    held until its outcome, unless the command approved it (`approved`): then it is
-    shown as it starts.
+    A call that asks for approval is shown once, in every output mode. When the command
+    answers the run's pauses (`answers_pauses`: always on the text output, with
+    ``--yes`` on ``--json``), the run pauses on such a call (its ``pending_approval``
+    outcome and a summary) and goes on: the pause is not shown, the call is when it
+    runs. So the start of a call that may ask (with `registry`: every tool that writes,
+    the agent's rule) is held until its outcome, unless the command approved it
+    (`approved`): then it is shown as it starts. Without answers the pause is the end
+    of the run, and ``--json`` shows it as it is.
     """
 
-    def __init__(self, as_json: bool, registry: ToolRegistry | None = None) -> None:
+    def __init__(
+        self, as_json: bool, registry: ToolRegistry | None = None, answers_pauses: bool = True
+    ) -> None:
         self.as_json = as_json
         self._registry = registry
+        self._answers = answers_pauses
         self._midline = False
         self._held: dict[str, ToolStarted] = {}  # call id -> start of a call that may ask
         self._approved: set[str] = set()  # call ids approved here, to show as they start
@@ -171,8 +177,8 @@ class _Printer:
         return tool is not None and writes_need_approval(tool, {})
 
     def show(self, event: AgentEvent) -> None:
-        if self.as_json:
-            echo_json(event_json(event), default=json_default)
+        if not self._answers:
+            self._emit(event)
             return
         if isinstance(event, ToolStarted) and self._may_ask(event):
             self._held[event.call.id] = event  # shown with its outcome, unless a pause
@@ -182,12 +188,18 @@ class _Printer:
             if event.outcome.status is OutcomeStatus.PENDING_APPROVAL:
                 return  # the question shows the call
             if start is not None:
-                self._show(start)
+                self._emit(start)
         if isinstance(event, RunFinished):
             self._held.clear()
             if event.result.stop_reason is StopReason.APPROVAL_REQUIRED:
                 return  # the run goes on once the questions are answered
-        self._show(event)
+        self._emit(event)
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self.as_json:
+            echo_json(event_json(event), default=json_default)
+        else:
+            self._show(event)
 
     def _show(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
@@ -406,7 +418,7 @@ def run_agent(options: AgentOptions) -> None:
         max_turns=options.max_turns,
         tool_search=options.tool_search,
     )
-    printer = _Printer(as_json, registry)
+    printer = _Printer(as_json, registry, answers_pauses=yes or not as_json)
 
     async def run() -> RunResult | None:
         try:

@@ -1,8 +1,9 @@
 """The ``toolbridge agent`` command: its options, and the checks that need no SDK.
 
-A missing key and an unusable ``--base-url`` are found here, before the agent loop and
-the provider's SDK load (which took seconds before the message); then `run_agent`
-(`toolbridge.cli.agent`) runs the loop.
+A missing key and an unusable ``--base-url`` (or the provider's base-URL variable in
+the environment) are found here, before the agent loop and the provider's SDK load
+(which took seconds before the message); then `run_agent` (`toolbridge.cli.agent`)
+runs the loop.
 """
 
 from __future__ import annotations
@@ -58,31 +59,60 @@ _KEYS: dict[str, tuple[str, ...]] = {
 """The environment variables that hold each provider's key (checked before its SDK
 loads, which takes seconds). Ollama needs none; Bedrock finds AWS credentials itself."""
 
+_BASE_URL_VARIABLES: dict[str, str] = {
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
+}
+"""The environment variable each provider's SDK takes its endpoint from when there is
+no ``--base-url`` (checked here as the flag is: the SDK's own error was 'internal
+error'). Ollama's ``OLLAMA_HOST`` takes a bare host and port, which its SDK completes."""
+
+_EMPTY_IS_UNSET = frozenset({"GOOGLE_GEMINI_BASE_URL"})
+"""The variables whose SDK ignores an empty value; the others' SDKs use it as the URL
+(a connection error naming no URL), so an empty one is refused as a bad URL."""
+
 _URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
 
 
-def _check_base_url(base_url: str) -> None:
-    """A `CliError` for a ``--base-url`` that no client could connect to."""
+def _check_base_url(model: str, base_url: str | None) -> None:
+    """A `CliError` for an endpoint no client could connect to: ``--base-url``, else the
+    provider's variable in the environment (`_BASE_URL_VARIABLES`). The message names
+    where the URL came from and what to do."""
+    variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
+    if base_url is not None:
+        url, named, fix = base_url, f"--base-url {base_url!r}", _URL_EXAMPLE
+    elif variable is not None and variable in os.environ:
+        url = os.environ[variable]
+        if not url and variable in _EMPTY_IS_UNSET:
+            return
+        named = f"{variable} {url!r} (from the environment)"
+        fix = f"set {variable} to a URL such as http://127.0.0.1:8000/v1, or unset it"
+    else:
+        return
+    problem = _url_problem(url)
+    if problem is not None:
+        raise CliError(f"{named} {problem}; {fix}")
+
+
+def _url_problem(url: str) -> str | None:
+    """Why no HTTP client could connect to `url` (None when one could try)."""
     try:
-        parts = urlsplit(base_url)
+        parts = urlsplit(url)
         parts.port  # noqa: B018  (raises for a port that is not a number or out of range)
     except ValueError as exc:
-        message = f"--base-url {base_url!r} is not a valid URL ({exc}); {_URL_EXAMPLE}"
-        raise CliError(message) from None
+        return f"is not a valid URL ({exc})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CliError(
-            f"--base-url {base_url!r} is not an http:// or https:// URL with a host; {_URL_EXAMPLE}"
-        )
+        return "is not an http:// or https:// URL with a host"
     # What urlsplit lets through but an HTTP client refuses ('internal error', exit 4):
     # a control character or space, and text after an IPv6 host's bracket that is no port.
+    if not url.isprintable() or any(ch.isspace() for ch in url):
+        return "holds a space or control character"
     after_bracket = parts.netloc.rpartition("@")[2].partition("]")[2]
-    if not base_url.isprintable() or any(ch.isspace() for ch in base_url):
-        raise CliError(
-            f"--base-url {base_url!r} holds a space or control character; {_URL_EXAMPLE}"
-        )
     if after_bracket and not after_bracket.startswith(":"):
-        message = f"--base-url {base_url!r} has {after_bracket!r} after its IPv6 host, not a port"
-        raise CliError(f"{message}; {_URL_EXAMPLE}")
+        return f"has {after_bracket!r} after its IPv6 host, not a port"
+    return None
 
 
 def _check_key(model: str, base_url: str | None) -> None:
@@ -159,8 +189,7 @@ def agent_command(
 ) -> None:
     """Run the agent loop: the model calls the workspace's tools until it answers."""
     with reporting(verbose):
-        if base_url is not None:
-            _check_base_url(base_url)
+        _check_base_url(model, base_url)
         _check_key(model, base_url)
     from toolbridge.cli.agent import run_agent
 

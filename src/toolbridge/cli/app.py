@@ -13,6 +13,7 @@ the agent loop.
 from __future__ import annotations
 
 import enum
+import errno
 import importlib
 import logging
 import os
@@ -191,12 +192,20 @@ class _LazyGroup(TyperGroup):
             return super().make_context(*args, **kwargs)
         except BrokenPipeError:
             closed_pipe()
+        except OSError as exc:
+            if not writing_failed(exc):
+                raise
+            output_failed(exc)
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             closed_pipe()
+        except OSError as exc:
+            if not writing_failed(exc):
+                raise
+            output_failed(exc)
 
 
 def _shortened(text: str, limit: int) -> str:
@@ -218,6 +227,30 @@ def closed_pipe(stream: IO[str] | None = None) -> NoReturn:
     finally:
         os.close(devnull)
     raise typer.Exit(ExitCode.CLOSED_PIPE)
+
+
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def writing_failed(error: OSError) -> bool:
+    """Whether `error` is a failed write of the output (``> /dev/full``, a full disk, an
+    I/O error, a closed descriptor): an error of a write, which names no file, unlike
+    the errors of the files a command opens itself."""
+    return error.filename is None and error.errno in _OUTPUT_ERRNOS
+
+
+def output_failed(error: OSError) -> NoReturn:
+    """The output could not be written: one ``Error:`` line and exit 2 (the command's
+    output redirection is wrong), not 'internal error'. What is still pending goes
+    nowhere, so the flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file: nothing to redirect
+        pass
+    finally:
+        os.close(devnull)
+    _fail(f"cannot write the output: {error.strerror or error}", ExitCode.USAGE)
 
 
 def run() -> None:
@@ -377,6 +410,8 @@ def reporting(verbose: bool) -> Iterator[None]:
     except KeyboardInterrupt:
         _fail("interrupted", ExitCode.INTERRUPTED)
     except Exception as exc:
+        if isinstance(exc, OSError) and writing_failed(exc):
+            output_failed(exc)
         if verbose:
             sys.stderr.write(clean(traceback.format_exc()))
         hint = "" if verbose else " (run again with -v for the traceback)"

@@ -176,11 +176,8 @@ async def _serve(
         task.add_done_callback(pending.discard)
 
     client = MCPClient(config, registry, listeners=[changed]) if config is not None else None
-    if client is not None:
+    if client is not None:  # a server that cannot start: the gateway warns, once
         await client.start()
-        for status in client.status():
-            if status.state != "connected":
-                show(err, f"MCP server {status.name!r}: {status.last_error}")
     try:
         if address is None:
             await _until_interrupted(server.run_stdio(), started=_announce_stdio)

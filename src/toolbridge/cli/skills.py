@@ -14,6 +14,7 @@ from toolbridge.cli.app import (
     VerboseOption,
     WorkspaceOption,
     app,
+    configure_logging,
     err,
     out,
     reporting,
@@ -46,6 +47,7 @@ def list_command(
     verbose: VerboseOption = False,
 ) -> None:
     """List the skills: available ones, then unavailable ones with the reason."""
+    configure_logging(verbose)
     with reporting(verbose):
         _list(workspace, paths, as_json=as_json)
 
@@ -78,6 +80,7 @@ def show_command(
     verbose: VerboseOption = False,
 ) -> None:
     """Print a skill's instructions, as load_skill gives them to the model."""
+    configure_logging(verbose)
     with reporting(verbose):
         skills = _skill_set(workspace, paths)
         skill = skills.get(name)

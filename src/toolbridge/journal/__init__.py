@@ -9,6 +9,7 @@ PostgreSQL (the ``postgres`` extra) when processes or hosts share it.
 """
 
 import re
+from urllib.parse import unquote, urlsplit
 
 from toolbridge.journal.base import CallJournal, Durability
 from toolbridge.journal.records import (
@@ -50,5 +51,18 @@ async def open_journal(
         from toolbridge.journal.postgres import PostgresJournal
 
         return await PostgresJournal.connect(target, durability=durability, create=create)
-    path = target.removeprefix("sqlite:///") if target.startswith("sqlite:///") else target
+    path = _sqlite_path(target) if target.startswith("sqlite:") else target
     return SQLiteJournal(path, durability=durability, create=create)
+
+
+def _sqlite_path(url: str) -> str:
+    """The file a ``sqlite:`` URL names, read as a URL: ``sqlite:///abs/path`` is
+    ``/abs/path`` (its leading ``/`` was dropped: a relative path), ``sqlite:rel/path``
+    is relative; percent escapes are decoded."""
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment or not parts.path:
+        raise JournalError(
+            f"{url!r} is not a SQLite file URL: write sqlite:///absolute/path (or give the "
+            "file's path itself)"
+        )
+    return unquote(parts.path)
