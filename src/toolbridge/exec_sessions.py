@@ -142,6 +142,12 @@ class ExecSession:
     def running(self) -> bool:
         return not self._ended.is_set()
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Output held until the next poll (bounded, however much the command prints)."""
+        with self._lock:
+            return len(self._capture.head) + len(self._capture.tail) + len(self._window)
+
     def matches(self, owner: object) -> bool:
         return self.owner is not None and self.owner() is owner
 
