@@ -397,3 +397,27 @@ def test_the_loader_builds_the_companion_tools_with_exec(workspace: Path) -> Non
     off = ToolContext(workspace=workspace, config={"exec": {"enabled": False}})
     assert not {"exec", "write_stdin"} & {t.name for t in ToolLoader().load(off)}
     assert ExecConfig().session_idle_s == 1800 and ExecConfig().max_sessions == 8
+
+
+async def test_an_agent_run_ends_the_sessions_its_calls_started(workspace: Path) -> None:
+    from toolbridge.agent import AgentRunner, AssistantMessage, ModelRequest, ScriptedModel
+
+    tool = make_tool(workspace, "bwrap")
+    token = marker()
+    start = ToolCallRequest("c1", "exec", {"command": f"sleep {token}", "yield_time_ms": 0})
+    seen: list[int] = []
+
+    def second_turn(request: ModelRequest) -> AssistantMessage:
+        deadline = time.monotonic() + LIMIT  # the turn is sync: wait for the process here
+        while not (found := running(token)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen.extend(found)
+        return AssistantMessage(text="done")
+
+    model = ScriptedModel([AssistantMessage(calls=(start,)), second_turn])
+    result = await AgentRunner(model, registry(tool)).run("start a server")
+    assert result.conversation[-1].text == "done"  # type: ignore[union-attr]
+    assert seen  # it ran during the run,
+    assert running(token) == []  # and the run's end ended it
+    assert tool.sessions.listing("default") == []
+    tool.close()
