@@ -26,9 +26,10 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolbridge.process import DRAIN_SECONDS, STOP_SECONDS, OutputCapture, Supervisor
 
@@ -71,6 +72,8 @@ class SandboxSession:
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.last_used = time.monotonic()
+        self.calls = 0  # plain exec calls running in it now
+        self.owners: weakref.WeakSet[Any] = weakref.WeakSet()  # executors that used it
 
     def close(self) -> None:
         """End the server; a sandbox's namespace, and everything in it, ends with it."""
@@ -339,15 +342,34 @@ class ExecSessions:
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
 
-    def supervisor(self, context: str) -> Supervisor:
+    def supervisor(self, context: str, owner: object | None) -> Supervisor:
         """The supervisor of `context`'s sandbox, started on first use."""
         with self._lock:
-            box = self._boxes.get(context)
-            if box is None:
-                box = self._boxes[context] = SandboxSession(self.make_supervisor())
-                self._start_reaper()
-            box.last_used = time.monotonic()
-            return box.supervisor
+            return self._box(context, owner).supervisor
+
+    @contextlib.contextmanager
+    def calling(self, context: str, owner: object | None) -> Iterator[Supervisor]:
+        """`context`'s supervisor for one plain call: its sandbox stays while the call runs."""
+        with self._lock:
+            box = self._box(context, owner)
+            box.calls += 1
+        try:
+            yield box.supervisor
+        finally:
+            with self._lock:
+                box.calls -= 1
+                box.last_used = time.monotonic()
+
+    def _box(self, context: str, owner: object | None) -> SandboxSession:
+        box = self._boxes.get(context)
+        if box is None:
+            box = self._boxes[context] = SandboxSession(self.make_supervisor())
+            self._start_reaper()
+        box.last_used = time.monotonic()
+        if owner is not None:
+            with contextlib.suppress(TypeError):  # an owner that takes no weak reference
+                box.owners.add(owner)
+        return box
 
     def start(
         self,
@@ -361,7 +383,7 @@ class ExecSessions:
         home: str,
     ) -> ExecSession:
         """Start `argv` as a new exec session of `context`; `SessionLimit` past the cap."""
-        supervisor = self.supervisor(context)
+        supervisor = self.supervisor(context, owner)
         with self._lock:
             mine = [s for s in self._sessions.values() if s.context == context]
             if len(mine) >= self.max_sessions:
@@ -399,14 +421,19 @@ class ExecSessions:
             self._sessions.pop(session.id, None)
 
     def release(self, owner: object) -> None:
-        """End the exec sessions `owner`'s calls started, and the sandboxes left unused."""
+        """End the exec sessions `owner`'s calls started, and the sandboxes its calls used
+        that nothing else uses now (no exec session, no call running)."""
         with self._lock:
             ending = [s for s in self._sessions.values() if s.matches(owner)]
-            contexts = {s.context for s in ending}
         self._end(ending)
         with self._lock:
             busy = {s.context for s in self._sessions.values()}
-            boxes = [self._boxes.pop(c) for c in contexts - busy if c in self._boxes]
+            done = [
+                c
+                for c, box in self._boxes.items()
+                if owner in box.owners and c not in busy and not box.calls
+            ]
+            boxes = [self._boxes.pop(c) for c in done]
         for box in boxes:
             box.close()
 
@@ -451,7 +478,11 @@ class ExecSessions:
                 self._end(idle)
             with self._lock:
                 busy = {s.context for s in self._sessions.values()}
-                quiet = [c for c, b in self._boxes.items() if c not in busy and b.last_used < limit]
+                quiet = [
+                    c
+                    for c, b in self._boxes.items()
+                    if c not in busy and not b.calls and b.last_used < limit
+                ]
                 boxes = [self._boxes.pop(c) for c in quiet]
             for box in boxes:
                 box.close()

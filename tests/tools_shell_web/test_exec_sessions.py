@@ -75,6 +75,14 @@ def describe(pids: list[int]) -> str:
     return "left behind:\n" + "\n".join(rows)
 
 
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
 async def gone(token: str) -> bool:
     deadline = time.monotonic() + LIMIT
     while time.monotonic() < deadline:
@@ -121,6 +129,12 @@ async def test_an_interactive_shell_keeps_running_and_answers(workspace: Path, m
     # Only what came since the last poll comes back.
     again = await call(tools, "write_stdin", session_id=sid, chars="echo next\n", wait_for="next")
     assert again.text.splitlines()[0] == "next"
+    # Its scratch HOME lasts as long as it does (a plain call's goes with the call).
+    home = await call(
+        tools, "write_stdin", session_id=sid, chars='test -d "$HOME" && echo home-ok\n',
+        wait_for="home-ok",
+    )  # fmt: skip
+    assert home.text.splitlines()[0] == "home-ok"
     ended = await call(
         tools, "write_stdin", session_id=sid, chars="exit 3\n", close_stdin=True,
         yield_time_ms=30000,
@@ -307,9 +321,17 @@ async def test_executor_aclose_ends_the_sessions_its_calls_started(
         assert outcome.result.metadata["running"]
         assert await appears(ours)
     assert running(ours) == []  # ended before aclose returned
+    server = tool.supervisor.pid
+    assert server is not None
+    async with ToolExecutor(tools) as plain:
+        [done] = await plain.run([ToolCallRequest("p", "exec", {"command": "echo plain"})])
+        assert done.result.text == "plain\nExit code: 0"
+    # the sandbox stays: the bystander's session still runs in it
+    assert tool.supervisor.pid == server
     assert await appears(other)  # another executor's session is not this one's to end
     await bystander.aclose()
     assert running(other) == []
+    assert not alive(server)  # nothing uses the context session's sandbox now: it ended
     tool.close()
 
 

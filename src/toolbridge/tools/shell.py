@@ -218,7 +218,7 @@ class ExecTool(Tool):
     @property
     def supervisor(self) -> Supervisor:
         """The supervisor server of the default context session (started on first use)."""
-        return self.sessions.supervisor("default")
+        return self.sessions.supervisor("default", None)
 
     def companions(self) -> list[Tool]:
         """`write_stdin` and `list_exec_sessions`, sharing this tool's sessions."""
@@ -284,12 +284,13 @@ class ExecTool(Tool):
         env["HOME"] = home
         argv = [self.config.shell, "-c", command]
         context = _context_session()
+        session: ToolResult | None = None
         try:
-            too_long = _too_long(command, self.argv(command, cwd), env)
+            too_long = _too_long(command, argv, env)
             if too_long is not None:
                 return too_long
             if kwargs.get("yield_time_ms") is not None:
-                return await self._start_session(
+                session = await self._start_session(
                     command,
                     argv,
                     cwd=cwd,
@@ -298,18 +299,21 @@ class ExecTool(Tool):
                     context=context,
                     yield_time_ms=kwargs["yield_time_ms"],
                 )
-            result = await run_command(
-                argv,
-                cwd=cwd,
-                env=env,
-                time_limit=timeout,
-                output_limit=self.config.max_output_bytes,
-                kill_after_bytes=self.config.kill_output_bytes,
-                supervisor=self.sessions.supervisor(context),
-                home=home,
-            )
+                return session
+            with self.sessions.calling(context, current_call_owner()) as supervisor:
+                result = await run_command(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    time_limit=timeout,
+                    output_limit=self.config.max_output_bytes,
+                    kill_after_bytes=self.config.kill_output_bytes,
+                    supervisor=supervisor,
+                    home=home,
+                )
         finally:
-            if self.sandbox is None:
+            # A running session's HOME is its own: its supervisor removes it at the end.
+            if self.sandbox is None and not (session and session.metadata.get("running")):
                 await asyncio.shield(asyncio.to_thread(shutil.rmtree, home, ignore_errors=True))
         notes = []
         if requested and requested > self.config.max_timeout:
@@ -570,6 +574,7 @@ class ListExecSessionsTool(Tool):
     """List the exec sessions of the caller's session."""
 
     name = "list_exec_sessions"
+    read_only = True
     description = (
         "List the commands exec left running (with yield_time_ms) in this session: "
         "session_id, command, age, and whether each still runs or its exit code."
