@@ -183,6 +183,8 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
     _kill_descendants(command)
     if home:
         shutil.rmtree(home, ignore_errors=True)
+    for fd in (0, 1, 2):  # the output pipe ends here, before this process does: a caller
+        os.close(fd)  # waiting for its end-of-file does not wait for this exit too
     if os.WIFSIGNALED(status):
         _report(channel, f"signal {os.WTERMSIG(status)}")
     _report(channel, f"exit {os.waitstatus_to_exitcode(status)}")
