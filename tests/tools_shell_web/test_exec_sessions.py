@@ -5,6 +5,7 @@ per context session, and every way a session ends leaving no process behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -443,3 +444,27 @@ async def test_an_agent_run_ends_the_sessions_its_calls_started(workspace: Path)
     assert running(token) == []  # and the run's end ended it
     assert tool.sessions.listing("default") == []
     tool.close()
+
+
+def test_write_stdin_needs_approval_wherever_exec_does(workspace: Path) -> None:
+    approve = ExecTool(workspace, ExecConfig(sandbox="none"), environ=BASE_ENV)
+    assert approve.requires_approval
+    write, listing = approve.companions()
+    assert write.requires_approval and not listing.requires_approval and listing.read_only
+    sandboxed = make_tool(workspace, "bwrap")
+    assert not sandboxed.companions()[0].requires_approval
+
+
+def test_a_cli_call_leaves_no_session_behind(workspace: Path, mode: str) -> None:
+    token = marker()
+    arguments = json.dumps({"command": f"sleep {token}", "yield_time_ms": 0})
+    config = workspace.parent / "toolbridge.toml"
+    config.write_text(f'[tools.exec]\nsandbox = "{mode}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "toolbridge", "call", "exec", arguments,
+         "--allow-unsandboxed-exec", "--config", str(config)],
+        cwd=workspace, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "still running: session_id 1" in done.stdout
+    assert running(token) == []  # ended with the command, before it returned

@@ -529,6 +529,8 @@ class WriteStdinTool(Tool):
 
     def __init__(self, exec_tool: ExecTool) -> None:
         self.exec_tool = exec_tool
+        # Writing to a shell runs commands: it needs approval wherever exec does.
+        self.requires_approval = exec_tool.requires_approval
 
     async def execute(self, **kwargs: Any) -> ToolResult:
         session_id: int = kwargs["session_id"]
