@@ -15,7 +15,8 @@ A call supervisor
 - is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every orphaned descendant
   of the command, including one that called ``setsid`` or double-forked, is
   re-parented to it instead of to init;
-- makes the command's scratch HOME (``home``), and removes it once the call has ended;
+- makes the command's scratch HOME (``home``, a new directory: a path that exists fails
+  the call), and removes it once the call has ended;
 - starts the command in a session of its own, stdin ``/dev/null`` (or the pipe sent
   with the request), stdout and stderr the output pipe: ``kill 0`` from the command
   reaches only the command's group, ``kill $PPID`` reaches the call supervisor, and
@@ -153,10 +154,12 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
     _become_subreaper()
     wake = _wakeup((*STOP_SIGNALS, signal.SIGCHLD))
     if home:
-        try:
-            os.makedirs(home, 0o700, exist_ok=True)
+        try:  # a new directory, never one that was there (a link planted in a shared /tmp)
+            os.mkdir(home, 0o700)
         except OSError as exc:
             os.write(2, f"exec: cannot make the scratch HOME {home!r}: {exc.strerror}\n".encode())
+            os.write(channel, f"pid {os.getpid()}\n".encode())
+            _report(channel, "exit 126")
     command = _start(argv, cwd, env)
     os.write(channel, f"pid {os.getpid()}\n".encode())
     if not command:

@@ -21,6 +21,7 @@ import pytest
 from toolbridge import ErrorKind, ToolCallRequest, ToolContext, ToolLoader, ToolRegistry
 from toolbridge.exec_sessions import ExecSession
 from toolbridge.executor import ToolExecutor
+from toolbridge.process import Supervisor, run_command
 from toolbridge.tool import ToolResult
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
@@ -468,3 +469,22 @@ def test_a_cli_call_leaves_no_session_behind(workspace: Path, mode: str) -> None
     assert done.returncode == 0, done.stderr
     assert "still running: session_id 1" in done.stdout
     assert running(token) == []  # ended with the command, before it returned
+
+
+async def test_a_scratch_home_that_exists_already_fails_the_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    planted = tmp_path / "planted-home"
+    planted.symlink_to(workspace)  # what another user could leave at a HOME path in /tmp
+    supervisor = Supervisor()
+    try:
+        result = await run_command(
+            ["/bin/sh", "-c", "echo ran"], cwd=workspace, env=BASE_ENV, time_limit=LIMIT,
+            output_limit=10_000, kill_after_bytes=1_000_000, supervisor=supervisor,
+            home=str(planted),
+        )  # fmt: skip
+    finally:
+        supervisor.close()
+    assert result.exit_code == 126
+    assert "cannot make the scratch HOME" in result.output and "ran" not in result.output
+    assert planted.is_symlink()  # left as it was

@@ -20,7 +20,6 @@ import asyncio
 import functools
 import logging
 import os
-import shutil
 import signal
 import tempfile
 import uuid
@@ -277,44 +276,36 @@ class ExecTool(Tool):
             logger.debug("exec: dropped secret-looking variables %s", ", ".join(dropped))
         for name in _HOME_VARIABLES:
             env.pop(name, None)
-        if self.sandbox is not None:
-            home = f"{SANDBOX_HOME}/{uuid.uuid4().hex[:12]}"
-        else:
-            home = tempfile.mkdtemp(prefix="toolbridge-home-")
+        # Made by the command's supervisor, and removed by it when the command has ended.
+        scratch = SANDBOX_HOME if self.sandbox is not None else tempfile.gettempdir()
+        home = os.path.join(scratch, f"toolbridge-home-{uuid.uuid4().hex}")
         env["HOME"] = home
         argv = [self.config.shell, "-c", command]
         context = _context_session()
-        session: ToolResult | None = None
-        try:
-            too_long = _too_long(command, argv, env)
-            if too_long is not None:
-                return too_long
-            if kwargs.get("yield_time_ms") is not None:
-                session = await self._start_session(
-                    command,
-                    argv,
-                    cwd=cwd,
-                    env=env,
-                    home=home,
-                    context=context,
-                    yield_time_ms=kwargs["yield_time_ms"],
-                )
-                return session
-            with self.sessions.calling(context, current_call_owner()) as supervisor:
-                result = await run_command(
-                    argv,
-                    cwd=cwd,
-                    env=env,
-                    time_limit=timeout,
-                    output_limit=self.config.max_output_bytes,
-                    kill_after_bytes=self.config.kill_output_bytes,
-                    supervisor=supervisor,
-                    home=home,
-                )
-        finally:
-            # A running session's HOME is its own: its supervisor removes it at the end.
-            if self.sandbox is None and not (session and session.metadata.get("running")):
-                await asyncio.shield(asyncio.to_thread(shutil.rmtree, home, ignore_errors=True))
+        too_long = _too_long(command, argv, env)
+        if too_long is not None:
+            return too_long
+        if kwargs.get("yield_time_ms") is not None:
+            return await self._start_session(
+                command,
+                argv,
+                cwd=cwd,
+                env=env,
+                home=home,
+                context=context,
+                yield_time_ms=kwargs["yield_time_ms"],
+            )
+        with self.sessions.calling(context, current_call_owner()) as supervisor:
+            result = await run_command(
+                argv,
+                cwd=cwd,
+                env=env,
+                time_limit=timeout,
+                output_limit=self.config.max_output_bytes,
+                kill_after_bytes=self.config.kill_output_bytes,
+                supervisor=supervisor,
+                home=home,
+            )
         notes = []
         if requested and requested > self.config.max_timeout:
             notes.append(f"[timeout capped at the configured maximum of {timeout:g} s]")
