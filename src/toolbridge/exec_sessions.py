@@ -33,7 +33,7 @@ from typing import Any
 
 from toolbridge.process import DRAIN_SECONDS, STOP_SECONDS, OutputCapture, Supervisor
 
-__all__ = ["ExecSession", "ExecSessions", "SandboxSession", "SessionInfo", "SessionLimit"]
+__all__ = ["ExecSession", "ExecSessions", "Poll", "SandboxSession", "SessionInfo", "SessionLimit"]
 
 logger = logging.getLogger(__name__)
 
