@@ -201,7 +201,8 @@ def render(medians: dict[str, tuple[float, float]], command: str) -> str:
         "the supervisor server's share included, which depends less on how busy the "
         "machine is. The server starts once per context session (in its sandbox, with "
         "bwrap); per call it forks. The write_stdin rows are a round trip to an open `sh` "
-        "session instead: `echo hi` written, `hi` read back.",
+        "session instead: `echo hi` written, `hi` read back; their CPU is nearly all in "
+        "this process, which the CPU column does not count (it counts child processes).",
         "",
         "| Case | wall ms | vs process group only | CPU ms | vs process group only |",
         "| --- | --- | --- | --- | --- |",
