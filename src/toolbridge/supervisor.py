@@ -161,12 +161,18 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
             os.write(channel, f"pid {os.getpid()}\n".encode())
             _report(channel, "exit 126")
     command = _start(argv, cwd, env)
-    os.write(channel, f"pid {os.getpid()}\n".encode())
+    # toolbridge may be gone already (killed while the request waited): then stop at once,
+    # rather than die on the write and leave the command to init.
+    heard = _tell(channel, f"pid {os.getpid()}")
     if not command:
         _report(channel, "exit 127")
     poller = select.poll()
     poller.register(wake, select.POLLIN)
-    poller.register(channel, select.POLLIN)
+    if heard:
+        poller.register(channel, select.POLLIN)
+    else:
+        _kill(command, group=True)
+        _kill(command)
     status: int | None = None
     while status is None:
         stop = False
@@ -191,6 +197,15 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
     if os.WIFSIGNALED(status):
         _report(channel, f"signal {os.WTERMSIG(status)}")
     _report(channel, f"exit {os.waitstatus_to_exitcode(status)}")
+
+
+def _tell(channel: int, line: str) -> bool:
+    """Write a line to toolbridge; False when it is gone (the channel is closed)."""
+    try:
+        os.write(channel, f"{line}\n".encode())
+    except OSError:
+        return False
+    return True
 
 
 def _report(channel: int, line: str) -> None:

@@ -488,3 +488,24 @@ async def test_a_scratch_home_that_exists_already_fails_the_call(
     assert result.exit_code == 126
     assert "cannot make the scratch HOME" in result.output and "ran" not in result.output
     assert planted.is_symlink()  # left as it was
+
+
+async def test_a_call_whose_caller_is_gone_before_it_starts_leaves_nothing(
+    workspace: Path,
+) -> None:
+    # The host died while its request waited in the server: the call supervisor finds the
+    # channel closed when it says its pid, and must stop the command, not die and orphan it.
+    token = marker()
+    supervisor = Supervisor()
+    try:
+        for _ in range(5):
+            read, write = os.pipe()
+            channel = supervisor.launch(
+                ["/bin/sh", "-c", f"sleep {token}"], cwd=workspace, env=BASE_ENV, output_fd=write
+            )
+            channel.close()  # before the call supervisor could say anything
+            os.close(write)
+            os.close(read)
+    finally:
+        supervisor.close()  # the server goes too, as when the host is killed
+    assert await gone(token), describe(running(token))
