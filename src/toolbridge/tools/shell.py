@@ -248,13 +248,6 @@ class ExecTool(Tool):
         """Whether commands run inside bubblewrap (decided once, when the tool is made)."""
         return self.sandbox is not None
 
-    def argv(self, command: str, cwd: Path | None = None) -> list[str]:
-        """What is executed for `command`: the shell, inside bubblewrap when sandboxed."""
-        shell_argv = [self.config.shell, "-c", command]
-        if self.sandbox is None:
-            return shell_argv
-        return self.sandbox.argv(shell_argv, workspace=self.workspace, cwd=cwd or self.workspace)
-
     async def execute(self, **kwargs: Any) -> ToolResult:
         if self.sandbox is None and self.config.unsandboxed == "refuse":
             raise PolicyViolation(self._refusal())
