@@ -300,7 +300,10 @@ async def test_the_idle_limit_ends_an_unpolled_session(workspace: Path, mode: st
     tools = registry(tool)
     token = marker()
     started = await call(tools, "exec", command=f"sleep {token}", yield_time_ms=0)
-    assert await appears(token)
+    session = tool.sessions.get("default", started.metadata["session_id"])
+    assert isinstance(session, ExecSession)
+    await session.wait(LIMIT)  # sleep 300 ends within that only if it is ended
+    assert not session.running and session.exit_code == -signal.SIGKILL
     assert await gone(token)
     late = await call(tools, "write_stdin", session_id=started.metadata["session_id"])
     assert late.error_kind is ErrorKind.INVALID_ARGUMENTS
