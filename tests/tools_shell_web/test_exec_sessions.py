@@ -28,6 +28,7 @@ from toolbridge.tools.shell import ExecConfig, ExecTool
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
 MODES = ["bwrap", "none"]
 LIMIT = 30.0  # only a real hang reaches it
+WAIT = 60_000  # wait_timeout_ms for wait_for: as generous
 
 
 def make_tool(workspace: Path, sandbox: str, **config: object) -> ExecTool:
@@ -124,17 +125,29 @@ async def test_an_interactive_shell_keeps_running_and_answers(workspace: Path, m
     assert started.metadata["running"] is True and "exit_code" not in started.metadata
     assert f"still running: session_id {sid}" in started.text
     answer = await call(
-        tools, "write_stdin", session_id=sid, chars="echo $((6*7))\n", wait_for="42"
+        tools,
+        "write_stdin",
+        session_id=sid,
+        chars="echo $((6*7))\n",
+        wait_for="42",
+        wait_timeout_ms=WAIT,
     )
     assert answer.text.splitlines()[0] == "42"
     assert answer.metadata == {**answer.metadata, "session_id": sid, "running": True}
     # Only what came since the last poll comes back.
-    again = await call(tools, "write_stdin", session_id=sid, chars="echo next\n", wait_for="next")
+    again = await call(
+        tools,
+        "write_stdin",
+        session_id=sid,
+        chars="echo next\n",
+        wait_for="next",
+        wait_timeout_ms=WAIT,
+    )
     assert again.text.splitlines()[0] == "next"
     # Its scratch HOME lasts as long as it does (a plain call's goes with the call).
     home = await call(
         tools, "write_stdin", session_id=sid, chars='test -d "$HOME" && echo home-ok\n',
-        wait_for="home-ok",
+        wait_for="home-ok", wait_timeout_ms=WAIT,
     )  # fmt: skip
     assert home.text.splitlines()[0] == "home-ok"
     ended = await call(
@@ -172,7 +185,9 @@ async def test_a_server_started_in_a_session_is_reached_by_the_next_exec(
         tools, "exec", command="python3 -u -m http.server 0 --bind 127.0.0.1", yield_time_ms=0
     )
     sid = server.metadata["session_id"]
-    banner = await call(tools, "write_stdin", session_id=sid, wait_for="Serving HTTP")
+    banner = await call(
+        tools, "write_stdin", session_id=sid, wait_for="Serving HTTP", wait_timeout_ms=WAIT
+    )
     port = re.search(r"port (\d+)", banner.text)
     assert port is not None, banner.text
     fetch = (
@@ -181,7 +196,9 @@ async def test_a_server_started_in_a_session_is_reached_by_the_next_exec(
     )
     fetched = await call(tools, "exec", command=fetch)
     assert fetched.text == "served from the workspace\nExit code: 0"
-    log = await call(tools, "write_stdin", session_id=sid, wait_for="page.txt")
+    log = await call(
+        tools, "write_stdin", session_id=sid, wait_for="page.txt", wait_timeout_ms=WAIT
+    )
     assert "GET /page.txt" in log.text
     stopped = await call(tools, "write_stdin", session_id=sid, terminate=True)
     assert stopped.metadata["running"] is False
@@ -237,7 +254,13 @@ async def test_two_context_sessions_never_share_a_sandbox(workspace: Path) -> No
     server = await call(
         alice, "exec", command="python3 -u -m http.server 8000 --bind 127.0.0.1", yield_time_ms=0
     )
-    await call(alice, "write_stdin", session_id=server.metadata["session_id"], wait_for="Serving")
+    await call(
+        alice,
+        "write_stdin",
+        session_id=server.metadata["session_id"],
+        wait_for="Serving",
+        wait_timeout_ms=WAIT,
+    )
     probe = (
         'python3 -c "import urllib.request as u; '
         "print(u.urlopen('http://127.0.0.1:8000/').status)\" 2>/dev/null || echo unreachable; "
@@ -368,7 +391,11 @@ async def test_control_sequences_are_stripped_from_session_output(workspace: Pat
         tools, "exec", command=r"printf '\033[31mred\033[0m\n'; sleep 30", yield_time_ms=0
     )
     polled = await call(
-        tools, "write_stdin", session_id=started.metadata["session_id"], wait_for="red"
+        tools,
+        "write_stdin",
+        session_id=started.metadata["session_id"],
+        wait_for="red",
+        wait_timeout_ms=WAIT,
     )
     assert polled.text.splitlines()[0] == "red"
     tool.close()
