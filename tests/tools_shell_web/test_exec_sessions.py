@@ -244,6 +244,9 @@ async def test_another_context_session_cannot_see_poll_or_kill(workspace: Path, 
         assert refused.error_kind is ErrorKind.INVALID_ARGUMENTS
     assert await appears(token)
     assert (await call(mine, "write_stdin", session_id=sid, yield_time_ms=0)).metadata["running"]
+    missed = await call(mine, "write_stdin", session_id=sid, wait_for="never", wait_timeout_ms=50)
+    assert missed.text.startswith("Note: 'never' did not appear in the output within 50 ms.")
+    assert missed.metadata["running"] and not missed.is_error
     tool.close()
     assert await gone(token)
 

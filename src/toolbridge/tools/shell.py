@@ -546,7 +546,9 @@ class WriteStdinTool(Tool):
             session.close_stdin()
         wait_for: str | None = kwargs.get("wait_for")
         if wait_for:
-            await session.wait(kwargs.get("wait_timeout_ms", 10_000) / 1000, wait_for.encode())
+            limit = kwargs.get("wait_timeout_ms", 10_000)
+            if not await session.wait(limit / 1000, wait_for.encode()) and problem is None:
+                problem = f"{wait_for!r} did not appear in the output within {limit} ms"
         else:
             await session.wait(kwargs.get("yield_time_ms", 1000) / 1000)
         result = self.exec_tool.session_report(session, max_chars)
