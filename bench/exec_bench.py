@@ -15,7 +15,10 @@ default 61), each running ``/bin/sh -c true``:
 - `python -I -S -c pass`: what a supervisor started per call would cost at least;
 - bubblewrap, with and without the supervisor around it;
 - exec tool (none / bwrap): `ToolRegistry.execute("exec", ...)` end to end, with the
-  environment scrub, the scratch HOME and the report.
+  environment scrub, the scratch HOME and the report; with bwrap the command forks in
+  the context session's open sandbox (started at warm-up), no bubblewrap per call;
+- write_stdin round trip (none / bwrap): ``echo hi`` written to an open ``sh`` exec
+  session, waiting for ``hi`` (``wait_for``), end to end through the registry.
 
 Ratios are against the first case in the same run. Not a test: the suite never runs it.
 """
@@ -41,12 +44,15 @@ from pathlib import Path
 from toolbridge import ToolContext, ToolRegistry
 from toolbridge.process import Supervisor, run_command
 from toolbridge.security.sandbox import find_sandbox
+from toolbridge.tool import ToolResult
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 SECTION = "## exec"
 TRUE = ["/bin/sh", "-c", "true"]
 PYTHON_START = "for scale: `python -I -S -c pass`"
+OPEN_SANDBOX = "exec tool, sandbox = bwrap (the session's open sandbox)"
+STDIN_BWRAP = "write_stdin round trip, sandbox = bwrap"
 
 Case = Callable[[], Awaitable[object]]
 
@@ -68,8 +74,9 @@ async def plain_subprocess(argv: list[str], workspace: Path, env: dict[str, str]
     return code
 
 
-def cases(workspace: Path, supervisors: list[Supervisor]) -> dict[str, Case]:
-    """The cases by name; every supervisor server they use is appended to `supervisors`."""
+def cases(workspace: Path, supervisors: list[Supervisor], tools: list[ExecTool]) -> dict[str, Case]:
+    """The cases by name; every supervisor server they use is appended to `supervisors`,
+    every exec tool to `tools` (closed at the end)."""
     supervisor = Supervisor()
     supervisors.append(supervisor)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -78,11 +85,32 @@ def cases(workspace: Path, supervisors: list[Supervisor]) -> dict[str, Case]:
     def supervised(argv: list[str]) -> Case:
         return lambda: run_command(argv, cwd=workspace, env=env, supervisor=supervisor, **limits)
 
-    def tool(**config: str) -> Case:
+    def make_registry(config: dict[str, str]) -> ToolRegistry:
         exec_tool = ExecTool(workspace, ExecConfig.model_validate(config), environ=env)
         supervisors.append(exec_tool.supervisor)
-        registry = ToolRegistry([exec_tool], context=ToolContext(workspace=workspace))
+        tools.append(exec_tool)
+        return ToolRegistry(
+            [exec_tool, *exec_tool.companions()], context=ToolContext(workspace=workspace)
+        )
+
+    def tool(**config: str) -> Case:
+        registry = make_registry(config)
         return lambda: registry.execute("exec", {"command": "true"})
+
+    def stdin_round_trip(**config: str) -> Case:
+        registry = make_registry(config)
+        session: list[int] = []
+
+        async def run() -> ToolResult:
+            if not session:  # the warm-up round opens the sh session
+                started = await registry.execute("exec", {"command": "sh", "yield_time_ms": 0})
+                session.append(started.metadata["session_id"])
+            write = {"session_id": session[0], "chars": "echo hi\n", "wait_for": "hi"}
+            result = await registry.execute("write_stdin", write)
+            assert result.text.startswith("hi\n"), result.text
+            return result
+
+        return run
 
     found: dict[str, Case] = {
         "process group only (before)": lambda: plain_subprocess(TRUE, workspace, env),
@@ -98,20 +126,29 @@ def cases(workspace: Path, supervisors: list[Supervisor]) -> dict[str, Case]:
         found["supervisor + bubblewrap"] = supervised(argv)
     found["exec tool, sandbox = none"] = tool(sandbox="none", unsandboxed="allow")
     if sandbox is not None:
-        found["exec tool, sandbox = bwrap"] = tool(sandbox="bwrap")
+        found[OPEN_SANDBOX] = tool(sandbox="bwrap")
+    found["write_stdin round trip, sandbox = none"] = stdin_round_trip(
+        sandbox="none", unsandboxed="allow"
+    )
+    if sandbox is not None:
+        found[STDIN_BWRAP] = stdin_round_trip(sandbox="bwrap")
     return found
 
 
 def tree_cpu(supervisors: list[Supervisor]) -> float:
-    """CPU seconds (user + system) of every reaped child, and of every supervisor server
-    with the call supervisors it reaped (they are the server's children, not ours)."""
+    """CPU seconds (user + system) of every reaped child, and of every process under each
+    supervisor server (a sandbox's too), with the call supervisors each reaped."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = usage.ru_utime + usage.ru_stime
     ticks = os.sysconf("SC_CLK_TCK")
-    for supervisor in supervisors:
-        if supervisor.pid is not None:
-            stat = Path(f"/proc/{supervisor.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    pending = [supervisor.pid for supervisor in supervisors if supervisor.pid is not None]
+    while pending:
+        pid = pending.pop()
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += sum(int(field) for field in stat[11:15]) / ticks  # utime .. cstime
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            pending += [int(child) for child in children]
     return total
 
 
@@ -123,7 +160,8 @@ async def measure(workspace: Path, repetitions: int) -> dict[str, tuple[float, f
     server accounts a call supervisor only once it has reaped it.
     """
     supervisors: list[Supervisor] = []
-    runs = cases(workspace, supervisors)
+    tools: list[ExecTool] = []
+    runs = cases(workspace, supervisors, tools)
     wall: dict[str, list[float]] = {name: [] for name in runs}
     for run in runs.values():  # warm up: imports, page cache, servers started
         await run()
@@ -140,6 +178,8 @@ async def measure(workspace: Path, repetitions: int) -> dict[str, tuple[float, f
             await run()
         await asyncio.sleep(0.2)
         cpu[name] = (tree_cpu(supervisors) - before) * 1000 / repetitions
+    for exec_tool in tools:
+        exec_tool.close()
     for supervisor in supervisors:
         supervisor.close()
     return {name: (statistics.median(wall[name]), cpu[name]) for name in runs}
@@ -159,7 +199,10 @@ def render(medians: dict[str, tuple[float, float]], command: str) -> str:
         "Round trip of `/bin/sh -c true` in one process: median wall ms (cases "
         "interleaved), and mean CPU ms (user + system) of every process the call involved, "
         "the supervisor server's share included, which depends less on how busy the "
-        "machine is. The server starts once per tool; per call it forks.",
+        "machine is. The server starts once per context session (in its sandbox, with "
+        "bwrap); per call it forks. The write_stdin rows are a round trip to an open `sh` "
+        "session instead: `echo hi` written, `hi` read back; their CPU is nearly all in "
+        "this process, which the CPU column does not count (it counts child processes).",
         "",
         "| Case | wall ms | vs process group only | CPU ms | vs process group only |",
         "| --- | --- | --- | --- | --- |",
@@ -176,6 +219,16 @@ def render(medians: dict[str, tuple[float, float]], command: str) -> str:
         f"call; a supervisor started per call would add at least {python_wall - base:.1f} ms "
         f"wall and {python_cpu - base_cpu:.1f} ms CPU (an interpreter start).",
     ]
+    if OPEN_SANDBOX in medians:
+        opened, before = medians[OPEN_SANDBOX][0], medians["supervisor + bubblewrap"][0]
+        stdin = medians[STDIN_BWRAP][0]
+        lines += [
+            "",
+            f"A plain exec in the session's open sandbox takes {opened:.1f} ms median "
+            f"(target: at most 10), against {before:.1f} ms for a bubblewrap started per "
+            f"call ({before / opened:.1f}x); a write_stdin round trip to an open sandboxed "
+            f"`sh` takes {stdin:.1f} ms (target: at most 5).",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -74,7 +74,7 @@ from toolbridge.results import (
     text_length,
 )
 from toolbridge.scheduling import ExclusiveGate
-from toolbridge.tool import Tool, ToolResult
+from toolbridge.tool import Tool, ToolResult, reset_call_owner, set_call_owner
 from toolbridge.tools.tool_results import attach_pager
 from toolbridge.tracing import call_tracer
 
@@ -234,6 +234,7 @@ class ToolBatch:
         (and `outcomes`) before the exception propagates; no call is left running.
         """
         out = Outcomes() if into is None else into
+        owner = set_call_owner(self.executor)  # what its calls leave running is its to end
         try:
             await self.executor._run_batch(self)
         except _Stopped as stop:
@@ -244,6 +245,8 @@ class ToolBatch:
             self._cancel_rest()
             out[:] = self.finished
             raise
+        finally:
+            reset_call_owner(owner)
         out[:] = self.finished
         return out
 
@@ -350,6 +353,21 @@ class ToolExecutor:
         return ResultStore(folder, ctx.session, **options)
 
     # --- public API ---------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """End what this executor's calls left running (exec sessions and their sandboxes).
+
+        ``async with ToolExecutor(...) as executor:`` calls it on the way out. The
+        executor stays usable; a later call starts afresh.
+        """
+        for tool in list(self.registry):
+            await tool.release(self)
+
+    async def __aenter__(self) -> ToolExecutor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def batch(self, calls: Sequence[ToolCallRequest]) -> ToolBatch:
         """A batch to `run()` or `stream()`; it keeps finished outcomes if cancelled."""

@@ -92,18 +92,17 @@ class ToolLoader:
         builtins = self.discover()
         for origin, candidates in (("built-in", builtins), ("plugin", self.discover_plugins())):
             for source, candidate in candidates:
-                tool = self._build(source, candidate, ctx, scope)
-                if tool is None:
-                    continue
-                if tool.name in tools:
-                    self._skip(
-                        source,
-                        f"{origin} tool {tool.name!r} clashes with an already loaded tool of "
-                        "that name; the first one (built-ins first) is kept",
-                        level=logging.WARNING,
-                    )
-                    continue
-                tools[tool.name] = tool
+                built = self._build(source, candidate, ctx, scope)
+                for tool in [built, *built.companions()] if built is not None else []:
+                    if tool.name in tools:
+                        self._skip(
+                            source,
+                            f"{origin} tool {tool.name!r} clashes with an already loaded tool "
+                            "of that name; the first one (built-ins first) is kept",
+                            level=logging.WARNING,
+                        )
+                        continue
+                    tools[tool.name] = tool
         return list(tools.values())
 
     def registry(self, ctx: ToolContext | None = None, *, scope: str = "default") -> ToolRegistry:

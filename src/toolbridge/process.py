@@ -28,7 +28,14 @@ from pathlib import Path
 
 from toolbridge.terminal import strip_control_sequences
 
-__all__ = ["CommandResult", "OutputCapture", "Supervisor", "run_command", "scrub_environment"]
+__all__ = [
+    "CommandResult",
+    "OutputCapture",
+    "Supervisor",
+    "run_command",
+    "scrub_environment",
+    "server_command",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -161,16 +168,25 @@ class _PipeReader(asyncio.Protocol):
             self.closed.set_result(None)
 
 
+def server_command() -> list[str]:
+    """How the supervisor server starts when it runs as a plain process of this user."""
+    return [sys.executable, "-I", "-S", str(SUPERVISOR)]
+
+
 class Supervisor:
-    """The supervisor server of one owner (an `ExecTool`): one fork per command.
+    """The supervisor server of one owner (a sandbox session): one fork per command.
 
     The server (``toolbridge/supervisor.py``) starts on first use and lives until
     `close` (or until this process exits, since it ends at end-of-file on its socket).
+    `command` starts it: by default a plain process; a sandbox session starts it inside
+    bubblewrap, where its pids are not this host's (`pids_visible` False).
     A server that died, killed by a command say, is replaced on the next launch.
     Thread-safe; each launch is independent of the event loop that runs it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, command: Sequence[str] | None = None, *, pids_visible: bool = True) -> None:
+        self.command = list(command) if command is not None else server_command()
+        self.pids_visible = pids_visible
         self._lock = threading.Lock()
         self._server: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
@@ -181,24 +197,40 @@ class Supervisor:
         server = self._server
         return server.pid if server is not None and server.poll() is None else None
 
+    @property
+    def running(self) -> bool:
+        """Whether the server has been started and has not ended."""
+        server = self._server
+        return server is not None and server.poll() is None
+
     def launch(
-        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], output_fd: int
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        output_fd: int,
+        stdin_fd: int | None = None,
+        home: str = "",
     ) -> socket.socket:
         """Start `argv` under a new call supervisor; returns the call's channel (non-blocking).
 
-        The command writes to `output_fd` (the caller keeps and closes its own copy).
-        Shutting the channel down for writing stops the command; the channel then
-        reports how it ended (see ``supervisor.py``).
+        The command writes to `output_fd` and reads `stdin_fd` (default: /dev/null); the
+        caller keeps and closes its own copies. `home`, when given, is made before the
+        command starts and removed after it ended. Shutting the channel down for writing
+        stops the command; the channel then reports how it ended (see ``supervisor.py``).
         """
-        payload = json.dumps({"argv": list(argv), "cwd": str(cwd), "env": dict(env)}).encode()
+        request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "home": home}
+        payload = json.dumps(request).encode()
         header = len(payload).to_bytes(8, "big")
         channel, call_end = socket.socketpair()
+        fds = [output_fd, call_end.fileno(), *([] if stdin_fd is None else [stdin_fd])]
         try:
             with self._lock:
                 for attempt in (1, 2):
                     server = self._connect()
                     try:
-                        socket.send_fds(server, [header], [output_fd, call_end.fileno()])
+                        socket.send_fds(server, [header], fds)
                         server.sendall(payload)
                         break
                     except OSError:
@@ -226,7 +258,7 @@ class Supervisor:
         ours, theirs = socket.socketpair()
         with theirs:
             self._server = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SUPERVISOR)],
+                self.command,
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -252,8 +284,9 @@ class Supervisor:
 class _Channel:
     """The host's end of one call: the supervisor's pid, how the command ended, and stop."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, pids_visible: bool = True) -> None:
         self.sock = sock
+        self.pids_visible = pids_visible
         self.buffer = b""
         self.supervisor_pid: int | None = None
         self.exit_code: int | None = None
@@ -300,7 +333,7 @@ class _Channel:
                 return await self.ended()
         except TimeoutError:
             logger.warning("the exec call supervisor did not end %s s after a stop", STOP_SECONDS)
-            if self.supervisor_pid is not None:
+            if self.supervisor_pid is not None and self.pids_visible:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.supervisor_pid, signal.SIGKILL)
             return await self.ended()
@@ -315,12 +348,14 @@ async def run_command(
     output_limit: int,
     kill_after_bytes: int,
     supervisor: Supervisor,
+    home: str = "",
 ) -> CommandResult:
     """Run `argv` under a call supervisor of `supervisor` and keep a bounded view of its output.
 
     Returns once the command has exited (or was stopped after `time_limit` seconds or
     for flooding the pipe) and everything it started has been killed, `setsid` and
-    double-forked descendants included. Cancelling the caller stops it too.
+    double-forked descendants included. Cancelling the caller stops it too. `home` is
+    the command's scratch HOME, made before it starts and removed once it ended.
     """
     loop = asyncio.get_running_loop()
     capture = OutputCapture(output_limit)
@@ -328,13 +363,13 @@ async def run_command(
     read_fd, write_fd = os.pipe()
     pipe = os.fdopen(read_fd, "rb", 0)
     try:
-        sock = supervisor.launch(argv, cwd=cwd, env=env, output_fd=write_fd)
+        sock = supervisor.launch(argv, cwd=cwd, env=env, output_fd=write_fd, home=home)
     except BaseException:
         pipe.close()
         raise
     finally:
         os.close(write_fd)
-    channel = _Channel(sock)
+    channel = _Channel(sock, pids_visible=supervisor.pids_visible)
     reader.stop = channel.stop
     transport: asyncio.BaseTransport | None = None
     timed_out = False

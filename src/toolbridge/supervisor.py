@@ -3,18 +3,24 @@
 Started as ``python -I -S supervisor.py`` (standard library only) with stdin a Unix
 socket to toolbridge, it is a *server*: it waits for requests and forks one *call
 supervisor* per command, so a call costs a fork, not an interpreter start. A request
-is an 8-byte big-endian length, with two file descriptors attached (the command's
-output pipe and the call's channel, a socket), then that many bytes of JSON:
-``{"argv": [...], "cwd": "...", "env": {...}}``. End-of-file on stdin ends the server.
+is an 8-byte big-endian length, with two or three file descriptors attached (the
+command's output pipe, the call's channel, a socket, and optionally the read end of the
+command's stdin), then that many bytes of JSON:
+``{"argv": [...], "cwd": "...", "env": {...}, "home": "..."}``. End-of-file on stdin ends
+the server. The server runs either as a plain process or inside a long-lived bubblewrap
+sandbox (one per context session), where every command of that session starts.
 
 A call supervisor
 
 - is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every orphaned descendant
   of the command, including one that called ``setsid`` or double-forked, is
   re-parented to it instead of to init;
-- starts the command in a session of its own, stdin ``/dev/null``, stdout and stderr the
-  output pipe: ``kill 0`` from the command reaches only the command's group,
-  ``kill $PPID`` reaches the call supervisor, and neither reaches toolbridge;
+- makes the command's scratch HOME (``home``, a new directory: a path that exists fails
+  the call), and removes it once the call has ended;
+- starts the command in a session of its own, stdin ``/dev/null`` (or the pipe sent
+  with the request), stdout and stderr the output pipe: ``kill 0`` from the command
+  reaches only the command's group, ``kill $PPID`` reaches the call supervisor, and
+  neither reaches toolbridge;
 - writes ``pid <its pid>`` to the channel, then waits until the command exits, or the
   channel reaches end-of-file (toolbridge stopped the call, or died), or it gets
   SIGTERM/SIGINT/SIGHUP/SIGQUIT; then it kills the command's group and every descendant
@@ -32,6 +38,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import socket
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -142,17 +149,30 @@ def _kill_descendants(command: int) -> None:
             return
 
 
-def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int) -> None:
+def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home: str) -> None:
     """Run one command to its end and everything it started with it; report; exit."""
     _become_subreaper()
     wake = _wakeup((*STOP_SIGNALS, signal.SIGCHLD))
+    if home:
+        try:  # a new directory, never one that was there (a link planted in a shared /tmp)
+            os.mkdir(home, 0o700)
+        except OSError as exc:
+            os.write(2, f"exec: cannot make the scratch HOME {home!r}: {exc.strerror}\n".encode())
+            os.write(channel, f"pid {os.getpid()}\n".encode())
+            _report(channel, "exit 126")
     command = _start(argv, cwd, env)
-    os.write(channel, f"pid {os.getpid()}\n".encode())
+    # toolbridge may be gone already (killed while the request waited): then stop at once,
+    # rather than die on the write and leave the command to init.
+    heard = _tell(channel, f"pid {os.getpid()}")
     if not command:
         _report(channel, "exit 127")
     poller = select.poll()
     poller.register(wake, select.POLLIN)
-    poller.register(channel, select.POLLIN)
+    if heard:
+        poller.register(channel, select.POLLIN)
+    else:
+        _kill(command, group=True)
+        _kill(command)
     status: int | None = None
     while status is None:
         stop = False
@@ -170,9 +190,22 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int) -> N
             if pid == command:
                 status = wait_status
     _kill_descendants(command)
+    if home:
+        shutil.rmtree(home, ignore_errors=True)
+    for fd in (0, 1, 2):  # the output pipe ends here, before this process does: a caller
+        os.close(fd)  # waiting for its end-of-file does not wait for this exit too
     if os.WIFSIGNALED(status):
         _report(channel, f"signal {os.WTERMSIG(status)}")
     _report(channel, f"exit {os.waitstatus_to_exitcode(status)}")
+
+
+def _tell(channel: int, line: str) -> bool:
+    """Write a line to toolbridge; False when it is gone (the channel is closed)."""
+    try:
+        os.write(channel, f"{line}\n".encode())
+    except OSError:
+        return False
+    return True
 
 
 def _report(channel: int, line: str) -> None:
@@ -188,7 +221,7 @@ def _report(channel: int, line: str) -> None:
 
 def _receive(server: socket.socket) -> tuple[dict[str, object], list[int]] | None:
     """The next request and its two file descriptors; None at end-of-file."""
-    header, fds, _, _ = socket.recv_fds(server, HEADER_BYTES, 2)
+    header, fds, _, _ = socket.recv_fds(server, HEADER_BYTES, 3)
     if not header:
         return None
     while len(header) < HEADER_BYTES:
@@ -208,29 +241,32 @@ def _receive(server: socket.socket) -> tuple[dict[str, object], list[int]] | Non
 
 def _run_call(server: socket.socket, wake: int, request: dict[str, object], fds: list[int]) -> int:
     """Fork the call supervisor for `request`; returns its pid."""
-    output, channel = fds
+    output, channel = fds[0], fds[1]
     pid = os.fork()
     if pid:
-        os.close(output)
-        os.close(channel)
+        for fd in fds:
+            os.close(fd)
         return pid
     try:
         os.set_inheritable(channel, False)  # the command must not hold the channel open
         server.close()
         os.close(wake)
         signal.set_wakeup_fd(-1)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        stdin = fds[2] if len(fds) == 3 else os.open(os.devnull, os.O_RDONLY)
+        # Out of the way of 0-2 first: a received fd may itself be 0, 1 or 2.
+        stdin, output = os.dup(stdin), os.dup(output)
+        os.dup2(stdin, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        for fd in (null, output):
-            if fd > 2:
-                os.close(fd)
+        for fd in {stdin, output, *fds} - {0, 1, 2, channel}:
+            os.close(fd)
         for fd in (0, 1, 2):  # os.open makes fds close-on-exec; the command needs these
             os.set_inheritable(fd, True)
         argv, cwd, env = request["argv"], request["cwd"], request["env"]
+        home = request.get("home") or ""
         assert isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)
-        supervise(argv, cwd, env, channel)
+        assert isinstance(home, str)
+        supervise(argv, cwd, env, channel, home)
     finally:
         os._exit(125)
 
@@ -255,7 +291,7 @@ def serve() -> None:
             if received is None:  # toolbridge closed the tool, or died
                 os._exit(0)
             request, fds = received
-            if len(fds) == 2:
+            if len(fds) in (2, 3):
                 calls.add(_run_call(server, wake, request, fds))
             else:  # not a request toolbridge sends: drop it
                 for extra in fds:

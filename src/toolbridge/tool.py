@@ -11,7 +11,7 @@ import base64
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
@@ -68,6 +68,25 @@ class ToolContext:
 _current_call: ContextVar[tuple[ToolContext, str | None, str] | None] = ContextVar(
     "toolbridge_current_call", default=None
 )
+
+
+# The object (an executor) on whose behalf the calls running in this task run: a tool
+# that leaves something running after a call (exec sessions) ends it in `Tool.release`.
+_call_owner: ContextVar[object | None] = ContextVar("toolbridge_call_owner", default=None)
+
+
+def current_call_owner() -> object | None:
+    """The executor whose batch runs the current call (None outside an executor)."""
+    return _call_owner.get()
+
+
+def set_call_owner(owner: object | None) -> Token[object | None]:
+    """Make `owner` the call owner of this task and the tasks it starts; reset the token."""
+    return _call_owner.set(owner)
+
+
+def reset_call_owner(token: Token[object | None]) -> None:
+    _call_owner.reset(token)
 
 
 def current_context() -> ToolContext:
@@ -210,6 +229,13 @@ class Tool:
 
     async def after_execute(self, args: Mapping[str, Any], result: ToolResult) -> None:
         """Called after `execute` with its result (also error results), for clean-up."""
+
+    def companions(self) -> list[Tool]:
+        """Tools that belong with this one and share its state (the loader adds them)."""
+        return []
+
+    async def release(self, owner: object) -> None:
+        """End what the calls of `owner` (an executor) left running; its `aclose` calls this."""
 
     def to_schema(self) -> dict[str, Any]:
         """The definition in OpenAI Chat Completions shape, as a fresh plain dict."""

@@ -229,7 +229,7 @@ def test_flags_and_schema() -> None:
     assert ExecTool.exclusive and not ExecTool.read_only
     assert not ExecTool(Path.cwd()).concurrency_safe
     assert ExecTool.parameters["required"] == ["command"]
-    assert set(ExecTool.parameters["properties"]) == {"command", "timeout", "cwd"}
+    assert set(ExecTool.parameters["properties"]) == {"command", "timeout", "cwd", "yield_time_ms"}
 
 
 def test_loader_builds_exec_from_config_and_can_leave_it_out(workspace: Path) -> None:

@@ -607,6 +607,7 @@ class AgentRunner:
             if tracer is not None:
                 reason = run.stop.value if run.stop is not None else None
                 tracer.end(run.span, run.state.usage, stop_reason=reason, error=error)
+            await asyncio.shield(run.executor.aclose())  # the run's exec sessions end with it
 
     # --- the loop -------------------------------------------------------------------------
 

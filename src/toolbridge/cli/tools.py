@@ -183,8 +183,11 @@ def _first_sentence(text: str) -> str:
 
 
 def _run(loaded: Loaded, calls: Sequence[ToolCallRequest], yes: bool) -> list[ToolOutcome]:
-    executor = ToolExecutor(loaded.registry, loaded.policy)
-    return asyncio.run(run_calls(executor, calls, decider(yes)))
+    async def run() -> list[ToolOutcome]:
+        async with ToolExecutor(loaded.registry, loaded.policy) as executor:  # ends its sessions
+            return await run_calls(executor, calls, decider(yes))
+
+    return asyncio.run(run())
 
 
 def _report_repairs(repairs: Sequence[Repair]) -> None:

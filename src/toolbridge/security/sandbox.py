@@ -6,8 +6,13 @@ The rest of the file system is bound read-only, and the places where secrets and
 live services usually are (``/home``, ``/root``, ``/run`` with its sockets, ``/tmp``)
 are replaced by empty private directories. The command gets fresh PID, IPC, UTS,
 user, cgroup and (unless network is allowed) network namespaces, a /proc that shows
-only its own processes, no capabilities, and dies with the process that started it;
-when its first process exits, the kernel kills everything else in the namespace.
+only its own processes, no capabilities; when its first process exits, the kernel
+kills everything else in the namespace.
+
+One sandbox serves one context session (`server_argv`): its first process is the exec
+supervisor server (``toolbridge/supervisor.py``), which starts every command of that
+session inside it and ends, taking the namespace with it, as soon as toolbridge closes
+its socket or exits, however it exits.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +67,14 @@ class BubblewrapSandbox:
     read_paths: tuple[Path, ...] = ()
 
     def argv(
-        self, command: Sequence[str], *, workspace: Path, cwd: Path, control: bool = True
+        self,
+        command: Sequence[str],
+        *,
+        workspace: Path,
+        cwd: Path,
+        control: bool = True,
+        die_with_parent: bool = True,
+        extra_read: Sequence[Path] = (),
     ) -> list[str]:
         """The bubblewrap command line that runs `command` in `cwd` with `workspace` writable.
 
@@ -71,7 +84,11 @@ class BubblewrapSandbox:
         when a real command is about to run.
         """
         hidden = [p for p in HIDDEN_PATHS if os.path.isdir(p) and not os.path.islink(p)]
-        shown = [*(_NETWORK_PATHS if self.network else ()), *map(str, self.read_paths)]
+        shown = [
+            *(_NETWORK_PATHS if self.network else ()),
+            *map(str, self.read_paths),
+            *map(str, extra_read),
+        ]
         root = str(workspace)
         # toolbridge's own folder is made (checked: a real directory, not a link) before
         # the command starts and mounted read-only over the writable workspace: the
@@ -80,7 +97,8 @@ class BubblewrapSandbox:
         protect = ["--ro-bind", *[str(control_folder(workspace))] * 2] if control else []
         return [
             self.executable,
-            "--die-with-parent", "--new-session", "--unshare-all",
+            *(["--die-with-parent"] if die_with_parent else []),
+            "--new-session", "--unshare-all",
             *(["--share-net"] if self.network else []),
             "--cap-drop", "ALL",
             "--ro-bind", "/", "/",
@@ -95,6 +113,31 @@ class BubblewrapSandbox:
             "--",
             *command,
         ]  # fmt: skip
+
+    def server_argv(self, workspace: Path, server: Path) -> list[str]:
+        """The command line of a session's sandbox: the supervisor server `server` its init.
+
+        The server runs with this Python, shown read-only when it lies under a hidden path
+        (a pyenv or a virtual environment in a home directory). Not ``--die-with-parent``:
+        that follows the thread that started bubblewrap, not the process; the server ends
+        at end-of-file on its socket instead, which this process's exit closes too.
+        """
+        python = Path(os.path.realpath(sys.executable))
+        prefix = Path(os.path.realpath(sys.base_prefix))
+        hidden = [Path(p) for p in HIDDEN_PATHS]
+        extra = [prefix] if any(python.is_relative_to(p) for p in hidden) else []
+        source = server.read_text()
+        argv = self.argv(
+            [str(python), "-I", "-S", "-c", source],
+            workspace=workspace,
+            cwd=workspace,
+            die_with_parent=False,
+            extra_read=extra,
+        )
+        # The server is the namespace's init: no signal from a command inside reaches it
+        # (the kernel drops those init has no handler for), and when it ends, all end.
+        argv.insert(1, "--as-pid-1")
+        return argv
 
     def probe(self, shell: str, workspace: Path) -> str | None:
         """Run an empty command in the sandbox; None if it works, else bubblewrap's complaint."""

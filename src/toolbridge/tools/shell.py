@@ -1,23 +1,28 @@
-"""`exec`: run a shell command in the workspace, contained in time, output and environment.
+"""`exec`, `write_stdin`, `list_exec_sessions`: shell commands in the workspace, contained.
 
 The command runs with ``/bin/sh -c`` in the workspace (or a directory in it), stdin
 closed, with a scratch HOME and the environment scrubbed of credentials; its output
 is capped to head and tail and cleaned of terminal control sequences. It always runs
 under the supervisor of `toolbridge.process` (nothing it starts outlives the call),
 and when bubblewrap works here, inside the sandbox of `toolbridge.security.sandbox`
-too (the default, ``sandbox = "auto"``). Without the sandbox it is an ordinary
+too (the default, ``sandbox = "auto"``): one sandbox per context session, shared by
+its commands (`toolbridge.exec_sessions`). Without the sandbox it is an ordinary
 process of this user, and `unsandboxed` decides whether that needs approval (the
 default), is allowed, or is refused. See docs/security.md.
+
+With ``yield_time_ms``, a command still running after that long becomes an exec
+session: it keeps running, and `write_stdin` writes to it, polls it or ends it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-import shutil
 import signal
 import tempfile
+import uuid
 import weakref
 from pathlib import Path
 from typing import Any, Literal
@@ -31,12 +36,32 @@ from toolbridge.errors import (
     ToolError,
     ToolExecutionError,
 )
-from toolbridge.process import CommandResult, Supervisor, run_command, scrub_environment
-from toolbridge.security.sandbox import SANDBOX_HOME, SandboxMode, find_sandbox
+from toolbridge.exec_sessions import ExecSession, ExecSessions, SessionLimit
+from toolbridge.process import (
+    SUPERVISOR,
+    CommandResult,
+    Supervisor,
+    run_command,
+    scrub_environment,
+)
+from toolbridge.security.sandbox import (
+    SANDBOX_HOME,
+    BubblewrapSandbox,
+    SandboxMode,
+    find_sandbox,
+)
 from toolbridge.security.workspace import InvalidPath, Workspace
-from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
+from toolbridge.terminal import strip_control_sequences
+from toolbridge.tool import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    current_call_owner,
+    current_context,
+    tool_parameters,
+)
 
-__all__ = ["ExecConfig", "ExecTool"]
+__all__ = ["ExecConfig", "ExecTool", "ListExecSessionsTool", "WriteStdinTool"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +114,18 @@ class ExecConfig(BaseModel):
         description="Paths hidden in the sandbox (under /home, /root, /run, /tmp) to show "
         "read-only, e.g. '~/.cargo'.",
     )
+    session_idle_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="Seconds an exec session (a command left running with yield_time_ms) "
+        "may go unpolled before it is ended.",
+    )
+    max_sessions: int = Field(
+        default=8,
+        ge=1,
+        description="Exec sessions open at once in one context session; past it a new "
+        "one is an error.",
+    )
 
 
 @tool_parameters(
@@ -112,6 +149,15 @@ class ExecConfig(BaseModel):
                 "description": "Directory to run in, relative to the workspace root "
                 "(default: the root). Must be inside the workspace.",
             },
+            "yield_time_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 30000,
+                "description": "Keep the command running: if it is still running after "
+                "this many milliseconds, return its output so far and a session_id "
+                "(use write_stdin to poll it, write to it or stop it). For servers, "
+                "watchers and interactive programs.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -125,7 +171,9 @@ class ExecTool(Tool):
         "Run a shell command (/bin/sh -c) in the workspace root (or `cwd`) and return its "
         "combined stdout and stderr and exit code. stdin is closed, so interactive commands "
         "fail; background processes are killed when the command ends; HOME is an empty "
-        "scratch directory. Long output is shortened to its beginning and end."
+        "scratch directory. Long output is shortened to its beginning and end. With "
+        "yield_time_ms, a command still running then keeps running as a session (its "
+        "stdin open) that write_stdin polls, writes to or stops."
     )
     exclusive = True
 
@@ -151,15 +199,37 @@ class ExecTool(Tool):
             read_paths=self.config.sandbox_read_paths,
         )
         self.requires_approval = self.sandbox is None and self.config.unsandboxed == "approve"
-        self.supervisor = Supervisor()
-        weakref.finalize(self, self.supervisor.close)  # the server ends with the tool
+        self.sessions = ExecSessions(
+            functools.partial(_supervisor, self.sandbox, self.workspace),
+            idle_s=self.config.session_idle_s,
+            max_sessions=self.config.max_sessions,
+            output_limit=self.config.max_output_bytes,
+        )
+        weakref.finalize(self, self.sessions.close)  # the servers end with the tool
         if self.sandbox is not None:
             network = "with network" if self.config.sandbox_network else "without network"
             self.description = (
                 f"{type(self).description} Runs in a sandbox {network}: only the workspace "
-                "is writable and persists; /tmp and HOME are private and emptied after "
-                "each call."
+                "is writable and persists; HOME is emptied after each call; /tmp is "
+                "private to this session's commands."
             )
+
+    @property
+    def supervisor(self) -> Supervisor:
+        """The supervisor server of the default context session (started on first use)."""
+        return self.sessions.supervisor("default", None)
+
+    def companions(self) -> list[Tool]:
+        """`write_stdin` and `list_exec_sessions`, sharing this tool's sessions."""
+        return [WriteStdinTool(self), ListExecSessionsTool(self)]
+
+    async def release(self, owner: object) -> None:
+        """End the exec sessions the calls of `owner` (an executor) started."""
+        await asyncio.shield(asyncio.to_thread(self.sessions.release, owner))
+
+    def close(self) -> None:
+        """End every exec session and sandbox of this tool (blocking, bounded)."""
+        self.sessions.close()
 
     @classmethod
     def config_cls(cls) -> type[BaseModel]:
@@ -177,13 +247,6 @@ class ExecTool(Tool):
     def sandboxed(self) -> bool:
         """Whether commands run inside bubblewrap (decided once, when the tool is made)."""
         return self.sandbox is not None
-
-    def argv(self, command: str, cwd: Path | None = None) -> list[str]:
-        """What is executed for `command`: the shell, inside bubblewrap when sandboxed."""
-        shell_argv = [self.config.shell, "-c", command]
-        if self.sandbox is None:
-            return shell_argv
-        return self.sandbox.argv(shell_argv, workspace=self.workspace, cwd=cwd or self.workspace)
 
     async def execute(self, **kwargs: Any) -> ToolResult:
         if self.sandbox is None and self.config.unsandboxed == "refuse":
@@ -206,13 +269,26 @@ class ExecTool(Tool):
             logger.debug("exec: dropped secret-looking variables %s", ", ".join(dropped))
         for name in _HOME_VARIABLES:
             env.pop(name, None)
-        home = SANDBOX_HOME if self.sandbox else tempfile.mkdtemp(prefix="toolbridge-home-")
+        # Made by the command's supervisor, and removed by it when the command has ended.
+        scratch = SANDBOX_HOME if self.sandbox is not None else tempfile.gettempdir()
+        home = os.path.join(scratch, f"toolbridge-home-{uuid.uuid4().hex}")
         env["HOME"] = home
-        argv = self.argv(command, cwd)
-        try:
-            too_long = _too_long(command, argv, env)
-            if too_long is not None:
-                return too_long
+        argv = [self.config.shell, "-c", command]
+        context = _context_session()
+        too_long = _too_long(command, argv, env)
+        if too_long is not None:
+            return too_long
+        if kwargs.get("yield_time_ms") is not None:
+            return await self._start_session(
+                command,
+                argv,
+                cwd=cwd,
+                env=env,
+                home=home,
+                context=context,
+                yield_time_ms=kwargs["yield_time_ms"],
+            )
+        with self.sessions.calling(context, current_call_owner()) as supervisor:
             result = await run_command(
                 argv,
                 cwd=cwd,
@@ -220,15 +296,80 @@ class ExecTool(Tool):
                 time_limit=timeout,
                 output_limit=self.config.max_output_bytes,
                 kill_after_bytes=self.config.kill_output_bytes,
-                supervisor=self.supervisor,
+                supervisor=supervisor,
+                home=home,
             )
-        finally:
-            if self.sandbox is None:
-                await asyncio.shield(asyncio.to_thread(shutil.rmtree, home, ignore_errors=True))
         notes = []
         if requested and requested > self.config.max_timeout:
             notes.append(f"[timeout capped at the configured maximum of {timeout:g} s]")
         return self._report(result, timeout, notes)
+
+    async def _start_session(
+        self,
+        command: str,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        home: str,
+        context: str,
+        yield_time_ms: int,
+    ) -> ToolResult:
+        """Start `command` as an exec session; report it once it ends or `yield_time_ms` pass."""
+        try:
+            session = await asyncio.to_thread(
+                self.sessions.start,
+                context,
+                current_call_owner(),
+                command,
+                argv,
+                cwd=cwd,
+                env=env,
+                home=home,
+            )
+        except SessionLimit as exc:
+            return ToolResult.error(
+                ToolError(
+                    ErrorKind.EXECUTION_ERROR,
+                    f"cannot start another exec session: {exc}",
+                    "End one you no longer need with write_stdin(session_id, "
+                    "terminate=true) (list_exec_sessions shows them), or run the command "
+                    "without yield_time_ms.",
+                )
+            )
+        try:
+            await session.wait(yield_time_ms / 1000)
+        except BaseException:  # cancelled before it could be reported: nobody can reach it
+            session.stop()
+            self.sessions.forget(session)
+            raise
+        return self.session_report(session, self.config.max_output_bytes)
+
+    def session_report(self, session: ExecSession, max_chars: int) -> ToolResult:
+        """The output of `session` since the last poll and its state, in text and metadata."""
+        poll = session.poll()
+        output = _shorten(poll.output.rstrip("\n"), max_chars) or "(no output)"
+        metadata: dict[str, Any] = {
+            "running": poll.running,
+            "omitted_bytes": poll.omitted_bytes,
+            "sandbox": "bwrap" if self.sandbox else "none",
+        }
+        if poll.running:
+            metadata["session_id"] = session.id
+            ending = (
+                f"still running: session_id {session.id} (write_stdin polls it, writes to "
+                "its stdin or stops it with terminate=true)"
+            )
+            return ToolResult(f"{output}\n{ending}", metadata=metadata)
+        self.sessions.forget(session)
+        code = poll.exit_code if poll.exit_code is not None else -signal.SIGKILL
+        metadata["exit_code"] = code
+        ending = f"Exit code: {code}"
+        number = _signal_number(code)
+        if number is not None:
+            metadata["signal"] = number
+            ending += f" (killed by signal {number} ({_signal_name(number)}))"
+        return ToolResult(f"{output}\n{ending}", metadata=metadata)
 
     def _directory(self, cwd: str | None) -> Path:
         """The real directory `cwd` names inside the workspace (the root when None)."""
@@ -298,6 +439,192 @@ class ExecTool(Tool):
             metadata["signal"] = number
             ending += f" (killed by signal {number} ({_signal_name(number)}))"
         return ToolResult("\n".join([output, *notes, ending]), metadata=metadata)
+
+
+@tool_parameters(
+    {
+        "type": "object",
+        "properties": {
+            "session_id": {
+                "type": "integer",
+                "description": "The session_id an exec with yield_time_ms returned.",
+            },
+            "chars": {
+                "type": "string",
+                "default": "",
+                "description": "Text to write to the command's stdin (include \\n to end "
+                "a line); empty to only poll.",
+            },
+            "close_stdin": {
+                "type": "boolean",
+                "default": False,
+                "description": "Close stdin after writing (end of input).",
+            },
+            "terminate": {
+                "type": "boolean",
+                "default": False,
+                "description": "Kill the command and everything it started; returns its "
+                "last output.",
+            },
+            "yield_time_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 30000,
+                "default": 1000,
+                "description": "How long to wait for output before returning.",
+            },
+            "wait_for": {
+                "type": ["string", "null"],
+                "minLength": 1,
+                "default": None,
+                "description": "Return as soon as this text appears in the output (instead "
+                "of waiting yield_time_ms), or after wait_timeout_ms.",
+            },
+            "wait_timeout_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 600000,
+                "default": 10000,
+                "description": "The longest wait for wait_for.",
+            },
+            "max_output_chars": {
+                "type": "integer",
+                "minimum": 100,
+                "default": 10000,
+                "description": "Output returned at most (its beginning and end).",
+            },
+        },
+        "required": ["session_id"],
+        "additionalProperties": False,
+    }
+)
+class WriteStdinTool(Tool):
+    """Write to, poll or stop a command that `exec` left running (an exec session)."""
+
+    name = "write_stdin"
+    description = (
+        "Write to the stdin of a command that exec started with yield_time_ms (by its "
+        "session_id), then wait yield_time_ms (or until wait_for text appears) and return "
+        "the output produced since the last poll, and whether it still runs or its exit "
+        "code. Empty chars only polls; terminate=true kills it and everything it started."
+    )
+    exclusive = True
+    scopes = frozenset()  # built with its exec tool (`ExecTool.companions`), never on its own
+
+    def __init__(self, exec_tool: ExecTool) -> None:
+        self.exec_tool = exec_tool
+        # Writing to a shell runs commands: it needs approval wherever exec does.
+        self.requires_approval = exec_tool.requires_approval
+
+    async def execute(self, **kwargs: Any) -> ToolResult:
+        session_id: int = kwargs["session_id"]
+        session = self.exec_tool.sessions.get(_context_session(), session_id)
+        if session is None:
+            return _invalid(
+                f"there is no exec session {session_id} in this session (it ended and was "
+                "reported already, or it was never started here)",
+                "Call list_exec_sessions to see the running ones, or start the command "
+                "again with exec and yield_time_ms.",
+            )
+        max_chars: int = kwargs.get("max_output_chars", 10_000)
+        if kwargs.get("terminate"):
+            session.stop()
+            await asyncio.shield(asyncio.to_thread(session.join))
+            return self.exec_tool.session_report(session, max_chars)
+        chars: str = kwargs.get("chars") or ""
+        problem: str | None = None
+        if chars:
+            try:
+                await session.write(chars.encode(), time_limit=10.0)
+            except BrokenPipeError:
+                problem = "stdin is closed (close_stdin was sent, or the command ended)"
+            except TimeoutError:
+                problem = "the command has not read its input for 10 s; not all was written"
+            except OSError as exc:
+                problem = f"writing to stdin failed: {exc.strerror or exc}"
+        if kwargs.get("close_stdin"):
+            session.close_stdin()
+        wait_for: str | None = kwargs.get("wait_for")
+        if wait_for:
+            limit = kwargs.get("wait_timeout_ms", 10_000)
+            if not await session.wait(limit / 1000, wait_for.encode()) and problem is None:
+                problem = f"{wait_for!r} did not appear in the output within {limit} ms"
+        else:
+            await session.wait(kwargs.get("yield_time_ms", 1000) / 1000)
+        result = self.exec_tool.session_report(session, max_chars)
+        if problem is not None:
+            result.content = f"Note: {problem}.\n{result.text}"
+        return result
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class ListExecSessionsTool(Tool):
+    """List the exec sessions of the caller's session."""
+
+    name = "list_exec_sessions"
+    read_only = True
+    description = (
+        "List the commands exec left running (with yield_time_ms) in this session: "
+        "session_id, command, age, and whether each still runs or its exit code."
+    )
+    scopes = frozenset()  # built with its exec tool (`ExecTool.companions`), never on its own
+
+    def __init__(self, exec_tool: ExecTool) -> None:
+        self.exec_tool = exec_tool
+
+    async def execute(self, **kwargs: Any) -> ToolResult:
+        rows = self.exec_tool.sessions.listing(_context_session())
+        sessions = [
+            {
+                "session_id": row.session_id,
+                "command": row.command,
+                "age_s": round(row.age_s, 1),
+                "running": row.running,
+                **({} if row.running else {"exit_code": row.exit_code}),
+            }
+            for row in rows
+        ]
+        if not rows:
+            return ToolResult("No exec sessions.", metadata={"sessions": sessions})
+        lines = [
+            f"session_id {row.session_id}: {_one_line(row.command)} ({row.age_s:.0f} s, "
+            + ("running" if row.running else f"exit code {row.exit_code}")
+            + ")"
+            for row in rows
+        ]
+        return ToolResult("\n".join(lines), metadata={"sessions": sessions})
+
+
+def _supervisor(sandbox: BubblewrapSandbox | None, workspace: Path) -> Supervisor:
+    """A context session's supervisor server: inside its own sandbox when there is one."""
+    if sandbox is None:
+        return Supervisor()
+    return Supervisor(sandbox.server_argv(workspace, SUPERVISOR), pids_visible=False)
+
+
+def _context_session() -> str:
+    """The registry context session of the running call ("default" outside a call)."""
+    try:
+        return current_context().session
+    except LookupError:
+        return "default"
+
+
+def _shorten(text: str, limit: int) -> str:
+    """`text` cut to its first and last `limit` characters in all, the cut marked."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    omitted = len(text) - limit
+    return (
+        f"{text[:head]}\n[... output truncated: {omitted} characters omitted ...]\n"
+        f"{text[len(text) - (limit - head) :]}"
+    )
+
+
+def _one_line(command: str, limit: int = 80) -> str:
+    line = strip_control_sequences(" ".join(command.split()))
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 # Linux: one argument string may hold at most 32 pages (MAX_ARG_STRLEN), its NUL included.
