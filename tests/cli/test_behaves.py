@@ -98,10 +98,13 @@ def test_ctrl_c_while_starting_up_exits_130_without_a_traceback(
 ) -> None:
     # -X importtime writes a line as each import completes: the Ctrl-C is sent when the
     # process is provably importing (it lands during a later import, or in the command).
+    # `mcp serve` with stdin kept open runs until Ctrl-C, so a signal that comes late on a
+    # busy machine still meets the command (`tools` could end first and die by it).
     process = subprocess.Popen(
-        command("tools", python=("-X", "importtime")),
+        command("mcp", "serve", python=("-X", "importtime")),
         cwd=workspace,
         env=environment(),
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         preexec_fn=default_ctrl_c,  # noqa: PLW1509  (no threads here)
@@ -117,7 +120,10 @@ def test_ctrl_c_while_starting_up_exits_130_without_a_traceback(
     assert line, seen.decode(errors="replace")  # the marker came, and the process runs on
     process.send_signal(signal.SIGINT)
     rest = process.stderr.read()
-    assert ended(process) == 130, rest.decode(errors="replace")
+    code = ended(process)
+    assert process.stdin is not None
+    process.stdin.close()
+    assert code == 130, rest.decode(errors="replace")
     assert b"Traceback" not in rest and b"KeyboardInterrupt" not in rest, rest.decode()
 
 
