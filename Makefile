@@ -30,9 +30,13 @@ check: venv
 prerequisites:
 	@bash .ci/prerequisites
 
-# pytest exits 5 when it collected no test: that must fail, not pass silently.
+# pytest exits 5 when it collected no test: that must fail, not pass silently. The suite runs
+# in TEST_WORKERS pytest-xdist workers (most of its time is waiting for real processes and
+# servers to start, not CPU); tests sharing one costly runtime stay in one worker
+# (tests/conftest.py). TEST_WORKERS=0 runs it in this process, one test after another.
+TEST_WORKERS ?= 2
 test: venv prerequisites
-	@$(BIN)/python -m pytest -q; status=$$?; \
+	@$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
 
 # The tests that once raced, 3 times in a row beside a CPU burner on every core (.ci/raced;

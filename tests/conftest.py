@@ -19,6 +19,20 @@ settings.register_profile("toolbridge", deadline=None)
 settings.register_profile("toolbridge-ci", deadline=None, derandomize=True)
 settings.load_profile("toolbridge-ci" if os.environ.get("CI") == "true" else "toolbridge")
 
+# `make test` runs the suite in two pytest-xdist workers (--dist loadgroup). A folder whose
+# tests share one costly runtime runs all of them in one worker, so the runtime starts once
+# per run and never twice side by side: the Ray backend tests share a local Ray node (a
+# session fixture) and one Ray backend per file (module fixtures).
+SHARED_RUNTIME = {"backends": "ray"}
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
+        if folder in SHARED_RUNTIME:
+            item.add_marker(pytest.mark.xdist_group(SHARED_RUNTIME[folder]))
+
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
