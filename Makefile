@@ -45,8 +45,8 @@ test-raced: venv prerequisites
 	@VENV=$(VENV) bash .ci/raced
 
 # The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
-# tens of minutes; `make test` runs the same tests with a short budget. A long target may
-# pass the 300 s per-test hang guard of `make test` by design: it is off here.
+# tens of minutes; `make test` runs the same tests with a fixed budget, 300 examples at most.
+# A long target may pass the 300 s per-test hang guard of `make test` by design: it is off here.
 fuzz: venv prerequisites
 	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics --timeout=0
 
