@@ -31,9 +31,9 @@ prerequisites:
 	@bash .ci/prerequisites
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently. The suite runs
-# in TEST_WORKERS pytest-xdist workers (most of its time is waiting for real processes and
-# servers to start, not CPU); tests sharing one costly runtime stay in one worker
-# (tests/conftest.py). TEST_WORKERS=0 runs it in this process, one test after another.
+# in TEST_WORKERS pytest-xdist workers, one per core (one test after another, it leaves a
+# core idle while it waits for real processes and servers to start); tests sharing one
+# costly runtime stay in one worker (tests/conftest.py). TEST_WORKERS=0: in this process.
 TEST_WORKERS ?= 2
 test: venv prerequisites
 	@$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
