@@ -30,9 +30,13 @@ check: venv
 prerequisites:
 	@bash .ci/prerequisites
 
-# pytest exits 5 when it collected no test: that must fail, not pass silently.
+# pytest exits 5 when it collected no test: that must fail, not pass silently. The suite runs
+# in TEST_WORKERS pytest-xdist workers, one per core (one test after another, it leaves a
+# core idle while it waits for real processes and servers to start); tests sharing one
+# costly runtime stay in one worker (tests/conftest.py). TEST_WORKERS=0: in this process.
+TEST_WORKERS ?= 2
 test: venv prerequisites
-	@$(BIN)/python -m pytest -q; status=$$?; \
+	@$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
 
 # The tests that once raced, 3 times in a row beside a CPU burner on every core (.ci/raced;
@@ -41,8 +45,8 @@ test-raced: venv prerequisites
 	@VENV=$(VENV) bash .ci/raced
 
 # The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
-# tens of minutes; `make test` runs the same tests with a short budget. A long target may
-# pass the 300 s per-test hang guard of `make test` by design: it is off here.
+# tens of minutes; `make test` runs the same tests with a fixed budget, 300 examples at most.
+# A long target may pass the 300 s per-test hang guard of `make test` by design: it is off here.
 fuzz: venv prerequisites
 	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics --timeout=0
 

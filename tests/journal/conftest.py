@@ -53,10 +53,18 @@ def _as_user() -> dict[str, object]:
     try:
         pwd.getpwnam(PG_USER)
     except KeyError:
-        subprocess.run(
+        # Two test workers (pytest-xdist) or two runs may create the user at the same moment:
+        # the loser's useradd fails with "already exists", and the user is there all the same.
+        done = subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
-            check=True,
+            capture_output=True,
+            text=True,
+            check=False,
         )
+        try:
+            pwd.getpwnam(PG_USER)
+        except KeyError:
+            raise AssertionError(f"cannot create the user {PG_USER}: {done.stderr}") from None
     entry = pwd.getpwnam(PG_USER)
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
