@@ -1,6 +1,7 @@
 """Two options that did not do what they say: ``journal --journal sqlite:///abs/path``
 opened ``abs/path`` (relative: the URL's leading ``/`` was dropped), and ``skills -v``
-turned on no logging (every other command's ``-v`` does)."""
+turned on no logging (every other command's ``-v`` does); a URL of another scheme was
+taken for a file's path."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from toolbridge.journal import CallKey, SQLiteJournal
+import pytest
+
+from toolbridge.journal import CallKey, JournalError, SQLiteJournal, open_journal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,6 +56,36 @@ def test_a_sqlite_url_naming_another_host_is_one_error(tmp_path: Path) -> None:
     [line] = done.stderr.splitlines()
     assert line.startswith("Error: 'sqlite://db.example/x.db' is not a SQLite file URL"), line
     assert "sqlite:///absolute/path" in line
+
+
+def test_a_url_of_another_scheme_is_an_error_not_a_file_path(tmp_path: Path) -> None:
+    """``postgres:db`` (a PostgreSQL URL without ``//``), ``sqlite3:///x`` or ``file:///x``
+    named a SQLite file of that name in the current folder (``open_journal`` created it):
+    each is an error saying how to write the journal's target, and nothing is created."""
+    for url in ("postgres:db", "postgresql:/db", "sqlite3:///x.db", "file:///x.db"):
+        done = toolbridge(tmp_path, "journal", "list", "--journal", url)
+        assert done.returncode == 3, done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"Error: {url!r} is not a journal toolbridge can open"), line
+        assert "sqlite:///absolute/path" in line and "postgresql://" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_open_journal_creates_no_file_named_like_a_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url in ("postgresql:x", "postgres:x.db"):
+        with pytest.raises(JournalError, match="postgresql://"):
+            await open_journal(url)
+    assert not any(os.scandir(tmp_path))
+
+
+async def test_a_sqlite_url_scheme_is_read_in_any_case(tmp_path: Path) -> None:
+    stored = tmp_path / "calls.sqlite3"
+    await journal_with_a_session(stored, "night-run")
+    async with await open_journal(f"SQLite://{stored}", create=False) as journal:
+        assert [name for name, _ in await journal.sessions()] == ["night-run"]
 
 
 def test_skills_verbose_logs_as_every_command_does(tmp_path: Path) -> None:

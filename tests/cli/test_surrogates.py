@@ -122,3 +122,23 @@ def test_each_turn_checks_the_new_messages_and_keeps_the_clean_ones() -> None:
     sendable(conversation)
     assert conversation[0] == UserMessage("replaced \\udc82")
     assert conversation[2] == UserMessage("next \\udc81")
+
+
+def test_a_lone_surrogate_deep_in_nested_arguments_is_escaped_too() -> None:
+    """Arguments nested deeper than Python's recursion limit lets a recursive walk go (a
+    hostile model's object input, as Anthropic's SDK parses it): their surrogate went
+    out as it was, and the next request failed to encode, which ended the run."""
+    deep: object = "a\udc80"
+    for _ in range(3000):
+        deep = [{"k": deep}]
+    call = ToolCallRequest("c1", "read_file", {"path": deep, "n": [1, "b"]})
+    conversation: list[Message] = [AssistantMessage(text="", calls=(call,))]
+    Sendable()(conversation)
+    [escaped] = conversation
+    assert isinstance(escaped, AssistantMessage)
+    arguments = escaped.calls[0].arguments
+    assert isinstance(arguments, dict) and arguments["n"] == [1, "b"]
+    inner = arguments["path"]
+    for _ in range(3000):
+        inner = inner[0]["k"]
+    assert inner == "a\\udc80"

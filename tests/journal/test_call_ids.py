@@ -119,3 +119,43 @@ async def test_a_huge_text_call_id_fails_alone_not_its_batch(
         assert fine.ok and fine.result.text == "11"
         assert not huge.ok and "call id" in huge.result.text
         assert "characters" in huge.result.text and len(huge.result.text) < 1000
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo a text."""
+    return text
+
+
+@pytest.mark.parametrize(
+    "bad_id",
+    ["s\udcff", "n\x00ul", 7, None, ("t",)],
+    ids=["surrogate", "nul", "int", "none", "tuple"],
+)
+async def test_a_valid_call_whose_id_the_journal_cannot_hold_is_refused_and_recorded(
+    journal_target: str, tmp_path: Path, bad_id: Any
+) -> None:
+    """A known tool with valid arguments, under an id no database holds (a lone surrogate,
+    a NUL on PostgreSQL, or a hashable value that is not text): the model is told to send
+    it again with a valid id (not to wait for the journal), and the audit trail has it."""
+    registry = ToolRegistry([add], context=ToolContext(workspace=tmp_path, session="s"))
+    async with await open_journal(journal_target) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        bad, fine = await executor.run([
+            ToolCallRequest(bad_id, "add", {"a": 1, "b": 2}),
+            ToolCallRequest("c", "add", {"a": 5, "b": 6}),
+        ])  # fmt: skip
+        assert fine.ok and fine.result.text == "11"
+        entries = await journal.entries(session="s")
+    stored = (
+        "n\x00ul" if bad_id == "n\x00ul" and not journal_target.startswith("postgres") else None
+    )
+    if stored is not None:  # SQLite holds a NUL: the call ran as any other
+        assert bad.ok and bad.result.text == "3"
+        return
+    assert bad.kind is ErrorKind.INVALID_ARGUMENTS
+    assert "call id" in bad.result.text and "journal needs attention" not in bad.result.text
+    refused = [e for e in entries if e.state is CallState.REFUSED]
+    assert len(refused) == 1, entries
+    assert refused[0].tool == "add" and refused[0].arguments == {"a": 1, "b": 2}
+    assert refused[0].error_kind == ErrorKind.INVALID_ARGUMENTS

@@ -77,16 +77,17 @@ async def test_a_call_id_that_is_not_text_is_an_error_of_that_call_alone(
             ToolCallRequest("c", "add", {"a": 1, "b": 2}),
         ])  # fmt: skip
         assert fine.ok and fine.result.text == "3"
-        assert number.kind is ErrorKind.EXECUTION_ERROR
+        assert number.kind is ErrorKind.INVALID_ARGUMENTS  # the model's id: it resends
         assert "call id is not text" in number.result.text
         assert "failed: AttributeError" not in number.result.text
         assert none.kind is ErrorKind.UNKNOWN_TOOL
         entries = await journal.entries(session="s")
-    # The refusal of the id None is in the audit trail, its id as JSON; the claim of id 5
-    # failed (it did not run, and the journal said why).
-    assert [(e.key.call_id, e.state) for e in entries] == [
-        ("null", CallState.REFUSED),
+    # Both refusals are in the audit trail, their ids as JSON (id 5 was refused when the
+    # journal could not hold it as a key: it did not run).
+    assert sorted((e.key.call_id, e.state) for e in entries) == [
+        ("5", CallState.REFUSED),
         ("c", CallState.FINISHED),
+        ("null", CallState.REFUSED),
     ]
 
 

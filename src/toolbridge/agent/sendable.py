@@ -11,9 +11,10 @@ sent back is changed: each surrogate becomes the six characters ``\\udc80``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from toolbridge.agent.messages import Message
@@ -89,17 +90,8 @@ def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
     if isinstance(value, str):
         if not _encodable(value):
             result = _SURROGATE.sub(write, value)
-    elif isinstance(value, Mapping):
-        pairs = [(_escaped(key, write), _escaped(item, write)) for key, item in value.items()]
-        if any(
-            key is not old_key or item is not old_item
-            for (key, item), (old_key, old_item) in zip(pairs, value.items(), strict=True)
-        ):
-            result = dict(pairs)
-    elif isinstance(value, list | tuple):
-        items = [_escaped(item, write) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            result = list(items) if isinstance(value, list) else tuple(items)
+    elif isinstance(value, Mapping | list | tuple):
+        result = _escaped_tree(value, write)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {
             field.name: _escaped(getattr(value, field.name), write)
@@ -111,3 +103,42 @@ def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
         if any(new is not getattr(value, name) for name, new in fields.items()):
             result = dataclasses.replace(value, **fields)
     return result  # type: ignore[no-any-return]
+
+
+_Tree = Mapping[Any, Any] | list[Any] | tuple[Any, ...]
+
+
+def _escaped_tree(root: _Tree, write: Callable[[re.Match[str]], str]) -> Any:
+    """`_escaped` of nested mappings, lists and tuples, walked with a stack of its own:
+    a model's arguments may nest deeper than Python's recursion limit (a recursive walk
+    gave up on them, and their surrogates went out and failed the request)."""
+    stack: list[tuple[_Tree, Iterator[Any], list[Any]]] = [(root, _children(root), [])]
+    while True:
+        node, children, done = stack[-1]
+        for child in children:
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, _children(child), []))
+                break
+            done.append(_escaped(child, write))
+        else:
+            stack.pop()
+            rebuilt = _rebuilt(node, done)
+            if not stack:
+                return rebuilt
+            stack[-1][2].append(rebuilt)
+
+
+def _children(node: _Tree) -> Iterator[Any]:
+    """A mapping's keys and values, alternately; a list's or a tuple's items."""
+    if isinstance(node, Mapping):
+        return itertools.chain.from_iterable(node.items())
+    return iter(node)
+
+
+def _rebuilt(node: _Tree, done: list[Any]) -> Any:
+    """`node` with its children `done` (itself when none changed)."""
+    if all(new is old for new, old in zip(done, _children(node), strict=True)):
+        return node
+    if isinstance(node, Mapping):
+        return dict(zip(done[0::2], done[1::2], strict=True))
+    return list(done) if isinstance(node, list) else tuple(done)

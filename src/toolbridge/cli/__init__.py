@@ -14,9 +14,11 @@ before: while ``toolbridge/__init__`` and this module import.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,24 +33,55 @@ _USAGE = 2  # ExitCode.USAGE
 
 def main() -> None:
     """Console-script entry point: the command, and exit 130 for Ctrl-C at any moment."""
+    previous_hook = sys.unraisablehook
+    lost: list[KeyboardInterrupt] = []  # a Ctrl-C raised where Python ignored it
+    sys.unraisablehook = _ctrl_c_again(previous_hook, lost)
     try:
         if sys.argv[1:] == ["--version"]:  # answered before the command-line library loads
             from toolbridge import __version__
 
             _print_version(__version__)
-            return
-        try:
-            from toolbridge.cli.app import run
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            if exc.name not in ("typer", "rich"):
-                raise
-            raise SystemExit(
-                "Error: the toolbridge command needs the cli extra: pip install 'toolbridge[cli]'"
-            ) from None
-        run()
+        else:
+            try:
+                from toolbridge.cli.app import run
+            except ImportError as exc:  # pragma: no cover - depends on the installed extras
+                if exc.name not in ("typer", "rich"):
+                    raise
+                raise SystemExit(
+                    "Error: the toolbridge command needs the cli extra: pip install "
+                    "'toolbridge[cli]'"
+                ) from None
+            run()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
         sys.exit(_INTERRUPTED)
+    except SystemExit as exc:
+        if lost and exc.code in (0, None):  # it ended before the Ctrl-C came back
+            sys.exit(_INTERRUPTED)
+        raise
+    finally:
+        sys.unraisablehook = previous_hook
+    if lost:
+        sys.exit(_INTERRUPTED)
+
+
+def _ctrl_c_again(
+    hook: Callable[[Any], object], lost: list[KeyboardInterrupt]
+) -> Callable[[Any], object]:
+    """An unraisable-exception hook for a Ctrl-C raised where Python ignores exceptions
+    (a garbage-collector or weak-reference callback, a ``__del__``): printed and lost
+    before, the command ran on and ended with exit 0. It is noted (`main` ends with 130)
+    and given to the main thread again, from another thread so that it is raised in
+    the command's own code, where it stops the command."""
+
+    def handle(unraisable: Any) -> object:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return hook(unraisable)
+        lost.append(unraisable.exc_value)
+        _thread.start_new_thread(_thread.interrupt_main, ())  # started, not waited for
+        return None
+
+    return handle
 
 
 def _print_version(version: str) -> None:

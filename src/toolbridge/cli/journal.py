@@ -37,8 +37,8 @@ JournalOption = Annotated[
         "--journal",
         "-j",
         envvar="TOOLBRIDGE_JOURNAL",
-        help="A SQLite file or a postgresql:// URL (default: the workspace's "
-        ".toolbridge/journal.sqlite3).",
+        help="A SQLite file, a sqlite:///absolute/path URL or a postgresql:// URL "
+        "(default: the workspace's .toolbridge/journal.sqlite3).",
     ),
 ]
 

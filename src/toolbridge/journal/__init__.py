@@ -39,20 +39,39 @@ __all__ = [
 
 
 _CONNINFO = re.compile(r"^\s*[a-z_]+\s*=")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not C:\
+_TARGETS = "a SQLite file's path, a sqlite:///absolute/path URL, or a postgresql:// URL"
 
 
 async def open_journal(
     target: str, *, durability: Durability = "process", create: bool = True
 ) -> CallJournal:
-    """A journal from a file path (SQLite), or a ``postgresql://`` URL or a libpq
-    ``key=value`` connection string (PostgreSQL). `create` False opens an existing journal
-    only: where there is none, a `JournalError` says so and nothing is created."""
-    if target.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(target):
+    """A journal from a file path or a ``sqlite:`` URL (SQLite), or a ``postgresql://``
+    URL or a libpq ``key=value`` connection string (PostgreSQL). Any other ``scheme:``
+    prefix is a `JournalError`, not a file of that name (write ``./a:b`` for one). `create`
+    False opens an existing journal only: where there is none, a `JournalError` says so
+    and nothing is created."""
+    found = _SCHEME.match(target)
+    scheme = found.group(1).lower() if found else ""
+    if scheme in ("postgresql", "postgres") or (not scheme and _CONNINFO.match(target)):
+        if scheme and not target[len(scheme) + 1 :].startswith("//"):
+            raise _not_a_target(target)
+        target = scheme + target[len(scheme) :]  # libpq reads the scheme in lower case
         from toolbridge.journal.postgres import PostgresJournal
 
         return await PostgresJournal.connect(target, durability=durability, create=create)
-    path = _sqlite_path(target) if target.startswith("sqlite:") else target
-    return SQLiteJournal(path, durability=durability, create=create)
+    if scheme == "sqlite":
+        return SQLiteJournal(_sqlite_path(target), durability=durability, create=create)
+    if scheme:
+        raise _not_a_target(target)
+    return SQLiteJournal(target, durability=durability, create=create)
+
+
+def _not_a_target(target: str) -> JournalError:
+    return JournalError(
+        f"{target!r} is not a journal toolbridge can open: give {_TARGETS} (a file whose "
+        f"name holds ':' as ./{target})"
+    )
 
 
 def _sqlite_path(url: str) -> str:

@@ -28,6 +28,7 @@ from toolbridge.journal.records import (
     CallState,
     ClaimAction,
     JournalError,
+    UnstorableKey,
     interrupted,
     refused_key,
 )
@@ -139,11 +140,29 @@ class CallRecorder:
             if taken:  # stopped mid-way: let go of it (it stays interrupted), then stop
                 await asyncio.shield(self._let_go(key))
             raise
+        except UnstorableKey as exc:
+            if exc.part != "call id" or taken:  # the program's or the user's: not the model's
+                return await self._failed(exc, call_id, tool.name, taken, key)
+            # The model's id no database holds: refused, as a list id is, and recorded so.
+            error = ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"not run: invalid call id: {exc}",
+                "Send this call again with a unique text id of plain characters.",
+            )
+            await self.refuse(call_id, tool.name, arguments, ToolResult.error(error))
+            return error
         except JournalError as exc:
-            logger.error("journal failed before call %r of %r: %s", call_id, tool.name, exc)
-            if taken:  # a call this journal took over is let go, not kept busy by nobody
-                await self._let_go(key)
-            return _not_recorded(exc)
+            return await self._failed(exc, call_id, tool.name, taken, key)
+
+    async def _failed(
+        self, exc: JournalError, call_id: str, tool_name: str, taken: bool, key: CallKey
+    ) -> ToolError:
+        """The journal failed before a call ran: it is not run, and a call this journal
+        took over is let go, not kept busy by nobody."""
+        logger.error("journal failed before call %r of %r: %s", call_id, tool_name, exc)
+        if taken:
+            await self._let_go(key)
+        return _not_recorded(exc)
 
     async def _let_go(self, key: CallKey) -> None:
         """Give up a call this journal took over and will not run now (best effort)."""

@@ -31,6 +31,7 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "SessionInUse",
+    "UnstorableKey",
     "check_readable_as_is",
     "check_storable",
     "entry_from_row",
@@ -43,6 +44,15 @@ __all__ = [
 
 class JournalError(ToolbridgeError):
     """The journal cannot be used (corrupt, locked, full, newer): what happened and what to do."""
+
+
+class UnstorableKey(JournalError):
+    """A claim whose session, call id or tool name (`part`) no database can hold: an error
+    of that call alone, raised before the database sees it (`check_storable`)."""
+
+    def __init__(self, message: str, part: str) -> None:
+        super().__init__(message)
+        self.part = part
 
 
 class SessionInUse(JournalError):
@@ -175,16 +185,18 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     would let two calls share one record, so it is an error of that claim alone."""
     for part, text in (("session", key.session), ("call id", key.call_id), ("tool name", tool)):
         if not isinstance(text, str):  # hostile input the type hints did not stop
-            raise JournalError(
+            raise UnstorableKey(
                 f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
-                f"journal: its {part} is not text ({type(text).__name__}). Use a string."
+                f"journal: its {part} is not text ({type(text).__name__}). Use a string.",
+                part,
             )
         if len(text) > LONGEST_KEY_TEXT:  # PostgreSQL's index holds about 2.7 kB a row
-            raise JournalError(
+            raise UnstorableKey(
                 f"call {key.call_id[:40]!r}... of session "
                 f"{key.session[:40]!r} cannot be stored in the journal: its {part} is "
                 f"{len(text)} characters long, and the journal keeps at most "
-                f"{LONGEST_KEY_TEXT} in a key. Use a shorter {part}."
+                f"{LONGEST_KEY_TEXT} in a key. Use a shorter {part}.",
+                part,
             )
         if text.isascii() and (nul or "\x00" not in text):
             continue
@@ -197,9 +209,10 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
             except UnicodeEncodeError:
                 problem = "is not valid Unicode (a lone surrogate: text decoded from bytes "
                 problem += "that are not UTF-8)"
-        raise JournalError(
+        raise UnstorableKey(
             f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
-            f"journal: its {part} {problem}. Use text that is valid UTF-8."
+            f"journal: its {part} {problem}. Use text that is valid UTF-8.",
+            part,
         )
 
 
