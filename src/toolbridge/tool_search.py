@@ -57,10 +57,13 @@ _REGEX_CHARS = frozenset(".*+?[](){}|\\^$")
 # runs, because `re` holds the GIL while it matches: the tool's timeout could never fire.
 _RE_PARSER: Any = importlib.import_module("re._parser")
 _REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
-# One long repeat costs a tool's text length squared at worst ('.*!' over 10,000 tools: about
-# 0.2 s); each more multiplies that by the length ('.*e.*!': 2 s; '\\w*\\w*\\w*!' over 200: 21 s).
-_MAX_LONG_REPEATS = 1
-_LONG_REPEAT = 64  # a repeat of more than this many times counts as long ('.{0,9999}')
+# A match attempt tries every split of the text among the pattern's variable repeats: the
+# product of their spans. One long repeat costs a tool's text length squared at worst ('.*!'
+# over 10,000 tools: about 0.2 s); each more multiplies that ('.*e.*!': 2 s; '\\w*\\w*\\w*!'
+# over 200 tools: 21 s), and so does a short one ('\\w{0,60}' five times then '[!?]': 115 s
+# over 50 tools).
+_LONG_REPEAT = 256  # a repeat's span counts as at most this (a tool's text is about as long)
+_MAX_SPLITS = 1 << 14  # one long repeat and a short one ('.*\\d{1,60}'), or three of 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,27 +432,28 @@ def _scan_literal(
 def _backtracks(pattern: str) -> bool:
     """Whether `pattern` may backtrack for exponential (or high polynomial) time: a repeat
     inside a repeat (``(\\w+\\s?)*``), an alternation inside a repeat (``(a|aa)+``), or
-    more than `_MAX_LONG_REPEATS` long repeats (``.*a.*b``)."""
+    variable repeats whose spans multiply past `_MAX_SPLITS` (``.*a.*b``, or many short
+    ones: ``\\w{0,60}\\w{0,60}\\w{0,60}[!?]``)."""
     try:
         tree = _RE_PARSER.parse(pattern)
     except re.error:  # the caller's re.compile says what is wrong
         return False
     except (OverflowError, RecursionError):  # too deep or too large to check: words
         return True
-    long_repeats = 0
+    splits = 1
 
     def walk(items: Any, in_repeat: bool) -> bool:
-        nonlocal long_repeats
+        nonlocal splits
         for op, value in items:
             name = str(op)
             inner: Any = ()  # the sub-patterns of this item, searched the same way
             if name in _REPEATS:
-                _, most, inner = value
+                least, most, inner = value
                 if most > 1:
                     if in_repeat:
                         return True
-                    long_repeats += most > _LONG_REPEAT
-                    if long_repeats > _MAX_LONG_REPEATS or walk(inner, True):
+                    splits *= min(most - least, _LONG_REPEAT) + 1
+                    if splits > _MAX_SPLITS or walk(inner, True):
                         return True
                     continue
             elif name == "BRANCH":

@@ -65,6 +65,8 @@ from toolbridge.cli.approval import (
 from toolbridge.cli.display import clean, echo_json, show
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.cli.prompt import ask_line, confirm
+from toolbridge.errors import ToolDefinitionError
+from toolbridge.executor import ExecutionPolicy
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
 from toolbridge.jsontext import json_default, to_json_text
 from toolbridge.outcomes import OutcomeStatus
@@ -374,6 +376,35 @@ def _workspace_journal(root: Path) -> SQLiteJournal:
         raise CliError(str(exc), ExitCode.CONFIG) from None
 
 
+def _runner(
+    adapter: ModelAdapter,
+    registry: ToolRegistry,
+    options: AgentOptions,
+    *,
+    policy: ExecutionPolicy,
+    journal: CallJournal | None,
+    skills: SkillSet | None,
+    held: contextlib.ExitStack,
+) -> AgentRunner:
+    """The run's runner. A tool named like tool search's own (on by default) is a
+    configuration error that names the flag; the session `held` is let go."""
+    try:
+        return AgentRunner(
+            adapter,
+            registry,
+            instructions=INSTRUCTIONS,
+            policy=policy,
+            journal=journal,
+            session=options.session,
+            skills=skills,
+            max_turns=options.max_turns,
+            tool_search=options.tool_search,
+        )
+    except ToolDefinitionError as exc:
+        held.close()
+        raise CliError(f"{exc} (--no-tool-search)", ExitCode.CONFIG) from None
+
+
 def run_agent(options: AgentOptions) -> None:
     """``toolbridge agent`` once its options are checked (`agent_command`): build the
     model and the runner, run the prompt or the interactive session, map errors to one
@@ -407,17 +438,16 @@ def run_agent(options: AgentOptions) -> None:
         registry = ToolRegistry(list(registry), context=context)
         with reporting(verbose), _own_folder():
             journal = _workspace_journal(root)
-    runner = AgentRunner(
-        adapter,
-        registry,
-        instructions=INSTRUCTIONS,
-        policy=policy,
-        journal=journal,
-        session=session,
-        skills=skill_set if skill_set is not None and len(skill_set) else None,
-        max_turns=options.max_turns,
-        tool_search=options.tool_search,
-    )
+    with reporting(verbose):
+        runner = _runner(
+            adapter,
+            registry,
+            options,
+            policy=policy,
+            journal=journal,
+            skills=skill_set if skill_set is not None and len(skill_set) else None,
+            held=held,
+        )
     printer = _Printer(as_json, registry, answers_pauses=yes or not as_json)
 
     async def run() -> RunResult | None:

@@ -73,6 +73,8 @@ def definitions(tools: ToolSource) -> list[dict[str, Any]]:
 
 TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 """The ``anthropic-beta`` value a request with a tool-search server tool sends."""
+TOOL_SEARCH_BETA_CLOUD = "tool-search-tool-2025-10-19"
+"""The same on Vertex AI and Amazon Bedrock, which refuse the first-party value."""
 
 
 def tool_search_definitions(

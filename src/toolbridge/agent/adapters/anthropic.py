@@ -144,9 +144,7 @@ class AnthropicModel:
             kwargs["temperature"] = settings.temperature
         kwargs.update(settings.extra)
         if isinstance(request.tools, ToolSelection) and request.tools.deferred:
-            kwargs["extra_headers"] = _with_beta(
-                kwargs.get("extra_headers"), anthropic_format.TOOL_SEARCH_BETA
-            )
+            kwargs["extra_headers"] = _with_beta(kwargs.get("extra_headers"), self._search_beta())
         output = request.output
         if output is not None and output.closed_schema is not None:
             kwargs["output_config"] = {
@@ -154,6 +152,15 @@ class AnthropicModel:
                 "format": {"type": "json_schema", "schema": output.closed_schema},
             }
         return kwargs
+
+    def _search_beta(self) -> str:
+        """The tool-search beta of the client's platform: Vertex AI and Bedrock have their
+        own value for the same server tool."""
+        sdk = self._anthropic
+        cloud = (sdk.AsyncAnthropicVertex, sdk.AsyncAnthropicBedrock)
+        if isinstance(self.client, cloud):
+            return anthropic_format.TOOL_SEARCH_BETA_CLOUD
+        return anthropic_format.TOOL_SEARCH_BETA
 
     def supports_tool_search(self) -> bool:
         """Whether the model has Anthropic's tool-search server tool (the Claude 4.5
