@@ -449,11 +449,15 @@ class ExecSessions:
             box.close()
 
     def _end(self, sessions: list[ExecSession]) -> None:
+        """Forget `sessions`, then end them: once one has ended this way, no poll finds
+        it (a poll racing the idle limit or `release` is told it is gone, never given
+        an exit code that hides why)."""
+        for session in sessions:
+            self.forget(session)
         for session in sessions:
             session.stop()
         for session in sessions:
             session.join()
-            self.forget(session)
 
     def _start_reaper(self) -> None:
         if self._reaper is None and not self._closed.is_set():
