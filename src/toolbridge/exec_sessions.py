@@ -98,6 +98,7 @@ class ExecSession:
         self.owner = weakref.ref(owner) if owner is not None else None
         self.started = time.monotonic()
         self.last_used = self.started
+        self.waiting = 0  # polls waiting on it now: the idle limit spares it meanwhile
         self.exit_code: int | None = None
         self.output_limit = output_limit
         self._capture = OutputCapture(output_limit)
@@ -248,6 +249,18 @@ class ExecSession:
                         await ready
                 finally:
                     loop.remove_writer(fd)
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """While a poll writes to or waits on it: the idle limit spares it meanwhile."""
+        with self._lock:
+            self.waiting += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.waiting -= 1
+                self.last_used = time.monotonic()
 
     def close_stdin(self) -> None:
         with self._lock:
@@ -472,7 +485,7 @@ class ExecSessions:
         while not self._closed.wait(interval):
             limit = time.monotonic() - self.idle_s
             with self._lock:
-                idle = [s for s in self._sessions.values() if s.last_used < limit]
+                idle = [s for s in self._sessions.values() if s.last_used < limit and not s.waiting]
             if idle:
                 logger.info(
                     "exec sessions %s idle for %g s: ending them",

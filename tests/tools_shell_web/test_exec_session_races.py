@@ -1,0 +1,49 @@
+"""Exec sessions under races a hostile user makes: the idle limit against a poll that is
+waiting on the session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from toolbridge import ToolContext, ToolRegistry
+from toolbridge.tools.shell import ExecConfig, ExecTool
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+async def test_the_idle_limit_spares_a_session_a_poll_is_waiting_on(
+    workspace: Path, mode: str
+) -> None:
+    config = ExecConfig(sandbox=mode, unsandboxed="allow", session_idle_s=0.2)
+    tool = ExecTool(workspace, config, environ=ENV)
+    try:
+        registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+        started = await registry.execute("exec", {"command": "cat", "yield_time_ms": 0})
+        session_id = started.metadata["session_id"]
+        # waits ten idle limits for a text that never comes: being waited on is being used
+        waited = await registry.execute(
+            "write_stdin", {"session_id": session_id, "wait_for": "never", "wait_timeout_ms": 2000}
+        )
+        assert waited.metadata["running"] is True, waited.text
+        assert "'never' did not appear" in waited.text
+    finally:
+        tool.close()
+
+
+async def test_a_wait_for_cut_short_by_the_end_of_the_command_says_so(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig(sandbox="bwrap"), environ=ENV)
+    try:
+        registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+        started = await registry.execute("exec", {"command": "read x", "yield_time_ms": 0})
+        ended = await registry.execute(
+            "write_stdin",
+            {"session_id": started.metadata["session_id"], "chars": "\n", "wait_for": "never"},
+        )
+        assert ended.metadata["exit_code"] == 0, ended.text
+        assert ended.text.startswith("Note: the command ended before 'never' appeared"), ended.text
+    finally:
+        tool.close()
