@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import select
 import signal
 import socket
@@ -305,11 +306,24 @@ class ExecSession:
             self._thread.join(seconds)
 
     def poll(self) -> Poll:
-        """Take the output since the last poll, and say whether the command still runs."""
+        """Take the output since the last poll, and say whether the command still runs.
+
+        While it runs, a character or control sequence cut by the poll stays for the next
+        one: decoded or cleaned in halves, it would show as two replacement characters, or
+        leave the end of a colour sequence (``1m``) in the text.
+        """
         with self._lock:
             capture, self._capture = self._capture, OutputCapture(self.output_limit)
             self._window.clear()
             running = self.running
+            last = capture.tail or capture.head
+            cut = _unfinished(bytes(last[-_CARRY_BYTES:])) if running else 0
+            if cut:
+                carry = bytes(last[-cut:])
+                del last[-cut:]
+                capture.total -= cut
+                self._capture.feed(carry)
+                self._window += carry
         self.last_used = time.monotonic()
         return Poll(
             capture.text(),
@@ -503,6 +517,28 @@ class ExecSessions:
                 boxes = [self._boxes.pop(c) for c in quiet]
             for box in boxes:
                 box.close()
+
+
+# The most output a poll holds back for the next one: the end of a control sequence
+# (an OSC title can be long; one that never ends is shown cleaned after this much).
+_CARRY_BYTES = 4096
+_FINISHED = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x9c)|[ -/]*(?![\[\]PX^_])[0-~])"
+)
+
+
+def _unfinished(data: bytes) -> int:
+    """How many bytes at the end of `data` start a control sequence or a UTF-8 character
+    that the next output may finish."""
+    escape = data.rfind(b"\x1b")
+    if escape >= 0 and _FINISHED.match(data, escape) is None:
+        return len(data) - escape
+    for back in range(1, min(3, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: the character's first
+            needed = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4
+            return back if byte >= 0xC0 and needed > back else 0
+    return 0
 
 
 def _exit_code(report: bytes, *, ended: bool) -> int | None:

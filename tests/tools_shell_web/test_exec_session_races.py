@@ -47,3 +47,28 @@ async def test_a_wait_for_cut_short_by_the_end_of_the_command_says_so(workspace:
         assert ended.text.startswith("Note: the command ended before 'never' appeared"), ended.text
     finally:
         tool.close()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+async def test_a_character_or_sequence_cut_by_a_poll_is_whole_in_the_next(
+    workspace: Path, mode: str
+) -> None:
+    tool = ExecTool(workspace, ExecConfig(sandbox=mode, unsandboxed="allow"), environ=ENV)
+    script = (
+        r"read w; printf 'a\303'; read x; printf '\251b\033[3'; read y; printf '1mRED\n'; read z"
+    )
+    try:
+        registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+        started = await registry.execute("exec", {"command": script, "yield_time_ms": 0})
+        session_id = started.metadata["session_id"]
+        texts = []
+        for wanted in ("a", "b", "RED"):
+            polled = await registry.execute(
+                "write_stdin",
+                {"session_id": session_id, "chars": "\n", "wait_for": wanted},
+            )
+            assert polled.metadata["running"] is True, polled.text
+            texts.append(polled.text.partition("\nstill running")[0])
+        assert texts == ["a", "\u00e9b", "RED"]
+    finally:
+        tool.close()
