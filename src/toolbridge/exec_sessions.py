@@ -414,9 +414,16 @@ class ExecSessions:
         with self._lock:
             mine = [s for s in self._sessions.values() if s.context == context]
             if len(mine) >= self.max_sessions:
+                ended = [str(s.id) for s in mine if not s.running]
+                detail = (
+                    f" ({len(mine) - len(ended)} running; {', '.join(ended)} ended but not "
+                    "polled since: a poll with write_stdin reports its end and frees its place)"
+                    if ended
+                    else ""
+                )
                 raise SessionLimit(
                     f"{len(mine)} exec sessions are open in this session, the most allowed "
-                    f"(exec.max_sessions = {self.max_sessions})"
+                    f"(exec.max_sessions = {self.max_sessions}){detail}"
                 )
             session = ExecSession(
                 self._next_id, command, context, owner, output_limit=self.output_limit

@@ -72,3 +72,24 @@ async def test_a_character_or_sequence_cut_by_a_poll_is_whole_in_the_next(
         assert texts == ["a", "\u00e9b", "RED"]
     finally:
         tool.close()
+
+
+async def test_the_session_cap_names_the_ended_sessions_a_poll_frees(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig(sandbox="bwrap", max_sessions=2), environ=ENV)
+    try:
+        registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+        first = await registry.execute("exec", {"command": "read x", "yield_time_ms": 0})
+        await registry.execute("exec", {"command": "read x", "yield_time_ms": 0})
+        ended = tool.sessions.get("default", first.metadata["session_id"])
+        assert ended is not None
+        ended.close_stdin()  # `read` ends; nobody polls it
+        await ended.wait(30)
+        refused = await registry.execute("exec", {"command": "true", "yield_time_ms": 0})
+        assert refused.is_error
+        assert f"1 running; {ended.id} ended but not polled since" in refused.text
+        polled = await registry.execute("write_stdin", {"session_id": ended.id})
+        assert polled.metadata["exit_code"] == 1
+        again = await registry.execute("exec", {"command": "true", "yield_time_ms": 10_000})
+        assert again.metadata["exit_code"] == 0, again.text
+    finally:
+        tool.close()
