@@ -364,8 +364,9 @@ class ExecSessions:
         self.output_limit = output_limit
         self._lock = threading.Lock()
         self._boxes: dict[str, SandboxSession] = {}
-        self._sessions: dict[int, ExecSession] = {}
-        self._next_id = 1
+        self._sessions: dict[tuple[str, int], ExecSession] = {}
+        # numbered per context session: an id says nothing of another session's activity
+        self._next_id: dict[str, int] = {}
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
 
@@ -425,11 +426,10 @@ class ExecSessions:
                     f"{len(mine)} exec sessions are open in this session, the most allowed "
                     f"(exec.max_sessions = {self.max_sessions}){detail}"
                 )
-            session = ExecSession(
-                self._next_id, command, context, owner, output_limit=self.output_limit
-            )
-            self._next_id += 1
-            self._sessions[session.id] = session
+            number = self._next_id.get(context, 1)
+            self._next_id[context] = number + 1
+            session = ExecSession(number, command, context, owner, output_limit=self.output_limit)
+            self._sessions[context, number] = session
         try:
             session.start(supervisor, argv, cwd=cwd, env=env, home=home)
         except BaseException:
@@ -440,10 +440,7 @@ class ExecSessions:
     def get(self, context: str, session_id: int) -> ExecSession | None:
         """The exec session `session_id` of `context`; None for another context's."""
         with self._lock:
-            session = self._sessions.get(session_id)
-        if session is None or session.context != context:
-            return None
-        return session
+            return self._sessions.get((context, session_id))
 
     def listing(self, context: str) -> list[SessionInfo]:
         with self._lock:
@@ -452,7 +449,7 @@ class ExecSessions:
     def forget(self, session: ExecSession) -> None:
         """Drop an ended session (its end was reported)."""
         with self._lock:
-            self._sessions.pop(session.id, None)
+            self._sessions.pop((session.context, session.id), None)
 
     def release(self, owner: object) -> None:
         """End the exec sessions `owner`'s calls started, and the sandboxes its calls used

@@ -93,3 +93,22 @@ async def test_the_session_cap_names_the_ended_sessions_a_poll_frees(workspace: 
         assert again.metadata["exit_code"] == 0, again.text
     finally:
         tool.close()
+
+
+async def test_session_ids_say_nothing_of_another_context_session(workspace: Path) -> None:
+    tool = ExecTool(workspace, ExecConfig(sandbox="bwrap"), environ=ENV)
+    try:
+        ids = []
+        for session in ("alice", "bob", "alice"):
+            registry = ToolRegistry(
+                [tool, *tool.companions()], context=ToolContext(workspace, session=session)
+            )
+            started = await registry.execute("exec", {"command": "cat", "yield_time_ms": 0})
+            ids.append(started.metadata["session_id"])
+        assert ids == [1, 1, 2]  # bob's first is 1 whatever alice started
+        bob = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace, "bob"))
+        refused = await bob.execute("write_stdin", {"session_id": 2, "terminate": True})
+        assert refused.error_kind is not None and "no exec session 2" in refused.text
+        assert tool.sessions.get("alice", 2) is not None
+    finally:
+        tool.close()
