@@ -112,3 +112,27 @@ async def test_session_ids_say_nothing_of_another_context_session(workspace: Pat
         assert tool.sessions.get("alice", 2) is not None
     finally:
         tool.close()
+
+
+@pytest.mark.parametrize(
+    "sabotage",
+    [
+        "rm -rf /tmp/toolbridge-home; ln -s /nonexistent /tmp/toolbridge-home",
+        "rm -rf /tmp/toolbridge-home; touch /tmp/toolbridge-home",
+        "rm -rf /tmp/toolbridge-home",
+    ],
+)
+async def test_a_command_that_replaces_the_home_folder_does_not_break_the_next(
+    workspace: Path, sabotage: str
+) -> None:
+    tool = ExecTool(workspace, ExecConfig(sandbox="bwrap"), environ=ENV)
+    try:
+        registry = ToolRegistry([tool], context=ToolContext(workspace))
+        done = await registry.execute("exec", {"command": sabotage})
+        assert done.metadata["exit_code"] == 0, done.text
+        for _ in range(2):
+            after = await registry.execute("exec", {"command": 'echo "home $HOME"; ls -A "$HOME"'})
+            assert after.metadata["exit_code"] == 0, after.text
+            assert after.text.startswith("home /tmp/toolbridge-home/toolbridge-home-")
+    finally:
+        tool.close()

@@ -65,6 +65,9 @@ __all__ = ["ExecConfig", "ExecTool", "ListExecSessionsTool", "WriteStdinTool"]
 
 logger = logging.getLogger(__name__)
 
+# Where a call's HOME is made without the sandbox: a real directory, never a link, since
+# the call supervisor replaces a HOME parent that is not one (see supervisor.py).
+_HOST_TMP = os.path.realpath(tempfile.gettempdir())
 # Variables that would point a program at the user's real directories despite HOME.
 _HOME_VARIABLES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 
@@ -270,7 +273,7 @@ class ExecTool(Tool):
         for name in _HOME_VARIABLES:
             env.pop(name, None)
         # Made by the command's supervisor, and removed by it when the command has ended.
-        scratch = SANDBOX_HOME if self.sandbox is not None else tempfile.gettempdir()
+        scratch = SANDBOX_HOME if self.sandbox is not None else _HOST_TMP
         home = os.path.join(scratch, f"toolbridge-home-{uuid.uuid4().hex}")
         env["HOME"] = home
         argv = [self.config.shell, "-c", command]
