@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import select
 import signal
 import socket
@@ -98,6 +99,7 @@ class ExecSession:
         self.owner = weakref.ref(owner) if owner is not None else None
         self.started = time.monotonic()
         self.last_used = self.started
+        self.waiting = 0  # polls waiting on it now: the idle limit spares it meanwhile
         self.exit_code: int | None = None
         self.output_limit = output_limit
         self._capture = OutputCapture(output_limit)
@@ -249,6 +251,18 @@ class ExecSession:
                 finally:
                     loop.remove_writer(fd)
 
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """While a poll writes to or waits on it: the idle limit spares it meanwhile."""
+        with self._lock:
+            self.waiting += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.waiting -= 1
+                self.last_used = time.monotonic()
+
     def close_stdin(self) -> None:
         with self._lock:
             if self._stdin is not None:
@@ -292,11 +306,24 @@ class ExecSession:
             self._thread.join(seconds)
 
     def poll(self) -> Poll:
-        """Take the output since the last poll, and say whether the command still runs."""
+        """Take the output since the last poll, and say whether the command still runs.
+
+        While it runs, a character or control sequence cut by the poll stays for the next
+        one: decoded or cleaned in halves, it would show as two replacement characters, or
+        leave the end of a colour sequence (``1m``) in the text.
+        """
         with self._lock:
             capture, self._capture = self._capture, OutputCapture(self.output_limit)
             self._window.clear()
             running = self.running
+            last = capture.tail or capture.head
+            cut = _unfinished(bytes(last[-_CARRY_BYTES:])) if running else 0
+            if cut:
+                carry = bytes(last[-cut:])
+                del last[-cut:]
+                capture.total -= cut
+                self._capture.feed(carry)
+                self._window += carry
         self.last_used = time.monotonic()
         return Poll(
             capture.text(),
@@ -337,8 +364,9 @@ class ExecSessions:
         self.output_limit = output_limit
         self._lock = threading.Lock()
         self._boxes: dict[str, SandboxSession] = {}
-        self._sessions: dict[int, ExecSession] = {}
-        self._next_id = 1
+        self._sessions: dict[tuple[str, int], ExecSession] = {}
+        # numbered per context session: an id says nothing of another session's activity
+        self._next_id: dict[str, int] = {}
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
 
@@ -387,15 +415,21 @@ class ExecSessions:
         with self._lock:
             mine = [s for s in self._sessions.values() if s.context == context]
             if len(mine) >= self.max_sessions:
+                ended = [str(s.id) for s in mine if not s.running]
+                detail = (
+                    f" ({len(mine) - len(ended)} running; {', '.join(ended)} ended but not "
+                    "polled since: a poll with write_stdin reports its end and frees its place)"
+                    if ended
+                    else ""
+                )
                 raise SessionLimit(
                     f"{len(mine)} exec sessions are open in this session, the most allowed "
-                    f"(exec.max_sessions = {self.max_sessions})"
+                    f"(exec.max_sessions = {self.max_sessions}){detail}"
                 )
-            session = ExecSession(
-                self._next_id, command, context, owner, output_limit=self.output_limit
-            )
-            self._next_id += 1
-            self._sessions[session.id] = session
+            number = self._next_id.get(context, 1)
+            self._next_id[context] = number + 1
+            session = ExecSession(number, command, context, owner, output_limit=self.output_limit)
+            self._sessions[context, number] = session
         try:
             session.start(supervisor, argv, cwd=cwd, env=env, home=home)
         except BaseException:
@@ -406,10 +440,7 @@ class ExecSessions:
     def get(self, context: str, session_id: int) -> ExecSession | None:
         """The exec session `session_id` of `context`; None for another context's."""
         with self._lock:
-            session = self._sessions.get(session_id)
-        if session is None or session.context != context:
-            return None
-        return session
+            return self._sessions.get((context, session_id))
 
     def listing(self, context: str) -> list[SessionInfo]:
         with self._lock:
@@ -418,7 +449,7 @@ class ExecSessions:
     def forget(self, session: ExecSession) -> None:
         """Drop an ended session (its end was reported)."""
         with self._lock:
-            self._sessions.pop(session.id, None)
+            self._sessions.pop((session.context, session.id), None)
 
     def release(self, owner: object) -> None:
         """End the exec sessions `owner`'s calls started, and the sandboxes its calls used
@@ -449,11 +480,15 @@ class ExecSessions:
             box.close()
 
     def _end(self, sessions: list[ExecSession]) -> None:
+        """Forget `sessions`, then end them: once one has ended this way, no poll finds
+        it (a poll racing the idle limit or `release` is told it is gone, never given
+        an exit code that hides why)."""
+        for session in sessions:
+            self.forget(session)
         for session in sessions:
             session.stop()
         for session in sessions:
             session.join()
-            self.forget(session)
 
     def _start_reaper(self) -> None:
         if self._reaper is None and not self._closed.is_set():
@@ -468,7 +503,7 @@ class ExecSessions:
         while not self._closed.wait(interval):
             limit = time.monotonic() - self.idle_s
             with self._lock:
-                idle = [s for s in self._sessions.values() if s.last_used < limit]
+                idle = [s for s in self._sessions.values() if s.last_used < limit and not s.waiting]
             if idle:
                 logger.info(
                     "exec sessions %s idle for %g s: ending them",
@@ -486,6 +521,28 @@ class ExecSessions:
                 boxes = [self._boxes.pop(c) for c in quiet]
             for box in boxes:
                 box.close()
+
+
+# The most output a poll holds back for the next one: the end of a control sequence
+# (an OSC title can be long; one that never ends is shown cleaned after this much).
+_CARRY_BYTES = 4096
+_FINISHED = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x9c)|[ -/]*(?![\[\]PX^_])[0-~])"
+)
+
+
+def _unfinished(data: bytes) -> int:
+    """How many bytes at the end of `data` start a control sequence or a UTF-8 character
+    that the next output may finish."""
+    escape = data.rfind(b"\x1b")
+    if escape >= 0 and _FINISHED.match(data, escape) is None:
+        return len(data) - escape
+    for back in range(1, min(3, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: the character's first
+            needed = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4
+            return back if byte >= 0xC0 and needed > back else 0
+    return 0
 
 
 def _exit_code(report: bytes, *, ended: bool) -> int | None:

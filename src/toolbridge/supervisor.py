@@ -155,7 +155,7 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
     wake = _wakeup((*STOP_SIGNALS, signal.SIGCHLD))
     if home:
         try:  # a new directory, never one that was there (a link planted in a shared /tmp)
-            os.mkdir(home, 0o700)
+            _make_home(home)
         except OSError as exc:
             os.write(2, f"exec: cannot make the scratch HOME {home!r}: {exc.strerror}\n".encode())
             os.write(channel, f"pid {os.getpid()}\n".encode())
@@ -197,6 +197,18 @@ def supervise(argv: list[str], cwd: str, env: dict[str, str], channel: int, home
     if os.WIFSIGNALED(status):
         _report(channel, f"signal {os.WTERMSIG(status)}")
     _report(channel, f"exit {os.waitstatus_to_exitcode(status)}")
+
+
+def _make_home(home: str) -> None:
+    """Make `home`, a new directory; its parent first, when an earlier command of the
+    session replaced it (with a link or a file) or removed it: else no call of the
+    session could start again. A real directory is left as it is (the host's /tmp)."""
+    parent = os.path.dirname(home)
+    if os.path.islink(parent) or not os.path.isdir(parent):
+        if os.path.lexists(parent):
+            os.unlink(parent)
+        os.mkdir(parent, 0o755)
+    os.mkdir(home, 0o700)
 
 
 def _tell(channel: int, line: str) -> bool:

@@ -89,13 +89,31 @@ def reset_call_owner(token: Token[object | None]) -> None:
     _call_owner.reset(token)
 
 
+# The context session of the calls running in this task when it is not the registry
+# context's own: an MCP server serving several clients gives each client one.
+_session: ContextVar[str | None] = ContextVar("toolbridge_session", default=None)
+
+
+def set_session(session: str | None) -> Token[str | None]:
+    """Run this task's calls (and those of the tasks it starts) as calls of context session
+    `session` (None: the registry context's); reset the token with `reset_session`."""
+    return _session.set(session)
+
+
+def reset_session(token: Token[str | None]) -> None:
+    _session.reset(token)
+
+
 def current_context() -> ToolContext:
     """The context of the tool call running in this task; outside a call, an error."""
     call = _current_call.get()
     if call is None:
         raise LookupError("current_context() is only available while a tool call runs")
     base, call_id, tool_name = call
-    return dataclasses.replace(base, call_id=call_id, tool_name=tool_name)
+    session = _session.get()
+    if session is None:
+        return dataclasses.replace(base, call_id=call_id, tool_name=tool_name)
+    return dataclasses.replace(base, call_id=call_id, tool_name=tool_name, session=session)
 
 
 @dataclass(frozen=True, slots=True)

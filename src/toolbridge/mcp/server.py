@@ -43,7 +43,7 @@ from toolbridge.outcomes import OutcomeStatus, ToolOutcome
 from toolbridge.progress import ToolProgress, progress_sink
 from toolbridge.registry import ToolRegistry
 from toolbridge.schema import thaw
-from toolbridge.tool import Tool, ToolResult
+from toolbridge.tool import Tool, ToolResult, reset_session, set_session
 from toolbridge.tool_search import MAX_LIMIT, ToolIndex
 
 __all__ = ["MCPToolServer"]
@@ -279,6 +279,15 @@ class MCPToolServer:
         connection = getattr(session, "_connection", session)
         self._sessions[id(connection)] = (session, digest)
 
+    def _client_session(self, session: Any) -> str | None:
+        """The context session of the client behind `session`: the registry context's
+        session and the client's MCP session id (HTTP), or None (stdio: one client, and
+        stateless HTTP, where requests carry no client identity)."""
+        client = getattr(getattr(session, "_connection", None), "session_id", None)
+        if not isinstance(client, str) or not client:
+            return None
+        return f"{self.registry.context.session}/mcp-{client}"
+
     def _definition(self, tool: Tool) -> mt.Tool:
         output = self._output(tool)
         annotations = mt.ToolAnnotations(
@@ -318,18 +327,24 @@ class MCPToolServer:
         self._calls += 1
         call = ToolCallRequest(f"mcp-{ctx.request_id}-{self._calls}", params.name, params.arguments)
         relay = _ProgressRelay(ctx.session.report_progress)
-        with progress_sink(relay):
-            outcome = (await self.executor.run([call]))[0]
-            request = outcome.approval
-            if outcome.status is OutcomeStatus.PENDING_APPROVAL and request is not None:
-                answer = await self._ask(ctx, params, request)
-                if isinstance(answer, mt.InputRequiredResult):
-                    return answer
-                if isinstance(answer, str):
-                    outcome = _refused(outcome, answer)
-                else:
-                    self._decide(request, answer)
-                    outcome = (await self.executor.run([call]))[0]
+        # Each client its own context session: none sees or drives another's exec
+        # sessions or shares its sandbox (and its /tmp).
+        token = set_session(self._client_session(ctx.session))
+        try:
+            with progress_sink(relay):
+                outcome = (await self.executor.run([call]))[0]
+                request = outcome.approval
+                if outcome.status is OutcomeStatus.PENDING_APPROVAL and request is not None:
+                    answer = await self._ask(ctx, params, request)
+                    if isinstance(answer, mt.InputRequiredResult):
+                        return answer
+                    if isinstance(answer, str):
+                        outcome = _refused(outcome, answer)
+                    else:
+                        self._decide(request, answer)
+                        outcome = (await self.executor.run([call]))[0]
+        finally:
+            reset_session(token)
         await relay.flush()
         return self._result(outcome)
 

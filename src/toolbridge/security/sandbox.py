@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ __all__ = [
     "SandboxMode",
     "SandboxUnavailable",
     "find_sandbox",
+    "interpreter_files",
 ]
 
 logger = logging.getLogger(__name__)
@@ -117,22 +120,21 @@ class BubblewrapSandbox:
     def server_argv(self, workspace: Path, server: Path) -> list[str]:
         """The command line of a session's sandbox: the supervisor server `server` its init.
 
-        The server runs with this Python, shown read-only when it lies under a hidden path
-        (a pyenv or a virtual environment in a home directory). Not ``--die-with-parent``:
+        The server runs with this Python: its files (`interpreter_files`) are shown
+        read-only when they lie under a hidden path (a pyenv in a home directory), and
+        nothing else of that path: a Python installed with ``--prefix=$HOME`` would
+        otherwise show the whole home directory, ``~/.ssh`` included. Not ``--die-with-parent``:
         that follows the thread that started bubblewrap, not the process; the server ends
         at end-of-file on its socket instead, which this process's exit closes too.
         """
         python = Path(os.path.realpath(sys.executable))
-        prefix = Path(os.path.realpath(sys.base_prefix))
-        hidden = [Path(p) for p in HIDDEN_PATHS]
-        extra = [prefix] if any(python.is_relative_to(p) for p in hidden) else []
         source = server.read_text()
         argv = self.argv(
             [str(python), "-I", "-S", "-c", source],
             workspace=workspace,
             cwd=workspace,
             die_with_parent=False,
-            extra_read=extra,
+            extra_read=_hidden(interpreter_files()),
         )
         # The server is the namespace's init: no signal from a command inside reaches it
         # (the kernel drops those init has no handler for), and when it ends, all end.
@@ -156,6 +158,24 @@ class BubblewrapSandbox:
             return None
         detail = done.stderr.decode(errors="replace").strip()
         return detail or f"it exited with code {done.returncode}"
+
+
+def interpreter_files() -> list[Path]:
+    """What this Python needs to run the supervisor server (``-I -S``, standard library
+    only): its executable, its shared library if it has one, its standard library and
+    the folder of its compiled modules; real paths."""
+    files = [sys.executable, os.path.dirname(os.__file__), os.path.dirname(select.__file__)]
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        library = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
+        libdir = sysconfig.get_config_var("LIBDIR")
+        if library and libdir:
+            files.append(os.path.join(libdir, library))
+    return sorted({Path(os.path.realpath(f)) for f in files})
+
+
+def _hidden(paths: Sequence[Path]) -> list[Path]:
+    """Those of `paths` that the sandbox would hide."""
+    return [p for p in paths if any(p.is_relative_to(h) for h in HIDDEN_PATHS)]
 
 
 def find_sandbox(

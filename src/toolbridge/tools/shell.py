@@ -65,6 +65,9 @@ __all__ = ["ExecConfig", "ExecTool", "ListExecSessionsTool", "WriteStdinTool"]
 
 logger = logging.getLogger(__name__)
 
+# Where a call's HOME is made without the sandbox: a real directory, never a link, since
+# the call supervisor replaces a HOME parent that is not one (see supervisor.py).
+_HOST_TMP = os.path.realpath(tempfile.gettempdir())
 # Variables that would point a program at the user's real directories despite HOME.
 _HOME_VARIABLES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 
@@ -270,7 +273,7 @@ class ExecTool(Tool):
         for name in _HOME_VARIABLES:
             env.pop(name, None)
         # Made by the command's supervisor, and removed by it when the command has ended.
-        scratch = SANDBOX_HOME if self.sandbox is not None else tempfile.gettempdir()
+        scratch = SANDBOX_HOME if self.sandbox is not None else _HOST_TMP
         home = os.path.join(scratch, f"toolbridge-home-{uuid.uuid4().hex}")
         env["HOME"] = home
         argv = [self.config.shell, "-c", command]
@@ -531,6 +534,15 @@ class WriteStdinTool(Tool):
             session.stop()
             await asyncio.shield(asyncio.to_thread(session.join))
             return self.exec_tool.session_report(session, max_chars)
+        with session.in_use():
+            problem = await self._write_and_wait(session, kwargs)
+        result = self.exec_tool.session_report(session, max_chars)
+        if problem is not None:
+            result.content = f"Note: {problem}.\n{result.text}"
+        return result
+
+    async def _write_and_wait(self, session: ExecSession, kwargs: dict[str, Any]) -> str | None:
+        """Write `chars`, close stdin if asked, wait; what went wrong, if anything."""
         chars: str = kwargs.get("chars") or ""
         problem: str | None = None
         if chars:
@@ -548,13 +560,14 @@ class WriteStdinTool(Tool):
         if wait_for:
             limit = kwargs.get("wait_timeout_ms", 10_000)
             if not await session.wait(limit / 1000, wait_for.encode()) and problem is None:
-                problem = f"{wait_for!r} did not appear in the output within {limit} ms"
+                problem = (
+                    f"{wait_for!r} did not appear in the output within {limit} ms"
+                    if session.running
+                    else f"the command ended before {wait_for!r} appeared in the output"
+                )
         else:
             await session.wait(kwargs.get("yield_time_ms", 1000) / 1000)
-        result = self.exec_tool.session_report(session, max_chars)
-        if problem is not None:
-            result.content = f"Note: {problem}.\n{result.text}"
-        return result
+        return problem
 
 
 @tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
