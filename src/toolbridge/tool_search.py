@@ -591,29 +591,32 @@ class ToolDeferral:
         return [deferred[name] for name in self.index().search(query, limit)]
 
 
-@tool_parameters(
-    {
-        "type": "object",
-        "properties": {
-            "query": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Words describing the tool you need, or a regular "
-                "expression (Python syntax, case-insensitive) matched against tool names, "
-                "descriptions and parameters.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_LIMIT,
-                "default": 8,
-                "description": "How many tools to return at most.",
-            },
+SEARCH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Words describing the tool you need, or a regular expression "
+            "(Python syntax, case-insensitive) matched against tool names, descriptions "
+            "and parameters.",
         },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
-)
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": 8,
+            "description": "How many tools to return at most.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+"""The parameters of a search for tools: the local `tool_search` tool's, and those of
+``search_tools`` that ``toolbridge mcp serve --tool-search`` offers."""
+
+
+@tool_parameters(SEARCH_PARAMETERS)
 class ToolSearchTool(Tool):
     """Finds deferred tools; their definitions come back and they become callable."""
 

@@ -44,7 +44,7 @@ from toolbridge.progress import ToolProgress, progress_sink
 from toolbridge.registry import ToolRegistry
 from toolbridge.schema import thaw
 from toolbridge.tool import Tool, ToolResult, reset_session, set_session
-from toolbridge.tool_search import MAX_LIMIT, ToolIndex
+from toolbridge.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
 
 __all__ = ["MCPToolServer"]
 
@@ -75,26 +75,6 @@ class _Output:
 
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
-_SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "description": "Words describing the tool you need, or a regular expression "
-            "(Python syntax, case-insensitive) matched against tool names, descriptions "
-            "and parameters.",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "default": 8,
-            "description": "How many tools to return at most.",
-        },
-    },
-    "required": ["query"],
-}
 _CALL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -453,7 +433,7 @@ def _search_definitions() -> list[mt.Tool]:
                 "you need, or give a regular expression; the matching tools' definitions "
                 "come back. Run one with call_tool."
             ),
-            input_schema=_SEARCH_SCHEMA,
+            input_schema=SEARCH_PARAMETERS,
             annotations=mt.ToolAnnotations(read_only_hint=True, destructive_hint=False),
         ),
         mt.Tool(
