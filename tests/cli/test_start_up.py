@@ -38,9 +38,22 @@ def imported(line: bytes) -> str:
 
 # Each a module whose import ends while an outer one goes on: `importlib`, `logging`
 # and `typing` inside ``toolbridge/__init__``, `toolbridge` inside ``toolbridge.cli``,
-# `toolbridge.cli.display` inside the command line's application.
+# `toolbridge.cli.display` inside the command line's application; then later ones, as
+# the command's own modules load (`typer.main`, the application, the executor, the
+# registry).
 @pytest.mark.parametrize(
-    "marker", ["importlib", "logging", "typing", "toolbridge", "toolbridge.cli.display"]
+    "marker",
+    [
+        "importlib",
+        "logging",
+        "typing",
+        "toolbridge",
+        "toolbridge.cli.display",
+        "typer.main",
+        "toolbridge.cli.app",
+        "toolbridge.executor",
+        "toolbridge.registry",
+    ],
 )
 def test_ctrl_c_while_the_console_script_imports_exits_130_without_a_traceback(
     tmp_path: Path, marker: str
