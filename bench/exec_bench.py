@@ -42,9 +42,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from toolbridge import ToolContext, ToolRegistry
-from toolbridge.process import Supervisor, run_command
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.process import Supervisor, run_command
 from toolbridge.security.sandbox import find_sandbox
-from toolbridge.tool import ToolResult
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from toolbridge import ToolCallRequest, ToolContext, ToolRegistry, tool
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 SECTION = "## Executor"

@@ -46,7 +46,7 @@ from toolbridge import (  # noqa: E402
     ToolResult,
     tool,
 )
-from toolbridge.approval import arguments_digest  # noqa: E402
+from toolbridge.execution.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
 from toolbridge.journal.base import to_json  # noqa: E402
 from toolbridge.journal.postgres import write_sql  # noqa: E402

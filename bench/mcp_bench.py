@@ -157,7 +157,7 @@ async def toolbridge_client() -> AsyncIterator[tuple[Callable[[], Awaitable[Any]
     """A call through toolbridge's MCP tool (executor path) to an SDK server process, and
     the SDK session underneath it, for the bare calls over the very same connection."""
     from toolbridge import ToolCallRequest, ToolRegistry
-    from toolbridge.executor import ToolExecutor
+    from toolbridge.execution.executor import ToolExecutor
     from toolbridge.mcp import MCPClient
 
     command = _command("sdk", "stdio")

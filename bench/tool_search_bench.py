@@ -40,8 +40,8 @@ from typing import Any
 
 from toolbridge import ExecutionPolicy, Tool, ToolRegistry
 from toolbridge.agent import AgentRunner, ScriptedModel
-from toolbridge.results import estimate_tokens
-from toolbridge.tool_search import DeferralPolicy, ToolDeferral
+from toolbridge.core.results import estimate_tokens
+from toolbridge.core.tool_search import DeferralPolicy, ToolDeferral
 
 SERVERS = ["github", "slack", "jira", "linear", "notion", "postgres", "stripe", "sentry"]
 VERBS = ["get", "list", "create", "update", "delete", "search", "add", "remove", "merge"]

@@ -43,7 +43,7 @@ from pydantic_core import SchemaValidator, core_schema
 from workloads import ADD_SCHEMA, SCHEDULE_SCHEMA, WORKLOADS
 
 import toolbridge
-from toolbridge.schema import check_parameters_schema
+from toolbridge.core.schema import check_parameters_schema
 
 Check = Callable[[str], bool]  # one call: True when the arguments were accepted
 

@@ -26,9 +26,9 @@ import jsonschema_rs
 from peer_toolbridge import build_registry
 from workloads import ADD_SCHEMA, SCHEDULE_SCHEMA, WORKLOADS
 
-from toolbridge.calls import decode_arguments
-from toolbridge.jsondata import json_data_issues, leaves_look_plain, text_may_hide_problems
-from toolbridge.schema import _capped, _castable, _CastState, _render_errors
+from toolbridge.core.calls import decode_arguments
+from toolbridge.core.jsondata import json_data_issues, leaves_look_plain, text_may_hide_problems
+from toolbridge.core.schema import _capped, _castable, _CastState, _render_errors
 
 
 def steps() -> dict[str, Callable[[], Any]]:

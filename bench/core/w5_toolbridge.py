@@ -16,7 +16,7 @@ from pathlib import Path
 from w5_harness import ARGUMENTS, TOOL_NAME, Batch, Variant, nap, run_variants, timed
 
 from toolbridge import ToolCallRequest, ToolContext, ToolRegistry, tool
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 
 _WORKSPACE = tempfile.TemporaryDirectory()
 

@@ -5,10 +5,14 @@ call safely, and hand every outcome back as a well-formed tool result.
 """
 
 import importlib
+import importlib.machinery
 import logging
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING, Any
+
+from toolbridge.version import __version__
 
 if TYPE_CHECKING:
     from toolbridge.agent import (
@@ -18,17 +22,14 @@ if TYPE_CHECKING:
         RunState,
         StopReason,
     )
-    from toolbridge.approval import (
-        ApprovalRequest,
-    )
-    from toolbridge.calls import (
+    from toolbridge.core.calls import (
         Repair,
         ToolCallRequest,
         decode_arguments,
         parse_tool_arguments,
         repair_arguments_for_replay,
     )
-    from toolbridge.errors import (
+    from toolbridge.core.errors import (
         ArgumentIssue,
         ArgumentsError,
         ErrorKind,
@@ -41,45 +42,18 @@ if TYPE_CHECKING:
         ToolExecutionError,
         WorkspaceViolation,
     )
-    from toolbridge.executor import (
-        ExecutionPolicy,
-        ExecutorHook,
-        ToolBatch,
-        ToolExecutor,
-    )
-    from toolbridge.function_tool import (
+    from toolbridge.core.function_tool import (
         FunctionTool,
         tool,
     )
-    from toolbridge.isolation import (
-        IsolatedFunctionTool,
-        isolated_tool,
-    )
-    from toolbridge.loader import (
+    from toolbridge.core.loader import (
         ToolLoader,
     )
-    from toolbridge.outcomes import (
-        EventType,
-        Outcomes,
-        OutcomeStatus,
-        ToolEvent,
-        ToolOutcome,
-        tool_result_messages,
-    )
-    from toolbridge.progress import (
-        ToolProgress,
-        report_progress,
-    )
-    from toolbridge.registry import (
+    from toolbridge.core.registry import (
         PreparedCall,
         ToolRegistry,
     )
-    from toolbridge.results import (
-        PAGE_METADATA_KEY,
-        SAVED_METADATA_KEY,
-        ResultStore,
-    )
-    from toolbridge.tool import (
+    from toolbridge.core.tool import (
         ContentBlock,
         ImageBlock,
         JsonBlock,
@@ -90,6 +64,32 @@ if TYPE_CHECKING:
         current_context,
         tool_parameters,
     )
+    from toolbridge.execution.approval import (
+        ApprovalRequest,
+    )
+    from toolbridge.execution.executor import (
+        ExecutionPolicy,
+        ExecutorHook,
+        ToolBatch,
+        ToolExecutor,
+    )
+    from toolbridge.execution.isolation import (
+        IsolatedFunctionTool,
+        isolated_tool,
+    )
+    from toolbridge.execution.outcomes import (
+        EventType,
+        Outcomes,
+        OutcomeStatus,
+        ToolEvent,
+        ToolOutcome,
+        tool_result_messages,
+    )
+    from toolbridge.execution.progress import (
+        ToolProgress,
+        report_progress,
+    )
+    from toolbridge.execution.result_store import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
 # `--version` and `--help`) does not pay for the executor, pydantic or the provider
@@ -97,57 +97,57 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "AgentRunner": "toolbridge.agent",
     "ApprovalDecision": "toolbridge.agent",
-    "ApprovalRequest": "toolbridge.approval",
-    "ArgumentIssue": "toolbridge.errors",
-    "ArgumentsError": "toolbridge.errors",
-    "ContentBlock": "toolbridge.tool",
-    "ErrorKind": "toolbridge.errors",
-    "EventType": "toolbridge.outcomes",
-    "ExecutionPolicy": "toolbridge.executor",
-    "ExecutorHook": "toolbridge.executor",
-    "FunctionTool": "toolbridge.function_tool",
-    "ImageBlock": "toolbridge.tool",
-    "IsolatedFunctionTool": "toolbridge.isolation",
-    "JsonBlock": "toolbridge.tool",
-    "NetworkViolation": "toolbridge.errors",
-    "OutcomeStatus": "toolbridge.outcomes",
-    "Outcomes": "toolbridge.outcomes",
-    "PAGE_METADATA_KEY": "toolbridge.results",
-    "PolicyViolation": "toolbridge.errors",
-    "PreparedCall": "toolbridge.registry",
-    "Repair": "toolbridge.calls",
-    "ResultStore": "toolbridge.results",
+    "ApprovalRequest": "toolbridge.execution.approval",
+    "ArgumentIssue": "toolbridge.core.errors",
+    "ArgumentsError": "toolbridge.core.errors",
+    "ContentBlock": "toolbridge.core.tool",
+    "ErrorKind": "toolbridge.core.errors",
+    "EventType": "toolbridge.execution.outcomes",
+    "ExecutionPolicy": "toolbridge.execution.executor",
+    "ExecutorHook": "toolbridge.execution.executor",
+    "FunctionTool": "toolbridge.core.function_tool",
+    "ImageBlock": "toolbridge.core.tool",
+    "IsolatedFunctionTool": "toolbridge.execution.isolation",
+    "JsonBlock": "toolbridge.core.tool",
+    "NetworkViolation": "toolbridge.core.errors",
+    "OutcomeStatus": "toolbridge.execution.outcomes",
+    "Outcomes": "toolbridge.execution.outcomes",
+    "PAGE_METADATA_KEY": "toolbridge.execution.result_store",
+    "PolicyViolation": "toolbridge.core.errors",
+    "PreparedCall": "toolbridge.core.registry",
+    "Repair": "toolbridge.core.calls",
+    "ResultStore": "toolbridge.execution.result_store",
     "RunResult": "toolbridge.agent",
     "RunState": "toolbridge.agent",
-    "SAVED_METADATA_KEY": "toolbridge.results",
+    "SAVED_METADATA_KEY": "toolbridge.execution.result_store",
     "StopReason": "toolbridge.agent",
-    "TextBlock": "toolbridge.tool",
-    "Tool": "toolbridge.tool",
-    "ToolBatch": "toolbridge.executor",
-    "ToolCallRequest": "toolbridge.calls",
-    "ToolConfigError": "toolbridge.errors",
-    "ToolContext": "toolbridge.tool",
-    "ToolDefinitionError": "toolbridge.errors",
-    "ToolError": "toolbridge.errors",
-    "ToolEvent": "toolbridge.outcomes",
-    "ToolExecutionError": "toolbridge.errors",
-    "ToolExecutor": "toolbridge.executor",
-    "ToolLoader": "toolbridge.loader",
-    "ToolOutcome": "toolbridge.outcomes",
-    "ToolProgress": "toolbridge.progress",
-    "ToolRegistry": "toolbridge.registry",
-    "ToolResult": "toolbridge.tool",
-    "ToolbridgeError": "toolbridge.errors",
-    "WorkspaceViolation": "toolbridge.errors",
-    "current_context": "toolbridge.tool",
-    "decode_arguments": "toolbridge.calls",
-    "isolated_tool": "toolbridge.isolation",
-    "parse_tool_arguments": "toolbridge.calls",
-    "repair_arguments_for_replay": "toolbridge.calls",
-    "report_progress": "toolbridge.progress",
-    "tool": "toolbridge.function_tool",
-    "tool_parameters": "toolbridge.tool",
-    "tool_result_messages": "toolbridge.outcomes",
+    "TextBlock": "toolbridge.core.tool",
+    "Tool": "toolbridge.core.tool",
+    "ToolBatch": "toolbridge.execution.executor",
+    "ToolCallRequest": "toolbridge.core.calls",
+    "ToolConfigError": "toolbridge.core.errors",
+    "ToolContext": "toolbridge.core.tool",
+    "ToolDefinitionError": "toolbridge.core.errors",
+    "ToolError": "toolbridge.core.errors",
+    "ToolEvent": "toolbridge.execution.outcomes",
+    "ToolExecutionError": "toolbridge.core.errors",
+    "ToolExecutor": "toolbridge.execution.executor",
+    "ToolLoader": "toolbridge.core.loader",
+    "ToolOutcome": "toolbridge.execution.outcomes",
+    "ToolProgress": "toolbridge.execution.progress",
+    "ToolRegistry": "toolbridge.core.registry",
+    "ToolResult": "toolbridge.core.tool",
+    "ToolbridgeError": "toolbridge.core.errors",
+    "WorkspaceViolation": "toolbridge.core.errors",
+    "current_context": "toolbridge.core.tool",
+    "decode_arguments": "toolbridge.core.calls",
+    "isolated_tool": "toolbridge.execution.isolation",
+    "parse_tool_arguments": "toolbridge.core.calls",
+    "repair_arguments_for_replay": "toolbridge.core.calls",
+    "report_progress": "toolbridge.execution.progress",
+    "tool": "toolbridge.core.function_tool",
+    "tool_parameters": "toolbridge.core.tool",
+    "tool_result_messages": "toolbridge.execution.outcomes",
 }
 
 
@@ -165,9 +165,9 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """The package's module type: importing the submodule ``toolbridge.tool`` sets the
-    package's attribute ``tool``, which must stay the `tool` decorator (as it was when
-    every name was imported here, the decorator last)."""
+    """The package's module type: importing an old module path (``toolbridge.tool``, see
+    `_MOVED`) sets the package's attribute of that name, which must stay the public name
+    (the `tool` decorator), not the module."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LAZY and isinstance(value, types.ModuleType):
@@ -175,10 +175,94 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
+# Module paths before the modules moved into stage folders. They still import,
+# as the same module objects, with a DeprecationWarning; they go in a later release.
+_MOVED: dict[str, str] = {
+    **{
+        f"toolbridge.{name}": f"toolbridge.core.{name}"
+        for name in (
+            "calls",
+            "errors",
+            "function_tool",
+            "jsondata",
+            "jsontext",
+            "loader",
+            "naming",
+            "pathlocks",
+            "registry",
+            "schema",
+            "signature",
+            "tool",
+            "tool_search",
+        )
+    },
+    **{
+        f"toolbridge.{name}": f"toolbridge.execution.{name}"
+        for name in (
+            "approval",
+            "exec_sessions",
+            "executor",
+            "isolation",
+            "loop_guard",
+            "outcomes",
+            "process",
+            "progress",
+            "scheduling",
+            "supervisor",
+            "tracing",
+        )
+    },
+    "toolbridge.results": "toolbridge.execution.result_store",
+    "toolbridge.terminal": "toolbridge.security.terminal",
+    "toolbridge.fs": "toolbridge.tools._fs",
+    "toolbridge.html": "toolbridge.tools._html",
+    "toolbridge.images": "toolbridge.tools._images",
+    "toolbridge.patches": "toolbridge.tools._patches",
+    "toolbridge.grep_worker": "toolbridge.search.grep_worker",
+}
+
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _Loader
+else:
+    _Loader = object  # importlib.abc costs 29 ms to import; a loader needs no base class
+
+
+class _MovedModules(_Loader):
+    """Imports an old module path as the module that now lives at its new one."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        new = _MOVED[spec.name]
+        warnings.warn(
+            f"{spec.name} moved to {new}: import the public names from 'toolbridge', or the "
+            "module from its new path; the old path goes in a later release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # the import system gave the module the old path's spec: give it back its own
+        alias = module.__spec__.name if module.__spec__ is not None else module.__name__
+        module.__spec__ = self._specs.pop(alias, module.__spec__)
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 sys.modules[__name__].__class__ = _Package
 
-
-__version__ = "0.1.0"
 
 # A library logs and lets the application decide where it goes: without this, Python's
 # last-resort handler would print warnings to stderr of programs that never asked.

@@ -22,7 +22,7 @@ from toolbridge.agent import (
     ToolResultsMessage,
 )
 from toolbridge.agent.adapters import OllamaModel
-from toolbridge.executor import ToolExecutor
+from toolbridge.execution.executor import ToolExecutor
 from toolbridge.journal import SQLiteJournal
 
 

@@ -14,8 +14,8 @@ import pytest
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
 from tests.cli.conftest import run_on_tty
 
-from toolbridge.approval import arguments_digest
 from toolbridge.cli.loading import LoadOptions, load_tools
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import CallKey, SQLiteJournal
 
 REPO = Path(__file__).resolve().parents[2]

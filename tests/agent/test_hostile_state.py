@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from toolbridge.agent import AssistantMessage, RunState, UserMessage
-from toolbridge.approval import arguments_digest
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.execution.approval import arguments_digest
 
 
 def saved() -> dict[str, Any]:

@@ -38,7 +38,7 @@ from toolbridge.agent import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolbridge.approval import arguments_digest
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
 from toolbridge.journal.recorder import CallRecorder
 

@@ -17,8 +17,8 @@ from toolbridge.agent import (
     ToolResultsMessage,
     ToolStarted,
 )
-from toolbridge.executor import ToolExecutor
-from toolbridge.outcomes import EventType, ToolEvent
+from toolbridge.execution.executor import ToolExecutor
+from toolbridge.execution.outcomes import EventType, ToolEvent
 
 POLICY = ExecutionPolicy(persist_results=False)
 

@@ -19,7 +19,7 @@ from toolbridge.agent import (
     message_to_json,
 )
 from toolbridge.agent.state import PendingCall
-from toolbridge.approval import arguments_digest
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.formats import TurnPart
 
 CALL = ToolCallRequest(

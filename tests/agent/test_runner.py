@@ -209,7 +209,7 @@ def test_a_saved_state_whose_shown_arguments_lie_is_refused(workspace: Path) -> 
     # The stored state is edited so the call and the digest say "evil" while the
     # arguments shown to the user still say "safe": approving what the user sees must
     # not run the other call; the state is refused when it is read.
-    from toolbridge.approval import arguments_digest
+    from toolbridge.execution.approval import arguments_digest
 
     write = ToolCallRequest("w1", "write_note", '{"name": "a.txt", "text": "safe"}')
     model = ScriptedModel([calls_turn(write), answer("ok")])

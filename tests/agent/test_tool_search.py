@@ -15,7 +15,7 @@ from tests.agent.scripted_server import ScriptedServer, openai_chat_stream
 from toolbridge import ExecutionPolicy, Tool, ToolContext, ToolRegistry, tool_parameters
 from toolbridge.agent import AgentRunner, RunState, StopReason
 from toolbridge.agent.adapters import OpenAIChatModel
-from toolbridge.tool_search import SEARCH_TOOL_NAME, DeferralPolicy
+from toolbridge.core.tool_search import SEARCH_TOOL_NAME, DeferralPolicy
 
 
 @tool_parameters({"type": "object", "properties": {"id": {"type": "string"}}})

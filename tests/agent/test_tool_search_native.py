@@ -19,10 +19,10 @@ from tests.agent.scripted_server import ScriptedServer, anthropic_stream, respon
 from toolbridge import ExecutionPolicy, Tool, ToolContext, ToolRegistry, tool_parameters
 from toolbridge.agent import AgentRunner, StopReason, ToolFinished, ToolStarted
 from toolbridge.agent.adapters import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
+from toolbridge.core.tool_search import SEARCH_TOOL_NAME, DeferralPolicy
 from toolbridge.formats import anthropic as anthropic_format
 from toolbridge.formats import openai_responses as responses_format
 from toolbridge.mcp import MCPClient
-from toolbridge.tool_search import SEARCH_TOOL_NAME, DeferralPolicy
 
 BETA = "advanced-tool-use-2025-11-20"
 

@@ -16,8 +16,8 @@ from toolbridge import (
     tool,
     tool_parameters,
 )
-from toolbridge.errors import WorkspaceViolation
-from toolbridge.progress import report_progress
+from toolbridge.core.errors import WorkspaceViolation
+from toolbridge.execution.progress import report_progress
 
 
 @tool(read_only=True)

@@ -16,7 +16,7 @@ import weakref
 from typing import Any
 
 from toolbridge import Tool, ToolContext, ToolRegistry, current_context, tool, tool_parameters
-from toolbridge.progress import report_progress
+from toolbridge.execution.progress import report_progress
 
 _built: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 _serials = itertools.count(1)

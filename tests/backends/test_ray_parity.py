@@ -14,7 +14,7 @@ import pytest
 from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
 from toolbridge.backends import ExecutionBackend, LocalBackend
 from toolbridge.backends.ray import RayBackend, ToolSource
-from toolbridge.outcomes import EventType, ToolEvent, ToolOutcome
+from toolbridge.execution.outcomes import EventType, ToolEvent, ToolOutcome
 
 SOURCE = ToolSource("parity_tools:build")
 TIMING_KEYS = {"started_at", "duration"}
@@ -149,7 +149,7 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
 
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray import _ANSWER, _PROGRESS, MAX_PENDING_PROGRESS, _Outbox
-    from toolbridge.progress import ToolProgress
+    from toolbridge.execution.progress import ToolProgress
 
     outbox = _Outbox()
     for step in range(1, 1001):  # faster than the caller takes them
@@ -168,7 +168,7 @@ async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
 async def test_a_call_that_will_not_stop_is_a_timeout_and_its_worker_goes(
     workspace: Path, ray_runtime: None
 ) -> None:
-    from toolbridge.registry import timeout_error
+    from toolbridge.core.registry import timeout_error
 
     backend = RayBackend(SOURCE, workers=1, grace=0.5)
     try:
@@ -210,7 +210,7 @@ def test_start_says_which_resource_no_node_offers(ray_runtime: None) -> None:
 async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
     workspace: Path, ray_runtime: None
 ) -> None:
-    from toolbridge.registry import timeout_error
+    from toolbridge.core.registry import timeout_error
 
     backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=10)
     try:

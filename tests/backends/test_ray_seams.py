@@ -121,7 +121,7 @@ async def test_a_cancelled_run_leaves_a_call_queued_on_its_worker_queued_for_the
 async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_starts(
     workspace: Path, ray_runtime: None
 ) -> None:
-    from toolbridge.registry import timeout_error
+    from toolbridge.core.registry import timeout_error
 
     backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT)
     try:
@@ -168,7 +168,7 @@ async def test_a_call_no_worker_can_take_is_journaled_as_never_started(
 async def test_a_worker_killed_mid_call_gives_one_start_one_finish_and_the_retrys_progress(
     workspace: Path, ray_runtime: None
 ) -> None:
-    from toolbridge.outcomes import EventType, ToolEvent
+    from toolbridge.execution.outcomes import EventType, ToolEvent
 
     backend = RayBackend(SOURCE, workers=1, grace=WAIT)
     events: list[ToolEvent] = []

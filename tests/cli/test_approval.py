@@ -21,8 +21,8 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.approval import arguments_digest
 from toolbridge.cli.approval import Verdict, run_calls
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import CallKey, SQLiteJournal
 
 PLUGIN = """

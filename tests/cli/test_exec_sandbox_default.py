@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from toolbridge import Tool
 from toolbridge.cli.loading import _CliLoader, _exec_default
-from toolbridge.loader import Candidate
+from toolbridge.core.loader import Candidate
 
 
 class WithField(BaseModel):

@@ -48,7 +48,7 @@ def test_a_failing_tool_prints_no_traceback_unless_verbose(cli: Cli) -> None:
     assert done.stderr.startswith("Error: tool 'boom' failed: RuntimeError: kaboom-detail")
     verbose = cli("call", "boom", "-v")
     assert verbose.returncode == 1
-    assert "Traceback" in verbose.stderr and "DEBUG toolbridge.registry" in verbose.stderr
+    assert "Traceback" in verbose.stderr and "DEBUG toolbridge.core.registry" in verbose.stderr
 
 
 def test_the_library_prints_nothing_when_logging_is_not_configured(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_the_library_prints_nothing_when_logging_is_not_configured(tmp_path: Pat
     assert done.stderr == ""
     assert done.stdout.splitlines() == [
         "Error: tool 'boom' failed: RuntimeError: kaboom",
-        "DEBUG toolbridge.registry RuntimeError",
+        "DEBUG toolbridge.core.registry RuntimeError",
     ]
 
 

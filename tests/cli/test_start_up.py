@@ -51,8 +51,8 @@ def imported(line: bytes) -> str:
         "toolbridge.cli.display",
         "typer.main",
         "toolbridge.cli.app",
-        "toolbridge.executor",
-        "toolbridge.registry",
+        "toolbridge.execution.executor",
+        "toolbridge.core.registry",
     ],
 )
 def test_ctrl_c_while_the_console_script_imports_exits_130_without_a_traceback(
@@ -125,7 +125,7 @@ def modules_loaded(tmp_path: Path, *args: str) -> set[str]:
     return set(loaded)
 
 
-HEAVY = {"typer", "rich", "pydantic", "httpx", "openai", "toolbridge.executor"}
+HEAVY = {"typer", "rich", "pydantic", "httpx", "openai", "toolbridge.execution.executor"}
 
 
 def test_version_loads_no_command_line_library(tmp_path: Path) -> None:

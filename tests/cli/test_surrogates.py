@@ -22,7 +22,7 @@ from tests.agent.test_cli import agent
 
 from toolbridge.agent.messages import AssistantMessage, Message, UserMessage
 from toolbridge.agent.sendable import Sendable
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from toolbridge import (
     parse_tool_arguments,
     repair_arguments_for_replay,
 )
-from toolbridge.calls import ArgumentsDecodeError, format_path
+from toolbridge.core.calls import ArgumentsDecodeError, format_path
 
 
 @pytest.mark.parametrize(

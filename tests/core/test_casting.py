@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolbridge.schema import CompiledSchema
+from toolbridge.core.schema import CompiledSchema
 
 
 def cast(schema: dict[str, Any], value: Any) -> Any:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from toolbridge.schema import CompiledSchema
+from toolbridge.core.schema import CompiledSchema
 
 SCHEMAS: list[dict[str, Any]] = [
     {

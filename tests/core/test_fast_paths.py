@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from toolbridge import ToolRegistry, tool
-from toolbridge.jsondata import json_data_issues
-from toolbridge.schema import (
+from toolbridge.core.jsondata import json_data_issues
+from toolbridge.core.schema import (
     MAX_ISSUES,
     Checked,
     CompiledSchema,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, Tool, ToolDefinitionError, ToolRegistry
-from toolbridge.calls import repair_arguments_for_replay
-from toolbridge.jsondata import MAX_DEPTH
-from toolbridge.schema import CompiledSchema, freeze
+from toolbridge.core.calls import repair_arguments_for_replay
+from toolbridge.core.jsondata import MAX_DEPTH
+from toolbridge.core.schema import CompiledSchema, freeze
 
 
 class Recorder(Tool):

@@ -35,13 +35,16 @@ def test_every_public_name_resolves_to_its_module_object() -> None:
 
 
 def test_tool_stays_the_decorator_after_its_namesake_module_loads() -> None:
-    # The submodule toolbridge.tool sets the package's attribute `tool` when it loads.
+    # The old module path toolbridge.tool (now toolbridge.core.tool) sets the package's
+    # attribute `tool` when it loads.
     run(
-        "import sys, toolbridge.tool\n"
+        "import sys, warnings\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "import toolbridge.tool\n"
         "from toolbridge import tool, ToolContext\n"
-        "from toolbridge.function_tool import tool as decorator\n"
+        "from toolbridge.core.function_tool import tool as decorator\n"
         "assert tool is decorator and callable(tool)\n"
         "import toolbridge\n"
         "assert toolbridge.tool is decorator\n"
-        "assert ToolContext is sys.modules['toolbridge.tool'].ToolContext\n"
+        "assert ToolContext is sys.modules['toolbridge.core.tool'].ToolContext\n"
     )

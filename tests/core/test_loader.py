@@ -157,7 +157,7 @@ def test_loads_builtins_and_plugins_builtins_win(
     site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     loader = make_loader()
-    with caplog.at_level(logging.WARNING, logger="toolbridge.loader"):
+    with caplog.at_level(logging.WARNING, logger="toolbridge.core.loader"):
         tools = loader.load(ToolContext(workspace=tmp_path))
     by_name = {t.name: t for t in tools}
     assert set(by_name) == {

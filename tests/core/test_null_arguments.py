@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from toolbridge import ToolRegistry, tool
-from toolbridge.naming import NameIndex
-from toolbridge.schema import CompiledSchema
+from toolbridge.core.naming import NameIndex
+from toolbridge.core.schema import CompiledSchema
 
 
 @tool

@@ -21,8 +21,8 @@ from toolbridge import (
     tool,
     tool_parameters,
 )
-from toolbridge.errors import RETRY_HINT
-from toolbridge.schema import FrozenDict
+from toolbridge.core.errors import RETRY_HINT
+from toolbridge.core.schema import FrozenDict
 
 
 class Recorder(Tool):

@@ -18,7 +18,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.schema import CompiledSchema, FrozenDict
+from toolbridge.core.schema import CompiledSchema, FrozenDict
 
 
 class Schema(Tool):

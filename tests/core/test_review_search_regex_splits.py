@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from toolbridge import tool
-from toolbridge.tool import Tool
-from toolbridge.tool_search import ToolIndex
+from toolbridge.core.tool import Tool
+from toolbridge.core.tool_search import ToolIndex
 
 
 def _tools() -> list[Tool]:

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolbridge.signature import _parse_docstring, _pydantic_signature, function_signature
-from toolbridge.tool import ToolContext
+from toolbridge.core.signature import _parse_docstring, _pydantic_signature, function_signature
+from toolbridge.core.tool import ToolContext
 
 ANNOTATIONS = [
     "str",

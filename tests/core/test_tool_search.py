@@ -1,4 +1,4 @@
-"""Deferred definitions and the local tool search (`toolbridge.tool_search`)."""
+"""Deferred definitions and the local tool search (`toolbridge.core.tool_search`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolbridge import Tool, ToolDefinitionError, ToolRegistry, tool, tool_parameters
-from toolbridge.tool_search import (
+from toolbridge.core.tool_search import (
     SEARCH_TOOL_NAME,
     DeferralPolicy,
     ToolDeferral,

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from toolbridge import Tool, tool_search
-from toolbridge.tool_search import ToolIndex
+from toolbridge import Tool
+from toolbridge.core import tool_search
+from toolbridge.core.tool_search import ToolIndex
 
 SERVERS = ["github", "slack", "jira", "stripe"]
 VERBS = ["get", "list", "create", "delete", "merge", "close"]

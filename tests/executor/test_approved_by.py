@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolbridge.approval import BY_DECISION, ApprovalRequest, Approvals, arguments_digest
+from toolbridge.execution.approval import BY_DECISION, ApprovalRequest, Approvals, arguments_digest
 
 
 def request(path: str) -> ApprovalRequest:

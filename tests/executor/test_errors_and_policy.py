@@ -16,8 +16,8 @@ from toolbridge import (
     WorkspaceViolation,
     tool,
 )
-from toolbridge.approval import writes_need_approval
-from toolbridge.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
+from toolbridge.execution.approval import writes_need_approval
+from toolbridge.execution.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
 
 
 @pytest.fixture

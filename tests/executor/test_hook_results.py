@@ -24,8 +24,8 @@ from toolbridge import (
     ToolResult,
     tool,
 )
-from toolbridge.executor import ExecutionPolicy
-from toolbridge.results import ResultStore, private_results_root
+from toolbridge.execution.executor import ExecutionPolicy
+from toolbridge.execution.result_store import ResultStore, private_results_root
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ from toolbridge import (
     ToolResult,
     tool,
 )
-from toolbridge.executor import (
+from toolbridge.core.registry import PreparedCall
+from toolbridge.execution.executor import (
     EventType,
     ExecutorHook,
     OutcomeStatus,
@@ -28,7 +29,6 @@ from toolbridge.executor import (
     ToolExecutor,
     ToolOutcome,
 )
-from toolbridge.registry import PreparedCall
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from toolbridge import (
     tool,
     tool_result_messages,
 )
-from toolbridge.executor import ExecutionPolicy
+from toolbridge.execution.executor import ExecutionPolicy
 from toolbridge.formats import anthropic, gemini, openai_responses
 
 

@@ -13,16 +13,16 @@ import pydantic
 import pytest
 
 from toolbridge import ImageBlock, ToolCallRequest, ToolContext, ToolRegistry, tool
-from toolbridge.executor import ExecutionPolicy, ToolExecutor, tool_result_messages
-from toolbridge.results import (
-    EMPTY_RESULT,
+from toolbridge.core.results import EMPTY_RESULT
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, tool_result_messages
+from toolbridge.execution.result_store import (
     PAGE_METADATA_KEY,
     SAVED_METADATA_KEY,
     ResultStore,
     cap_result,
     safe_file_name,
 )
-from toolbridge.tool import ToolResult
 from toolbridge.tools.tool_results import ReadToolResult
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

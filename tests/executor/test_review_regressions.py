@@ -19,7 +19,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.results import ResultStore
+from toolbridge.execution.result_store import ResultStore
 
 
 async def test_an_unencodable_long_result_is_still_an_outcome(registry: ToolRegistry) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from toolbridge import ToolCallRequest, ToolRegistry, tool
-from toolbridge.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
+from toolbridge.execution.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
 
 
 def _calls(name: str, count: int, prefix: str = "c") -> list[ToolCallRequest]:

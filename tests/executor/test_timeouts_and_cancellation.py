@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, Tool, ToolCallRequest, ToolDefinitionError, ToolRegistry, tool
-from toolbridge.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
-from toolbridge.isolation import IsolatedFunctionTool, isolated_tool
+from toolbridge.execution.executor import ExecutionPolicy, OutcomeStatus, ToolExecutor
+from toolbridge.execution.isolation import IsolatedFunctionTool, isolated_tool
 
 
 def _process_is_gone(pid: int) -> bool:

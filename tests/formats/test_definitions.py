@@ -14,12 +14,12 @@ from openai.types.responses import FunctionToolParam
 from pydantic import TypeAdapter
 
 from toolbridge import ToolDefinitionError, ToolRegistry
+from toolbridge.core.schema import thaw
 from toolbridge.formats import anthropic as anthropic_format
 from toolbridge.formats import bedrock, gemini, openai_chat, openai_responses
 from toolbridge.formats import ollama as ollama_format
 from toolbridge.formats.schemas import takes_no_arguments
 from toolbridge.formats.types import FormatError, ToolSpec
-from toolbridge.schema import thaw
 
 
 def _typed_dict(kind: Any, value: dict[str, Any]) -> None:

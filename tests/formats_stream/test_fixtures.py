@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, FunctionTool, ToolRegistry
-from toolbridge.calls import ToolCallRequest, decode_arguments
+from toolbridge.core.calls import ToolCallRequest, decode_arguments
 from toolbridge.formats.streaming import StreamResult, assemble, stream_adapter
 
 FIXTURES = Path(__file__).parent / "fixtures"

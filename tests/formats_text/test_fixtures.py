@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, FunctionTool, ToolRegistry
-from toolbridge.calls import decode_arguments
+from toolbridge.core.calls import decode_arguments
 from toolbridge.formats.text import DIALECTS, detect_dialect, parse_text_calls
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -43,8 +43,8 @@ from toolbridge import (
     jsondata,
     tool,
 )
-from toolbridge.calls import repair_arguments_for_replay
-from toolbridge.schema import thaw
+from toolbridge.core.calls import repair_arguments_for_replay
+from toolbridge.core.schema import thaw
 
 # --- schemas -------------------------------------------------------------------------
 

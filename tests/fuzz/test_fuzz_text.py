@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.fuzz.conftest import FUZZ_SETTINGS
 
+from toolbridge.core.registry import TOOL_NAME_PATTERN
 from toolbridge.formats.text import DIALECTS, TextCalls, parse_text_calls
-from toolbridge.registry import TOOL_NAME_PATTERN
 
 FIXTURES = Path(__file__).parent.parent / "formats_text" / "fixtures"
 REPLIES = sorted(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolbridge.errors import ErrorKind
+from toolbridge.core.errors import ErrorKind
 from toolbridge.journal import CallState, open_journal
 
 

@@ -23,7 +23,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.approval import arguments_digest
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import CallKey, SQLiteJournal
 
 WORKER = Path(__file__).with_name("batch_worker.py")

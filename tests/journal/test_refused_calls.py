@@ -19,7 +19,7 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.errors import ErrorKind
+from toolbridge.core.errors import ErrorKind
 from toolbridge.journal import CallState, open_journal
 
 

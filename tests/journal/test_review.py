@@ -19,8 +19,8 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.approval import arguments_digest
-from toolbridge.errors import ErrorKind
+from toolbridge.core.errors import ErrorKind
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import (
     CallJournal,
     CallKey,

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from toolbridge import ToolContext, ToolExecutionError, ToolRegistry, tool
-from toolbridge.progress import report_progress
+from toolbridge.execution.progress import report_progress
 
 
 class Weather(BaseModel):

@@ -11,12 +11,12 @@ import mcp_types as mt
 import pytest
 
 from toolbridge import ErrorKind, ImageBlock, JsonBlock, TextBlock, ToolConfigError, ToolResult
-from toolbridge.errors import ToolDefinitionError
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.execution.result_store import cap_result
 from toolbridge.mcp import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import CONTENT_KEY, STRUCTURED_KEY, from_mcp_result, to_mcp_content
 from toolbridge.mcp.names import local_names
 from toolbridge.mcp.schemas import input_schema, tool_policy
-from toolbridge.results import cap_result
 
 VALID = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 

@@ -17,7 +17,7 @@ from toolbridge import (
     report_progress,
     tool,
 )
-from toolbridge.progress import progress_sink
+from toolbridge.execution.progress import progress_sink
 
 
 @tool(read_only=True)
@@ -64,9 +64,12 @@ def test_a_failing_sink_does_not_fail_the_reporter(caplog: pytest.LogCaptureFixt
         received.append(progress)
         raise RuntimeError("listener bug")
 
-    with caplog.at_level(logging.ERROR, logger="toolbridge.progress"), progress_sink(broken):
+    with (
+        caplog.at_level(logging.ERROR, logger="toolbridge.execution.progress"),
+        progress_sink(broken),
+    ):
         report_progress(1, 2)  # returns: the listener's bug is not the tool's
     assert received == [ToolProgress(1, 2)]  # the sink was called
-    [record] = [r for r in caplog.records if r.name == "toolbridge.progress"]
+    [record] = [r for r in caplog.records if r.name == "toolbridge.execution.progress"]
     assert "progress sink" in record.getMessage() and record.exc_info is not None
     assert "listener bug" in str(record.exc_info[1])  # logged with its traceback, not lost

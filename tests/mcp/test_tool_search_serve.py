@@ -13,9 +13,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from toolbridge import ToolConfigError, ToolRegistry, tool
+from toolbridge.core.tool_search import DeferralPolicy, ToolDeferral
 from toolbridge.mcp import MCPClient, MCPToolServer
 from toolbridge.mcp.config import load_mcp_config
-from toolbridge.tool_search import DeferralPolicy, ToolDeferral
 
 
 def _text(result: mt.CallToolResult) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge.errors import ErrorKind, WorkspaceViolation
+from toolbridge.core.errors import ErrorKind, WorkspaceViolation
 from toolbridge.journal import JournalError, SQLiteJournal
 from toolbridge.security.control import (
     ControlFolderViolation,

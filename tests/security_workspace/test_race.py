@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
 from toolbridge.security.workspace import Workspace
 
 ROUNDS = 3000

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge import ErrorKind, ToolContext, ToolRegistry, patches
+from toolbridge import ErrorKind, ToolContext, ToolRegistry
 from toolbridge.security.workspace import Workspace
+from toolbridge.tools import _patches as patches
 from toolbridge.tools.patch import ApplyPatchTool
 
 APP = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import ErrorKind, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.patches import parse_patch
+from toolbridge.tools._patches import parse_patch
 
 
 @pytest.fixture

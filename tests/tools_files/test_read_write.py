@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import ErrorKind, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.fs import BINARY_SNIFF_BYTES
+from toolbridge.tools._fs import BINARY_SNIFF_BYTES
 from toolbridge.tools.files import ReadFileTool
 
 

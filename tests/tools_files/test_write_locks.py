@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from toolbridge import ToolContext, ToolLoader, ToolRegistry
-from toolbridge.fs import WorkspaceTool
-from toolbridge.pathlocks import PathLocks
+from toolbridge.core.pathlocks import PathLocks
 from toolbridge.security.workspace import Workspace
+from toolbridge.tools._fs import WorkspaceTool
 from toolbridge.tools.files import EditFileTool
 from toolbridge.tools.patch import ApplyPatchTool
 

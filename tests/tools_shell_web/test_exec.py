@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolbridge import ErrorKind, ToolConfigError, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.process import OutputCapture, scrub_environment
+from toolbridge.execution.process import OutputCapture, scrub_environment
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, ToolCallRequest, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.exec_sessions import ExecSession
-from toolbridge.executor import ToolExecutor
-from toolbridge.process import Supervisor, run_command
-from toolbridge.tool import ToolResult
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.exec_sessions import ExecSession
+from toolbridge.execution.executor import ToolExecutor
+from toolbridge.execution.process import Supervisor, run_command
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolbridge.terminal import strip_control_sequences
+from toolbridge.security.terminal import strip_control_sequences
 
 CONTROLS = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\t", "\n"}
 

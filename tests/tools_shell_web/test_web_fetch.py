@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toolbridge import ErrorKind, ToolConfigError, ToolContext, ToolLoader, ToolRegistry
-from toolbridge.html import html_to_text, page_text
+from toolbridge.tools._html import html_to_text, page_text
 from toolbridge.tools.web import BANNER_END, WebFetchConfig, WebFetchTool
 
 PAGE = b"""<!doctype html><html><head><title>Release notes</title>

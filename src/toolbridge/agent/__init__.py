@@ -53,7 +53,7 @@ from toolbridge.agent.result import RunResult
 from toolbridge.agent.runner import AgentRunner
 from toolbridge.agent.scripted import ScriptedModel
 from toolbridge.agent.state import ApprovalDecision, PendingCall, RunState, StopReason
-from toolbridge.tool_search import DeferralPolicy, ToolSelection
+from toolbridge.core.tool_search import DeferralPolicy, ToolSelection
 
 __all__ = [
     "AgentEvent",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.errors import ToolbridgeError
+from toolbridge.core.errors import ToolbridgeError
 
 if TYPE_CHECKING:
     from toolbridge.agent.messages import Message

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from toolbridge.agent.messages import AssistantMessage, Usage
-from toolbridge.calls import ToolCallRequest
-from toolbridge.outcomes import ToolOutcome
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.execution.outcomes import ToolOutcome
 
 if TYPE_CHECKING:
     from toolbridge.agent.result import RunResult

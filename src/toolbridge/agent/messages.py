@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
 from toolbridge.formats.types import ParsedResponse, TurnPart
-from toolbridge.schema import thaw
-from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
 
 __all__ = [
     "AssistantMessage",

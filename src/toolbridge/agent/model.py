@@ -26,9 +26,9 @@ from toolbridge.agent.messages import (
     UserMessage,
 )
 from toolbridge.agent.native_output import NativeOutput
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool_search import ToolSelection
 from toolbridge.formats import provider_format
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool_search import ToolSelection
 
 __all__ = [
     "ModelAdapter",

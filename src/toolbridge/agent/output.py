@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from toolbridge.agent.native_output import NativeOutput
-from toolbridge.calls import ToolCallRequest, decode_arguments
-from toolbridge.schema import freeze
-from toolbridge.tool import Tool
+from toolbridge.core.calls import ToolCallRequest, decode_arguments
+from toolbridge.core.schema import freeze
+from toolbridge.core.tool import Tool
 
 __all__ = ["FINAL_RESULT", "FinalResultTool", "OutputSpec"]
 

@@ -61,22 +61,12 @@ from toolbridge.agent.state import (
     decisions_by_call,
 )
 from toolbridge.agent.tracing import run_tracer
-from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
-from toolbridge.function_tool import tool as function_tool
-from toolbridge.outcomes import (
-    EventType,
-    Outcomes,
-    OutcomeStatus,
-    ToolEvent,
-    ToolOutcome,
-    failed_outcome,
-)
-from toolbridge.registry import ToolRegistry
-from toolbridge.skills import SkillSet
-from toolbridge.tool import Tool, ToolResult
-from toolbridge.tool_search import (
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.function_tool import tool as function_tool
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool import Tool, ToolResult
+from toolbridge.core.tool_search import (
     SEARCH_TOOL_NAME,
     DeferralPolicy,
     ToolDeferral,
@@ -84,6 +74,16 @@ from toolbridge.tool_search import (
     found_tools,
     native_search_supported,
 )
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
+from toolbridge.execution.outcomes import (
+    EventType,
+    Outcomes,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    failed_outcome,
+)
+from toolbridge.skills import SkillSet
 
 if TYPE_CHECKING:
     from toolbridge.journal import CallJournal
@@ -383,7 +383,7 @@ class AgentRunner:
     and ``execute_tool {name}`` children. `eager_tools` starts the turn's leading
     concurrency-safe calls while the model is still streaming the rest of the turn
     (not with `max_tool_calls` or ``fail_on_tool_error``). `tool_search` (True, or a
-    `toolbridge.tool_search.DeferralPolicy`) defers large tool sets: on a model whose
+    `toolbridge.core.tool_search.DeferralPolicy`) defers large tool sets: on a model whose
     provider searches itself (Anthropic, OpenAI Responses) the deferred definitions go
     out marked ``defer_loading`` next to the provider's search tool; elsewhere requests
     carry the always-loaded tools and a ``tool_search`` tool, and what it finds is sent

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from toolbridge.agent.messages import Message
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
 
 __all__ = ["Sendable"]
 

@@ -24,15 +24,15 @@ from toolbridge.agent.messages import (
     message_from_json,
     message_to_json,
 )
-from toolbridge.approval import (
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.approval import (
     BY_DECISION,
     ApprovalRequest,
     arguments_digest,
     canonical_arguments,
 )
-from toolbridge.calls import ToolCallRequest
-from toolbridge.outcomes import OutcomeStatus, ToolOutcome
-from toolbridge.tool import ToolResult
+from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome
 
 __all__ = [
     "STATE_VERSION",
@@ -183,7 +183,7 @@ class RunState:
     whose run was paused or cut off mid-turn); they join the conversation once it is."""
     active_tools: list[str] = field(default_factory=list)
     """Deferred tools a ``tool_search`` found, in the order found: every later request of
-    the run sends them after the loaded tools (`toolbridge.tool_search`)."""
+    the run sends them after the loaded tools (`toolbridge.core.tool_search`)."""
 
     def copy(self) -> RunState:
         """A copy whose lists can change without changing this state's."""

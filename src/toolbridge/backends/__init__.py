@@ -17,8 +17,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from toolbridge.errors import ToolError
-from toolbridge.registry import Invocation, PreparedCall, ToolRegistry
+from toolbridge.core.errors import ToolError
+from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry
 
 __all__ = ["CallRunner", "ExecutionBackend", "LocalBackend", "StartHook"]
 

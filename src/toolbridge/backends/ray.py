@@ -41,10 +41,15 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from toolbridge.backends import CallRunner, StartHook
-from toolbridge.errors import ErrorKind, PolicyViolation, ToolError
-from toolbridge.progress import ProgressSink, ToolProgress, current_progress_sink, set_progress_sink
-from toolbridge.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
-from toolbridge.tool import Tool, ToolContext, ToolResult
+from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError
+from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
+from toolbridge.core.tool import Tool, ToolContext, ToolResult
+from toolbridge.execution.progress import (
+    ProgressSink,
+    ToolProgress,
+    current_progress_sink,
+    set_progress_sink,
+)
 
 __all__ = ["RayBackend", "RemoteToolException", "ToolSource"]
 
@@ -75,7 +80,7 @@ class ToolSource:
 
     def registry(self, ctx: ToolContext) -> ToolRegistry:
         if self.factory is None:
-            from toolbridge.loader import ToolLoader
+            from toolbridge.core.loader import ToolLoader
 
             return ToolLoader().registry(ctx, scope=self.scope)
         module_name, _, attribute = self.factory.partition(":")
@@ -945,7 +950,7 @@ def _may_retry(call: _Pending) -> bool:
 
 def _blocking(tool: Tool) -> bool:
     """Whether the tool runs synchronous code in a thread, which only a process kill stops."""
-    from toolbridge.function_tool import FunctionTool
+    from toolbridge.core.function_tool import FunctionTool
 
     return isinstance(tool, FunctionTool) and not tool._is_async
 

@@ -38,7 +38,7 @@ def main() -> None:
     sys.unraisablehook = _ctrl_c_again(previous_hook, lost)
     try:
         if sys.argv[1:] == ["--version"]:  # answered before the command-line library loads
-            from toolbridge import __version__
+            from toolbridge.version import __version__
 
             _print_version(__version__)
         else:

@@ -45,8 +45,7 @@ from toolbridge.agent import (
     model_from_string,
 )
 from toolbridge.agent.state import PendingCall
-from toolbridge.approval import writes_need_approval
-from toolbridge.cli.agent_command import AgentOptions
+from toolbridge.cli.agent_options import AgentOptions
 from toolbridge.cli.app import (
     CliError,
     ExitCode,
@@ -65,15 +64,16 @@ from toolbridge.cli.approval import (
 from toolbridge.cli.display import clean, echo_json, show
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.cli.prompt import ask_line, confirm
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.executor import ExecutionPolicy
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.jsontext import json_default, to_json_text
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.execution.approval import writes_need_approval
+from toolbridge.execution.executor import ExecutionPolicy
+from toolbridge.execution.outcomes import OutcomeStatus
 from toolbridge.journal import CallJournal, JournalError, SQLiteJournal
-from toolbridge.jsontext import json_default, to_json_text
-from toolbridge.outcomes import OutcomeStatus
-from toolbridge.registry import ToolRegistry
 from toolbridge.security.control import ControlFolderViolation, open_control_file
+from toolbridge.security.terminal import escape_invisible
 from toolbridge.skills import SkillSet
-from toolbridge.terminal import escape_invisible
 
 __all__ = ["event_json", "run_agent"]
 

@@ -1,4 +1,4 @@
-"""The ``toolbridge agent`` command: its options, and the checks that need no SDK.
+"""The ``toolbridge agent`` command: its flags, and the checks that need no SDK.
 
 A missing key and an unusable ``--base-url`` (or the provider's base-URL variable in
 the environment) are found here, before the agent loop and the provider's SDK load
@@ -9,13 +9,12 @@ runs the loop.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
 
+from toolbridge.cli.agent_options import AgentOptions
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
     CliError,
@@ -27,27 +26,7 @@ from toolbridge.cli.app import (
     reporting,
 )
 
-__all__ = ["AgentOptions", "agent_command"]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentOptions:
-    """The command line of ``toolbridge agent``, checked."""
-
-    prompt: str | None
-    model: str
-    base_url: str | None
-    workspace: Path | None
-    scope: str
-    config: Path | None
-    verbose: bool
-    allow_unsandboxed_exec: bool
-    yes: bool
-    as_json: bool
-    max_turns: int
-    skills: bool
-    session: str | None
-    tool_search: bool = True
+__all__ = ["agent_command"]
 
 
 _KEYS: dict[str, tuple[str, ...]] = {

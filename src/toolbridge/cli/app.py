@@ -29,9 +29,9 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
-from toolbridge import __version__
 from toolbridge.cli.display import SafeFormatter, clean
-from toolbridge.errors import ToolConfigError
+from toolbridge.core.errors import ToolConfigError
+from toolbridge.version import __version__
 
 if TYPE_CHECKING:
     from rich.console import Console

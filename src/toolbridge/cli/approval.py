@@ -17,12 +17,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from toolbridge.calls import ToolCallRequest
 from toolbridge.cli.app import err
 from toolbridge.cli.prompt import confirm
-from toolbridge.executor import OutcomeStatus, ToolExecutor, ToolOutcome
-from toolbridge.jsontext import json_default
-from toolbridge.terminal import escape_invisible
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.jsontext import json_default
+from toolbridge.execution.executor import OutcomeStatus, ToolExecutor, ToolOutcome
+from toolbridge.security.terminal import escape_invisible
 
 __all__ = [
     "BY_YES_FLAG",

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolbridge.approval import ApprovalRule, requires_approval_flag, writes_need_approval
 from toolbridge.cli.app import CliError, ExitCode
-from toolbridge.executor import ExecutionPolicy
-from toolbridge.jsondata import nesting
+from toolbridge.core.jsondata import nesting
+from toolbridge.execution.approval import ApprovalRule, requires_approval_flag, writes_need_approval
+from toolbridge.execution.executor import ExecutionPolicy
 
 __all__ = ["APPROVAL_RULES", "CliConfig", "read_config"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from toolbridge.cli.app import CliError
+from toolbridge.core.jsondata import nesting
 from toolbridge.formats.wire import MAX_DEPTH
-from toolbridge.jsondata import nesting
 
 __all__ = ["MAX_INPUT_BYTES", "decode_utf8", "read_json", "read_source", "read_stdin"]
 

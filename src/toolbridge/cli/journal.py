@@ -15,6 +15,7 @@ from rich.table import Table
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
 from toolbridge.cli.display import echo_json, plain
+from toolbridge.core.jsontext import json_default
 from toolbridge.journal import (
     CallJournal,
     JournalEntry,
@@ -22,7 +23,6 @@ from toolbridge.journal import (
     SQLiteJournal,
     open_journal,
 )
-from toolbridge.jsontext import json_default
 
 journal_app = typer.Typer(
     name="journal",

@@ -14,11 +14,11 @@ from typing import Any
 
 from toolbridge.cli.app import CliError, ExitCode, configure_logging, err, one_line
 from toolbridge.cli.config import read_config
-from toolbridge.errors import ToolConfigError
-from toolbridge.executor import ExecutionPolicy
-from toolbridge.loader import Candidate, SkippedTool, ToolLoader
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool import Tool, ToolContext
+from toolbridge.core.errors import ToolConfigError
+from toolbridge.core.loader import Candidate, SkippedTool, ToolLoader
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool import Tool, ToolContext
+from toolbridge.execution.executor import ExecutionPolicy
 
 __all__ = ["EXEC_SECTION", "LoadOptions", "Loaded", "load_tools"]
 

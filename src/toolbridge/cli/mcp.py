@@ -31,10 +31,10 @@ from toolbridge.cli.app import (
 )
 from toolbridge.cli.display import SafeFormatter, plain, show
 from toolbridge.cli.loading import LoadOptions, load_tools
-from toolbridge.errors import ToolbridgeError
-from toolbridge.executor import ExecutionPolicy
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool import ToolContext
+from toolbridge.core.errors import ToolbridgeError
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool import ToolContext
+from toolbridge.execution.executor import ExecutionPolicy
 
 if TYPE_CHECKING:
     from toolbridge.mcp import MCPServerStatus

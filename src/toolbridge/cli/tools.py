@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from toolbridge.calls import Repair, ToolCallRequest
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
     CliError,
@@ -34,10 +33,11 @@ from toolbridge.cli.approval import decider, run_calls
 from toolbridge.cli.display import echo, echo_json, plain, show
 from toolbridge.cli.inputs import read_json, read_stdin
 from toolbridge.cli.loading import Loaded, LoadOptions, load_tools
-from toolbridge.executor import ToolExecutor, ToolOutcome
+from toolbridge.core.calls import Repair, ToolCallRequest
+from toolbridge.core.jsontext import json_default
+from toolbridge.core.tool import ImageBlock, JsonBlock, TextBlock, ToolResult
+from toolbridge.execution.executor import ToolExecutor, ToolOutcome
 from toolbridge.formats import FormatError, FormatName, detect_format, provider_format
-from toolbridge.jsontext import json_default
-from toolbridge.tool import ImageBlock, JsonBlock, TextBlock, ToolResult
 
 FormatOption = Annotated[
     FormatName | None,

@@ -20,7 +20,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
 from toolbridge.formats.call_ids import generated_call_id
 from toolbridge.formats.types import FormatError, ParsedResponse, TurnPart
 from toolbridge.formats.wire import check_depth, dumped, json_type, load_json

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
 
 __all__ = ["generated_call_id", "tool_call"]
 

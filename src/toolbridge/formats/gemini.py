@@ -17,8 +17,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ToolDefinitionError
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import ImageBlock, JsonBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
@@ -52,8 +54,6 @@ from toolbridge.formats.wire import (
     opt_str,
     req_obj,
 )
-from toolbridge.schema import thaw
-from toolbridge.tool import ImageBlock, JsonBlock
 
 __all__ = [
     "HISTORY",

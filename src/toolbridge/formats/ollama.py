@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, thaw
+from toolbridge.core.tool import ImageBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import parse_definitions
@@ -39,8 +41,6 @@ from toolbridge.formats.wire import (
     opt_str,
     req_obj,
 )
-from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
-from toolbridge.tool import ImageBlock
 
 __all__ = [
     "HISTORY",

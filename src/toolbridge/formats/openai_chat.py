@@ -17,8 +17,11 @@ import logging
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
-from toolbridge.errors import ToolDefinitionError
+from toolbridge.core.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.jsontext import to_json_text
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, thaw
+from toolbridge.core.tool import ImageBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.repair import MISSING_RESULT, HistoryShape, Messages, repair
@@ -46,9 +49,6 @@ from toolbridge.formats.wire import (
     opt_str,
     req_obj,
 )
-from toolbridge.jsontext import to_json_text
-from toolbridge.schema import EMPTY_OBJECT_SCHEMA, thaw
-from toolbridge.tool import ImageBlock
 
 __all__ = [
     "HISTORY",

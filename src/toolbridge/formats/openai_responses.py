@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolbridge.calls import ToolCallRequest
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import ImageBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call
 from toolbridge.formats.openai_chat import (
@@ -55,8 +57,6 @@ from toolbridge.formats.wire import (
     opt_str,
     req_obj,
 )
-from toolbridge.schema import thaw
-from toolbridge.tool import ImageBlock
 
 __all__ = [
     "OpenAIResponsesStream",

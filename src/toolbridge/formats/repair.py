@@ -20,11 +20,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolbridge.calls import ArgumentsDecodeError, decode_arguments, repair_arguments_for_replay
+from toolbridge.core.calls import (
+    ArgumentsDecodeError,
+    decode_arguments,
+    repair_arguments_for_replay,
+)
+from toolbridge.core.schema import thaw
 from toolbridge.formats.call_ids import generated_call_id
 from toolbridge.formats.types import FormatError, HistoryAction, HistoryChange
 from toolbridge.formats.wire import check_depth, json_type, req_obj
-from toolbridge.schema import thaw
 
 __all__ = [
     "MISSING_RESULT",

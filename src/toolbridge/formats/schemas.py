@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from toolbridge.schema import thaw
+from toolbridge.core.schema import thaw
 
 __all__ = [
     "UnsupportedSchema",

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
-from toolbridge.errors import ToolbridgeError
-from toolbridge.jsontext import to_json_text
-from toolbridge.registry import ToolRegistry
-from toolbridge.results import EMPTY_RESULT
-from toolbridge.schema import thaw
-from toolbridge.tool import ImageBlock, TextBlock, Tool, ToolResult
+from toolbridge.core.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
+from toolbridge.core.errors import ToolbridgeError
+from toolbridge.core.jsontext import to_json_text
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.results import EMPTY_RESULT
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
     "CALL_EXTRA_KEYS",

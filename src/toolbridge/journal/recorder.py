@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.approval import arguments_digest
-from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
+from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal.base import CallJournal, to_json
 from toolbridge.journal.records import (
     STARTED,
@@ -32,7 +33,6 @@ from toolbridge.journal.records import (
     interrupted,
     refused_key,
 )
-from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
     "JOURNAL_METADATA_KEY",

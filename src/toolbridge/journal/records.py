@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ErrorKind, ToolbridgeError
+from toolbridge.core.errors import ErrorKind, ToolbridgeError
 
 __all__ = [
     "COLUMNS",

@@ -34,15 +34,15 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from toolbridge.errors import ToolDefinitionError, ToolExecutionError
+from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.schema import freeze
+from toolbridge.core.tool import Tool, ToolResult
+from toolbridge.execution.progress import ToolProgress, current_progress_sink
 from toolbridge.mcp.config import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import from_mcp_result
 from toolbridge.mcp.names import local_names
 from toolbridge.mcp.schemas import input_schema, output_schema, tool_policy
-from toolbridge.progress import ToolProgress, current_progress_sink
-from toolbridge.registry import ToolRegistry
-from toolbridge.schema import freeze
-from toolbridge.tool import Tool, ToolResult
 
 __all__ = ["MCPClient", "MCPConnection", "MCPServerStatus", "MCPTool", "MCPToolsChanged"]
 
@@ -691,7 +691,7 @@ class MCPClient:
             raise ToolDefinitionError(f"MCP server names must be unique: {duplicates}")
         self.registry = registry if registry is not None else ToolRegistry()
         self.listeners: list[ChangeListener] = list(listeners)
-        from toolbridge import __version__
+        from toolbridge.version import __version__
 
         info = mt.Implementation(name=client_name, version=__version__)
         self.connections = {

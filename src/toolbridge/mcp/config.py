@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from toolbridge.errors import ToolConfigError
+from toolbridge.core.errors import ToolConfigError
 
 __all__ = ["MCPServerConfig", "Transport", "load_mcp_config"]
 

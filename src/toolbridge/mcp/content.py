@@ -19,9 +19,9 @@ from typing import Any
 
 import mcp_types as mt
 
-from toolbridge.errors import ErrorKind
-from toolbridge.jsontext import to_json_text
-from toolbridge.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
+from toolbridge.core.errors import ErrorKind
+from toolbridge.core.jsontext import to_json_text
+from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
 
 __all__ = [
     "CONTENT_KEY",

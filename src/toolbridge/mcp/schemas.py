@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.schema import thaw
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.schema import thaw
 
 __all__ = ["ToolPolicy", "input_schema", "output_schema", "tool_policy"]
 

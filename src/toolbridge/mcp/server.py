@@ -7,7 +7,7 @@ annotations; a function tool with a typed return value gets an ``outputSchema``
 and ``structuredContent``. A call that needs approval asks the user through MCP
 elicitation when the client supports it, and is refused with a clear message when
 it does not. Cancelling the request cancels the call; progress reported by a tool
-(`toolbridge.progress.report_progress`) is sent as ``notifications/progress``.
+(`toolbridge.execution.progress.report_progress`) is sent as ``notifications/progress``.
 
 With ``tool_search=True`` a client lists only two tools, ``search_tools`` (BM25 or a
 regular expression over the registry, as the agent's local search) and ``call_tool``
@@ -33,18 +33,18 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 
-from toolbridge.approval import ApprovalRequest
-from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind, ToolConfigError
-from toolbridge.executor import ExecutionPolicy, ToolExecutor
-from toolbridge.function_tool import FunctionTool
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind, ToolConfigError
+from toolbridge.core.function_tool import FunctionTool
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import Tool, ToolResult, reset_session, set_session
+from toolbridge.core.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
+from toolbridge.execution.approval import ApprovalRequest
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
+from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome
+from toolbridge.execution.progress import ToolProgress, progress_sink
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
-from toolbridge.outcomes import OutcomeStatus, ToolOutcome
-from toolbridge.progress import ToolProgress, progress_sink
-from toolbridge.registry import ToolRegistry
-from toolbridge.schema import thaw
-from toolbridge.tool import Tool, ToolResult, reset_session, set_session
-from toolbridge.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
 
 __all__ = ["MCPToolServer"]
 
@@ -125,7 +125,7 @@ class MCPToolServer:
         watch_interval: float = 1.0,
         tool_search: bool = False,
     ) -> None:
-        from toolbridge import __version__
+        from toolbridge.version import __version__
 
         if tool_search:
             taken = [n for n in (SEARCH_TOOLS, CALL_TOOL) if n in registry]

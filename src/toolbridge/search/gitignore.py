@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbridge.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
 from toolbridge.security.workspace import Workspace
 
 __all__ = ["IgnoreFile", "IgnoreRules", "parse_gitignore", "rebase_gitignore"]

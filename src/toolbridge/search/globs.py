@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from fnmatch import translate
 
-from toolbridge.errors import ToolExecutionError
+from toolbridge.core.errors import ToolExecutionError
 
 __all__ = [
     "Glob",

@@ -2,7 +2,7 @@
 
 A listing holds the regular files under a directory of the workspace, up to a depth,
 without following symlinks, leaving out what ``.gitignore`` ignores and the generated
-directories of `toolbridge.fs.SKIPPED_DIRS` and toolbridge's own ``.toolbridge`` folder;
+directories of `toolbridge.tools._fs.SKIPPED_DIRS` and toolbridge's own ``.toolbridge`` folder;
 hidden files are included. The order is that of a depth-first walk with each directory
 sorted by name.
 """
@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolbridge.fs import SKIPPED_DIRS
 from toolbridge.search.gitignore import IgnoreRules, rebase_gitignore
 from toolbridge.search.ripgrep import deadline_at, run_ripgrep
 from toolbridge.security.control import CONTROL_DIR
 from toolbridge.security.workspace import EntryKind, Workspace
+from toolbridge.tools._fs import SKIPPED_DIRS
 
 __all__ = ["MAX_LISTED_FILES", "Listing", "python_listing", "ripgrep_listing"]
 

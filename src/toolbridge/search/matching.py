@@ -4,7 +4,7 @@ Both engines search files in listing order, line by line (a CR before the newlin
 not part of the line, a UTF-8 BOM is dropped), skip binary files (a NUL byte near the
 start) and files over the size limit, search other bytes as UTF-8 with undecodable
 bytes replaced, stop after `GrepRequest.max_matches` lines, and cut long lines around
-the match. The Python engine sends file text to `toolbridge.grep_worker`, a process
+the match. The Python engine sends file text to `toolbridge.search.grep_worker`, a process
 killed at the deadline; the ripgrep engine runs ``rg --json`` over the listed files.
 """
 
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolbridge import grep_worker
-from toolbridge.errors import ToolExecutionError, WorkspaceViolation
-from toolbridge.fs import looks_binary
+from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.search import grep_worker
 from toolbridge.search.ripgrep import deadline_at, run_ripgrep
 from toolbridge.security.workspace import Workspace
+from toolbridge.tools._fs import looks_binary
 
 __all__ = ["Found", "GrepRequest", "python_matches", "ripgrep_flags", "ripgrep_matches"]
 

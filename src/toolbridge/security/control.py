@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import ClassVar
 
-from toolbridge.errors import WorkspaceViolation
+from toolbridge.core.errors import WorkspaceViolation
 
 __all__ = [
     "CONTROL_DIR",

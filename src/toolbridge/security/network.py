@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from toolbridge.errors import NetworkViolation, ToolExecutionError
+from toolbridge.core.errors import NetworkViolation, ToolExecutionError
 
 __all__ = [
     "MAX_REDIRECTS",

@@ -19,7 +19,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from toolbridge.errors import ToolExecutionError
+from toolbridge.core.errors import ToolExecutionError
 from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, TargetURL, parse_url
 
 __all__ = ["CREDENTIAL_HEADERS", "GuardedResponse", "PinnedTransport", "open_guarded"]

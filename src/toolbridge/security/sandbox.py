@@ -10,7 +10,7 @@ only its own processes, no capabilities; when its first process exits, the kerne
 kills everything else in the namespace.
 
 One sandbox serves one context session (`server_argv`): its first process is the exec
-supervisor server (``toolbridge/supervisor.py``), which starts every command of that
+supervisor server (``toolbridge/execution/supervisor.py``), which starts every command of that
 session inside it and ends, taking the namespace with it, as soon as toolbridge closes
 its socket or exits, however it exits.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from toolbridge.errors import ToolConfigError
+from toolbridge.core.errors import ToolConfigError
 from toolbridge.security.control import control_folder
 
 __all__ = [

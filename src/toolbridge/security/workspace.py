@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from toolbridge.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
 from toolbridge.security.control import CONTROL_DIR, ControlFolderViolation
 
 __all__ = ["EntryKind", "InvalidPath", "WalkEntry", "Workspace"]
@@ -46,7 +46,7 @@ class InvalidPath(ToolExecutionError):
     valid Unicode, or naming a FIFO, socket or device instead of a regular file.
 
     Not a `WorkspaceViolation`: the model can fix the argument and try again. The file
-    tools report it as an ``invalid_arguments`` error (see `toolbridge.fs.WorkspaceTool`).
+    tools report it as an ``invalid_arguments`` error (see `toolbridge.tools._fs.WorkspaceTool`).
     """
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from toolbridge.errors import PolicyViolation, ToolbridgeError, ToolExecutionError
-from toolbridge.jsondata import nesting
+from toolbridge.core.errors import PolicyViolation, ToolbridgeError, ToolExecutionError
+from toolbridge.core.jsondata import nesting
 from toolbridge.security.workspace import Workspace
 
 __all__ = [

@@ -18,10 +18,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from toolbridge.naming import NameIndex
+from toolbridge.core.naming import NameIndex
+from toolbridge.core.tool import Tool
 from toolbridge.security.control import CONTROL_DIR
 from toolbridge.skills.skill import SKILL_FILE, Skill, SkillFormatError, SkillProblem, read_skill
-from toolbridge.tool import Tool
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -1,7 +1,8 @@
 """The two tools that disclose skills on demand: `load_skill` and `read_skill_file`.
 
-Both are read-only and bound to one `SkillSet`. A resource is reached only through the
-workspace guard rooted at the skill's own folder, so ``..`` and links cannot leave it.
+Both are read-only and bound to one `SkillSet` (any `SkillCatalog`). A resource is
+reached only through the workspace guard rooted at the skill's own folder, so ``..``
+and links cannot leave it.
 """
 
 from __future__ import annotations
@@ -9,24 +10,35 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from toolbridge.errors import ToolExecutionError
-from toolbridge.fs import human_size
-from toolbridge.results import PAGE_METADATA_KEY
+from toolbridge.core.errors import ToolExecutionError
+from toolbridge.core.tool import Tool, ToolResult, tool_parameters
+from toolbridge.execution.result_store import PAGE_METADATA_KEY
 from toolbridge.security.workspace import Workspace
 from toolbridge.skills.skill import SKILL_FILE, Skill
-from toolbridge.tool import Tool, ToolResult, tool_parameters
+from toolbridge.tools._fs import human_size
 
-if TYPE_CHECKING:
-    from toolbridge.skills.skillset import SkillSet
-
-__all__ = ["LoadSkill", "ReadSkillFile"]
+__all__ = ["LoadSkill", "ReadSkillFile", "SkillCatalog"]
 
 MAX_LISTED_FILES = 50
 PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 100_000
 MAX_RESOURCE_BYTES = 10 * 1024 * 1024  # pages are cut from the decoded text, read whole
+
+
+class SkillCatalog(Protocol):
+    """What the tools ask of their skills (a `SkillSet` is one): look up, explain, suggest."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> Skill | None: ...
+
+    def unavailable_reason(self, name: str) -> str | None: ...
+
+    def suggest(self, name: str) -> list[str]: ...
+
 
 _NAME = {"type": "string", "minLength": 1, "description": "The skill's name, as listed."}
 
@@ -34,7 +46,7 @@ _NAME = {"type": "string", "minLength": 1, "description": "The skill's name, as 
 class _SkillTool(Tool):
     read_only = True
 
-    def __init__(self, skills: SkillSet) -> None:
+    def __init__(self, skills: SkillCatalog) -> None:
         self.skills = skills
 
     def skill(self, name: str) -> Skill:

@@ -16,8 +16,11 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolbridge.errors import ToolExecutionError
-from toolbridge.fs import (
+from toolbridge.core.errors import ToolExecutionError
+from toolbridge.core.results import image_media_type
+from toolbridge.core.tool import ImageBlock, TextBlock, ToolContext, ToolResult, tool_parameters
+from toolbridge.security.workspace import WalkEntry, Workspace
+from toolbridge.tools._fs import (
     BINARY_SNIFF_BYTES,
     SKIPPED_DIRS,
     WorkspaceTool,
@@ -27,11 +30,8 @@ from toolbridge.fs import (
     looks_binary,
     require_directory,
 )
-from toolbridge.images import read_image_header
-from toolbridge.patches import closest_windows
-from toolbridge.results import image_media_type
-from toolbridge.security.workspace import WalkEntry, Workspace
-from toolbridge.tool import ImageBlock, TextBlock, ToolContext, ToolResult, tool_parameters
+from toolbridge.tools._images import read_image_header
+from toolbridge.tools._patches import closest_windows
 
 __all__ = ["EditFileTool", "ListDirTool", "ReadFileConfig", "ReadFileTool", "WriteFileTool"]
 

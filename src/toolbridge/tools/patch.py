@@ -1,7 +1,7 @@
 """`apply_patch`: many edits in many files, in one atomic call through the workspace guard.
 
 The model sends either a patch (the V4A format Codex and OpenAI models write, or a
-unified diff; see `toolbridge.patches`) or a list of exact ``{path, old_text,
+unified diff; see `toolbridge.tools._patches`) or a list of exact ``{path, old_text,
 new_text}`` replacements. Every file is read and every new content computed before
 anything is written; if any part fails, no file changes. Each file is then written
 atomically by the guard (temporary file and rename, permission bits kept); should a
@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
-from toolbridge.fs import WorkspaceTool, decode_text, human_size
-from toolbridge.patches import (
+from toolbridge.core.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.core.tool import ToolResult, tool_parameters
+from toolbridge.tools._fs import WorkspaceTool, decode_text, human_size
+from toolbridge.tools._patches import (
     FileChange,
     PatchError,
     TextLines,
@@ -30,7 +31,6 @@ from toolbridge.patches import (
     closest_windows,
     parse_patch,
 )
-from toolbridge.tool import ToolResult, tool_parameters
 
 __all__ = ["ApplyPatchTool"]
 

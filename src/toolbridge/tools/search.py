@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolbridge.errors import ToolConfigError, ToolExecutionError
-from toolbridge.fs import SKIPPED_DIRS, WorkspaceTool, require_directory
+from toolbridge.core.errors import ToolConfigError, ToolExecutionError
+from toolbridge.core.tool import ToolContext, tool_parameters
 from toolbridge.search.globs import (
     Glob,
     expand_braces,
@@ -37,7 +37,7 @@ from toolbridge.search.matching import (
 )
 from toolbridge.search.ripgrep import find_ripgrep, ripgrep_accepts
 from toolbridge.security.workspace import Workspace
-from toolbridge.tool import ToolContext, tool_parameters
+from toolbridge.tools._fs import SKIPPED_DIRS, WorkspaceTool, require_directory
 
 __all__ = ["GlobTool", "GrepTool", "SearchConfig"]
 

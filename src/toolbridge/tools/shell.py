@@ -3,10 +3,10 @@
 The command runs with ``/bin/sh -c`` in the workspace (or a directory in it), stdin
 closed, with a scratch HOME and the environment scrubbed of credentials; its output
 is capped to head and tail and cleaned of terminal control sequences. It always runs
-under the supervisor of `toolbridge.process` (nothing it starts outlives the call),
+under the supervisor of `toolbridge.execution.process` (nothing it starts outlives the call),
 and when bubblewrap works here, inside the sandbox of `toolbridge.security.sandbox`
 too (the default, ``sandbox = "auto"``): one sandbox per context session, shared by
-its commands (`toolbridge.exec_sessions`). Without the sandbox it is an ordinary
+its commands (`toolbridge.execution.exec_sessions`). Without the sandbox it is an ordinary
 process of this user, and `unsandboxed` decides whether that needs approval (the
 default), is allowed, or is refused. See docs/security.md.
 
@@ -29,15 +29,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolbridge.errors import (
+from toolbridge.core.errors import (
     ErrorKind,
     PolicyViolation,
     ToolConfigError,
     ToolError,
     ToolExecutionError,
 )
-from toolbridge.exec_sessions import ExecSession, ExecSessions, SessionLimit
-from toolbridge.process import (
+from toolbridge.core.tool import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    current_call_owner,
+    current_context,
+    tool_parameters,
+)
+from toolbridge.execution.exec_sessions import ExecSession, ExecSessions, SessionLimit
+from toolbridge.execution.process import (
     SUPERVISOR,
     CommandResult,
     Supervisor,
@@ -50,16 +58,8 @@ from toolbridge.security.sandbox import (
     SandboxMode,
     find_sandbox,
 )
+from toolbridge.security.terminal import strip_control_sequences
 from toolbridge.security.workspace import InvalidPath, Workspace
-from toolbridge.terminal import strip_control_sequences
-from toolbridge.tool import (
-    Tool,
-    ToolContext,
-    ToolResult,
-    current_call_owner,
-    current_context,
-    tool_parameters,
-)
 
 __all__ = ["ExecConfig", "ExecTool", "ListExecSessionsTool", "WriteStdinTool"]
 

@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from toolbridge.errors import ToolDefinitionError, ToolExecutionError
-from toolbridge.registry import ToolRegistry
-from toolbridge.results import PAGE_METADATA_KEY, PAGER_TOOL, ResultStore
-from toolbridge.tool import Tool, ToolResult, current_context, tool_parameters
+from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool import Tool, ToolResult, current_context, tool_parameters
+from toolbridge.execution.result_store import PAGE_METADATA_KEY, PAGER_TOOL, ResultStore
 
 __all__ = ["ReadToolResult", "attach_pager"]
 

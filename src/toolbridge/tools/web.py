@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from toolbridge.errors import ToolConfigError, ToolExecutionError
-from toolbridge.fs import looks_binary
-from toolbridge.html import HtmlText, page_text
-from toolbridge.isolation import run_in_subprocess
+from toolbridge.core.errors import ToolConfigError, ToolExecutionError
+from toolbridge.core.tool import Tool, ToolContext, ToolResult, tool_parameters
+from toolbridge.execution.isolation import run_in_subprocess
 from toolbridge.security.network import MAX_REDIRECTS, NetworkGuard, Resolver, static_resolver
-from toolbridge.tool import Tool, ToolContext, ToolResult, tool_parameters
+from toolbridge.tools._fs import looks_binary
+from toolbridge.tools._html import HtmlText, page_text
 
 if TYPE_CHECKING:
     import httpx

@@ -24,9 +24,9 @@ from toolbridge.agent.errors import ModelAuthenticationError, ModelError
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, NativeOutput
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool_search import ToolSelection
 from toolbridge.formats import anthropic as anthropic_format
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool_search import ToolSelection
 
 __all__ = ["AnthropicModel"]
 

@@ -25,9 +25,9 @@ from toolbridge.agent.adapters._openai import json_schema_format, openai_client,
 from toolbridge.agent.events import ModelEvent
 from toolbridge.agent.messages import Usage
 from toolbridge.agent.model import ModelRequest, NativeOutput
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool_search import ToolSelection
 from toolbridge.formats import openai_responses
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool_search import ToolSelection
 
 __all__ = ["OpenAIResponsesModel"]
 

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from toolbridge.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
+from toolbridge.core.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
+from toolbridge.core.registry import TOOL_NAME_PATTERN
 from toolbridge.formats.call_ids import generated_call_id
-from toolbridge.registry import TOOL_NAME_PATTERN
 
 __all__ = [
     "Reader",

@@ -14,16 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.jsontext import json_default
-from toolbridge.tool import Tool
+from toolbridge.core.jsontext import json_default
+from toolbridge.core.tool import Tool
 
 __all__ = [
     "BY_DECISION",
     "ApprovalRequest",
     "ApprovalRule",
     "Approvals",
-    "approval_required_error",
     "arguments_digest",
     "canonical_arguments",
     "requires_approval_flag",
@@ -56,15 +54,6 @@ def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:
 def requires_approval_flag(tool: Tool, args: Mapping[str, Any]) -> bool:
     """The default rule: a tool asks for approval by setting ``requires_approval = True``."""
     return tool.requires_approval
-
-
-def approval_required_error(tool_name: str) -> ToolError:
-    """The error of a call that needs the user's approval and was not run."""
-    return ToolError(
-        ErrorKind.APPROVAL_REQUIRED,
-        f"the call to {tool_name!r} needs the user's approval and has not run.",
-        "Wait for the user's decision; do not send the call again before it.",
-    )
 
 
 def writes_need_approval(tool: Tool, args: Mapping[str, Any]) -> bool:

@@ -27,11 +27,11 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.registry import ToolRegistry
-from toolbridge.results import estimate_tokens
-from toolbridge.schema import thaw
-from toolbridge.tool import Tool, ToolResult, tool_parameters
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.results import estimate_tokens
+from toolbridge.core.schema import thaw
+from toolbridge.core.tool import Tool, ToolResult, tool_parameters
 
 __all__ = [
     "FOUND_TOOLS_KEY",
@@ -48,7 +48,7 @@ __all__ = [
 SearchMode = Literal["auto", "native", "local"]
 NativeSearch = Literal["bm25", "regex"]
 SEARCH_TOOL_NAME = "tool_search"
-FOUND_TOOLS_KEY = "toolbridge.tool_search"
+FOUND_TOOLS_KEY = "toolbridge.core.tool_search"
 """Result metadata of a ``tool_search`` call: the names it found (what the loop activates)."""
 
 MAX_LIMIT = 50

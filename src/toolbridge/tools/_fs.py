@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from toolbridge.errors import ErrorKind, ToolError, ToolExecutionError
-from toolbridge.pathlocks import PathLocks
+from toolbridge.core.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.core.pathlocks import PathLocks
+from toolbridge.core.tool import Tool, ToolContext, ToolResult
 from toolbridge.security.workspace import InvalidPath, Workspace
-from toolbridge.tool import Tool, ToolContext, ToolResult
 
 __all__ = [
     "BINARY_SNIFF_BYTES",

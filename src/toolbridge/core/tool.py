@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.jsontext import to_json_text
-from toolbridge.pathlocks import PathLocks
-from toolbridge.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.jsontext import to_json_text
+from toolbridge.core.pathlocks import PathLocks
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -202,7 +202,7 @@ class Tool:
     timeout: float | None = None
     requires_approval: bool = False
     defer_loading: bool | None = None
-    """Under tool search (`toolbridge.tool_search`): True keeps the definition out of
+    """Under tool search (`toolbridge.core.tool_search`): True keeps the definition out of
     requests until the model finds it, False always sends it, None lets the size policy
     decide. Without tool search every definition is sent."""
 

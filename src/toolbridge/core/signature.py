@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ToolDefinitionError
+from toolbridge.core.errors import ToolDefinitionError
 
 __all__ = ["FunctionSignature", "function_signature"]
 

@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.function_tool import FunctionTool
-from toolbridge.tool import current_context
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.function_tool import FunctionTool
+from toolbridge.core.tool import current_context
 
 __all__ = ["IsolatedFunctionTool", "WorkerError", "isolated_tool", "run_in_subprocess"]
 
@@ -38,7 +38,7 @@ try:
     fn = importlib.import_module(module)
     for part in qualname.split("."):
         fn = getattr(fn, part)
-    tools = sys.modules.get("toolbridge.function_tool")
+    tools = sys.modules.get("toolbridge.core.function_tool")
     if tools is not None and isinstance(fn, tools.FunctionTool):
         fn = fn.fn
     message = ("ok", fn(**kwargs))

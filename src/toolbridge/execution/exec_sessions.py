@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolbridge.process import DRAIN_SECONDS, STOP_SECONDS, OutputCapture, Supervisor
+from toolbridge.execution.process import DRAIN_SECONDS, STOP_SECONDS, OutputCapture, Supervisor
 
 __all__ = ["ExecSession", "ExecSessions", "Poll", "SandboxSession", "SessionInfo", "SessionLimit"]
 

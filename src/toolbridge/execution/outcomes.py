@@ -12,12 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.approval import ApprovalRequest, approval_required_error
-from toolbridge.calls import Repair, ToolCallRequest
-from toolbridge.errors import ErrorKind, ToolError
-from toolbridge.progress import ToolProgress
-from toolbridge.results import text_length
-from toolbridge.tool import TextBlock, ToolResult
+from toolbridge.core.calls import Repair, ToolCallRequest
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.registry import approval_required_error
+from toolbridge.core.results import text_length
+from toolbridge.core.tool import TextBlock, ToolResult
+from toolbridge.execution.approval import ApprovalRequest
+from toolbridge.execution.progress import ToolProgress
 
 __all__ = [
     "EventType",

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.errors import ToolConfigError, ToolDefinitionError
-from toolbridge.registry import ToolRegistry
-from toolbridge.tool import Tool, ToolContext
+from toolbridge.core.errors import ToolConfigError, ToolDefinitionError
+from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.tool import Tool, ToolContext
 
 __all__ = ["ENTRY_POINT_GROUP", "SkippedTool", "ToolLoader"]
 

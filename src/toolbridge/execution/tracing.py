@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from toolbridge.errors import ErrorKind
+from toolbridge.core.errors import ErrorKind
 
 __all__ = ["CallTracer", "call_tracer"]
 

@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from toolbridge.calls import Location, format_path
-from toolbridge.errors import ArgumentIssue
+from toolbridge.core.calls import Location, format_path
+from toolbridge.core.errors import ArgumentIssue
 
 __all__ = [
     "MAX_DEPTH",

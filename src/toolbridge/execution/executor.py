@@ -26,7 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.approval import (
+from toolbridge.backends import ExecutionBackend, LocalBackend, StartHook
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolbridgeError, ToolError
+from toolbridge.core.registry import (
+    Invocation,
+    PreparedCall,
+    ToolRegistry,
+    describe_exception,
+    malformed_result_error,
+)
+from toolbridge.core.results import MalformedResult, check_result, text_length
+from toolbridge.core.tool import Tool, ToolResult, reset_call_owner, set_call_owner
+from toolbridge.execution.approval import (
     BY_DECISION,
     ApprovalRequest,
     ApprovalRule,
@@ -34,11 +46,8 @@ from toolbridge.approval import (
     arguments_digest,
     requires_approval_flag,
 )
-from toolbridge.backends import ExecutionBackend, LocalBackend, StartHook
-from toolbridge.calls import ToolCallRequest
-from toolbridge.errors import ErrorKind, PolicyViolation, ToolbridgeError, ToolError
-from toolbridge.loop_guard import LoopGuard
-from toolbridge.outcomes import (
+from toolbridge.execution.loop_guard import LoopGuard
+from toolbridge.execution.outcomes import (
     EventType,
     Outcomes,
     OutcomeStatus,
@@ -51,32 +60,17 @@ from toolbridge.outcomes import (
     pending_outcome,
     tool_result_messages,
 )
-from toolbridge.progress import (
+from toolbridge.execution.progress import (
     ProgressSink,
     ToolProgress,
     current_progress_sink,
     reset_progress_sink,
     set_progress_sink,
 )
-from toolbridge.registry import (
-    Invocation,
-    PreparedCall,
-    ToolRegistry,
-    describe_exception,
-    malformed_result_error,
-)
-from toolbridge.results import (
-    PAGE_METADATA_KEY,
-    MalformedResult,
-    ResultStore,
-    cap_result,
-    check_result,
-    text_length,
-)
-from toolbridge.scheduling import ExclusiveGate
-from toolbridge.tool import Tool, ToolResult, reset_call_owner, set_call_owner
+from toolbridge.execution.result_store import PAGE_METADATA_KEY, ResultStore, cap_result
+from toolbridge.execution.scheduling import ExclusiveGate
+from toolbridge.execution.tracing import call_tracer
 from toolbridge.tools.tool_results import attach_pager
-from toolbridge.tracing import call_tracer
 
 if TYPE_CHECKING:
     from toolbridge.journal import CallJournal

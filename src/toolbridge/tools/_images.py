@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolbridge.results import image_media_type
+from toolbridge.core.results import image_media_type
 
 __all__ = ["ImageHeader", "read_image_header"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from toolbridge.approval import canonical_arguments
-from toolbridge.errors import ErrorKind, ToolError
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.execution.approval import canonical_arguments
 
 __all__ = ["LoopGuard"]
 

@@ -17,10 +17,10 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, overload
 
-from toolbridge.errors import ToolDefinitionError
-from toolbridge.schema import freeze
-from toolbridge.signature import function_signature
-from toolbridge.tool import Tool, ToolContext, current_context
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.schema import freeze
+from toolbridge.core.signature import function_signature
+from toolbridge.core.tool import Tool, ToolContext, current_context
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -138,7 +138,7 @@ def tool(
     ``inline=True`` runs a sync function on the event loop instead of a worker thread:
     for cheap code that never blocks (no I/O, no sleeps), since it cannot be interrupted.
     ``defer_loading=True`` keeps its definition out of requests under tool search until
-    the model finds it (`toolbridge.tool_search`).
+    the model finds it (`toolbridge.core.tool_search`).
     """
     if fn is not None:
         return FunctionTool(fn, **options)

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import jsonschema_rs
 
-from toolbridge.calls import (
+from toolbridge.core.calls import (
     ArgumentsDecodeError,
     Location,
     Repair,
@@ -31,9 +31,9 @@ from toolbridge.calls import (
     decode_arguments,
     format_path,
 )
-from toolbridge.errors import ArgumentIssue, ToolDefinitionError
-from toolbridge.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
-from toolbridge.naming import NameIndex
+from toolbridge.core.errors import ArgumentIssue, ToolDefinitionError
+from toolbridge.core.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
+from toolbridge.core.naming import NameIndex
 
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
@@ -54,7 +54,7 @@ _MAX_MESSAGE = 300
 
 
 def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(f"{type(self).__name__} is frozen; copy it with toolbridge.schema.thaw()")
+    raise TypeError(f"{type(self).__name__} is frozen; copy it with toolbridge.core.schema.thaw()")
 
 
 class FrozenDict(dict[str, Any]):

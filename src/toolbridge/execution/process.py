@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbridge.terminal import strip_control_sequences
+from toolbridge.security.terminal import strip_control_sequences
 
 __all__ = [
     "CommandResult",
@@ -176,7 +176,7 @@ def server_command() -> list[str]:
 class Supervisor:
     """The supervisor server of one owner (a sandbox session): one fork per command.
 
-    The server (``toolbridge/supervisor.py``) starts on first use and lives until
+    The server (``toolbridge/execution/supervisor.py``) starts on first use and lives until
     `close` (or until this process exits, since it ends at end-of-file on its socket).
     `command` starts it: by default a plain process; a sandbox session starts it inside
     bubblewrap, where its pids are not this host's (`pids_visible` False).

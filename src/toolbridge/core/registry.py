@@ -19,15 +19,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.approval import approval_required_error, requires_approval_flag
-from toolbridge.calls import (
+from toolbridge.core.calls import (
     ArgumentsDecodeError,
     NumberOverflowError,
     Repair,
     decode_arguments,
     format_path,
 )
-from toolbridge.errors import (
+from toolbridge.core.errors import (
     RETRY_HINT,
     ArgumentIssue,
     ArgumentsError,
@@ -37,17 +36,17 @@ from toolbridge.errors import (
     ToolError,
     ToolExecutionError,
 )
-from toolbridge.jsondata import text_may_hide_problems
-from toolbridge.naming import NameIndex
-from toolbridge.results import MalformedResult, to_tool_result
-from toolbridge.schema import (
+from toolbridge.core.jsondata import text_may_hide_problems
+from toolbridge.core.naming import NameIndex
+from toolbridge.core.results import MalformedResult, to_tool_result
+from toolbridge.core.schema import (
     CompiledSchema,
     FrozenDict,
     FrozenList,
     check_parameters_schema,
     freeze,
 )
-from toolbridge.tool import Tool, ToolContext, ToolResult, _current_call
+from toolbridge.core.tool import Tool, ToolContext, ToolResult, _current_call
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -55,6 +54,7 @@ __all__ = [
     "Invocation",
     "PreparedCall",
     "ToolRegistry",
+    "approval_required_error",
     "describe_exception",
     "malformed_result_error",
     "timeout_error",
@@ -240,7 +240,7 @@ class ToolRegistry:
         """Tool definitions (OpenAI chat shape), stable-ordered and cached until a change.
 
         The list and its dicts are frozen: callers share the cache and cannot corrupt
-        it. `toolbridge.schema.thaw` gives a mutable copy.
+        it. `toolbridge.core.schema.thaw` gives a mutable copy.
         """
         return self._cached_definitions().items
 
@@ -334,7 +334,7 @@ class ToolRegistry:
     ) -> Invocation:
         """Run one prepared call under the tool's contract: the one place every path uses.
 
-        - Approval: a call the tool says needs approval (`requires_approval_flag`) does not
+        - Approval: a call the tool says needs approval (its `requires_approval`) does not
           run unless `approved` (a `ToolExecutor` passes it once its approval step cleared
           the call); it fails with an ``approval_required`` error instead.
         - Time limit: `time_limit` seconds, by default the tool's own `timeout` (None: no
@@ -350,7 +350,7 @@ class ToolRegistry:
         tool, args = prepared.tool, prepared.arguments
         if tool is None or args is None:
             raise ValueError("run_prepared() needs a prepared call without an error")
-        if not approved and requires_approval_flag(tool, args):
+        if not approved and tool.requires_approval:
             refusal = approval_required_error(tool.name)
             return Invocation(ToolResult.error(refusal), None, refusal, None)
         if time_limit is TOOL_TIMEOUT:
@@ -437,6 +437,15 @@ def _raised_by_itself(exc: BaseException) -> bool:
         return False
     task = asyncio.current_task()
     return task is not None and task.cancelling() == 0
+
+
+def approval_required_error(tool_name: str) -> ToolError:
+    """The error of a call that needs the user's approval and was not run."""
+    return ToolError(
+        ErrorKind.APPROVAL_REQUIRED,
+        f"the call to {tool_name!r} needs the user's approval and has not run.",
+        "Wait for the user's decision; do not send the call again before it.",
+    )
 
 
 def timeout_error(tool_name: str, time_limit: float) -> ToolError:
