@@ -12,8 +12,6 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.version import __version__
-
 if TYPE_CHECKING:
     from toolbridge.agent import (
         AgentRunner,
@@ -90,11 +88,13 @@ if TYPE_CHECKING:
         report_progress,
     )
     from toolbridge.execution.result_store import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
+    from toolbridge.version import __version__
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
 # `--version` and `--help`) does not pay for the executor, pydantic or the provider
 # formats until a name is asked for.
 _LAZY: dict[str, str] = {
+    "__version__": "toolbridge.version",
     "AgentRunner": "toolbridge.agent",
     "ApprovalDecision": "toolbridge.agent",
     "ApprovalRequest": "toolbridge.execution.approval",
