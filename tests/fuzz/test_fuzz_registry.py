@@ -40,9 +40,9 @@ from toolbridge import (
     Tool,
     ToolDefinitionError,
     ToolRegistry,
-    jsondata,
     tool,
 )
+from toolbridge.core import jsondata
 from toolbridge.core.calls import repair_arguments_for_replay
 from toolbridge.core.schema import thaw
 
