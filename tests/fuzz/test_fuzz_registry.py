@@ -44,7 +44,7 @@ from toolbridge import (
 )
 from toolbridge.core import jsondata
 from toolbridge.core.calls import repair_arguments_for_replay
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 
 # --- schemas -------------------------------------------------------------------------
 

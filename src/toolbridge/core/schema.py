@@ -1,4 +1,4 @@
-"""Parameter schemas: freeze them, check them, and compile them into a caster + validator.
+"""Parameter schemas: check them, and compile them into a caster + validator.
 
 `CompiledSchema` is built once per tool, at registration. The result casts a model's
 arguments conservatively ("60" -> 60 where an integer is wanted, JSON text -> object
@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 import jsonschema_rs
 
@@ -32,6 +32,7 @@ from toolbridge.core.calls import (
     format_path,
 )
 from toolbridge.core.errors import ArgumentIssue, ToolDefinitionError
+from toolbridge.core.frozen import freeze, thaw
 from toolbridge.core.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
 from toolbridge.core.naming import NameIndex
 
@@ -39,75 +40,11 @@ __all__ = [
     "EMPTY_OBJECT_SCHEMA",
     "Checked",
     "CompiledSchema",
-    "FrozenDict",
-    "FrozenList",
     "check_parameters_schema",
-    "freeze",
-    "thaw",
 ]
 
 MAX_ISSUES = 20
 _MAX_MESSAGE = 300
-
-
-# --- frozen JSON ------------------------------------------------------------------
-
-
-def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(f"{type(self).__name__} is frozen; copy it with toolbridge.core.schema.thaw()")
-
-
-class FrozenDict(dict[str, Any]):
-    """A dict that refuses mutation; JSON-serialisable and shared without copies."""
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable
-    __ior__ = _immutable
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return thaw(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenDict, (dict(self),))
-
-
-class FrozenList(list[Any]):
-    """A list that refuses mutation; JSON-serialisable and shared without copies."""
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _immutable
-    clear = sort = reverse = _immutable
-    __iadd__ = __imul__ = _immutable
-
-    def __copy__(self) -> list[Any]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return thaw(self)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenList, (list(self),))
-
-
-def freeze(value: Any) -> Any:
-    """A deep, immutable copy of JSON-like data (dicts and lists become frozen)."""
-    if isinstance(value, Mapping):
-        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return FrozenList([freeze(v) for v in value])
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A deep, plain, mutable copy of JSON-like data."""
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [thaw(v) for v in value]
-    return value
 
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = freeze({"type": "object", "properties": {}})
