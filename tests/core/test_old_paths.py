@@ -1,17 +1,27 @@
-"""Old module paths whose module was split: every name they exported still imports from them.
+"""Old module paths, from before the stage folders: each still imports, with every name it had.
 
-``toolbridge.results``, ``toolbridge.schema`` and ``toolbridge.approval`` each lost names to
-another module when the modules moved into stage folders (`to_tool_result` went to
-``toolbridge.core.results``, `FrozenDict` to ``toolbridge.core.frozen``, ...). An upgrading
+All 31 modules that sat at the top of the package keep their path (a DeprecationWarning
+says where they went). ``toolbridge.results``, ``toolbridge.schema`` and
+``toolbridge.approval`` each also lost names to another module (`to_tool_result` went to
+``toolbridge.core.results``, `FrozenDict` to ``toolbridge.core.frozen``, ...): an upgrading
 user's ``from toolbridge.results import to_tool_result`` must keep working, with a warning
-that says where that name lives now, as every other old path does. Run in a fresh interpreter,
-as a user's program runs (the suite turns the old paths' warning into an error).
+that says where that name lives now. Run in a fresh interpreter, as a user's program runs
+(the suite turns the old paths' warning into an error).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+# The top level of the package before the stage folders (its face and __main__ aside).
+TOP_LEVEL_BEFORE = (
+    "approval", "calls", "errors", "exec_sessions", "executor", "fs", "function_tool",
+    "grep_worker", "html", "images", "isolation", "jsondata", "jsontext", "loader",
+    "loop_guard", "naming", "outcomes", "patches", "pathlocks", "process", "progress",
+    "registry", "results", "scheduling", "schema", "signature", "supervisor", "terminal",
+    "tool", "tool_search", "tracing",
+)  # fmt: skip
 
 # Each old path's __all__ before the move, and where each of those names lives now.
 BEFORE = {
@@ -64,6 +74,18 @@ def run(program: str) -> subprocess.CompletedProcess[str]:
     )
     assert done.returncode == 0, done.stderr
     return done
+
+
+def test_every_module_of_the_old_top_level_still_imports_from_its_path() -> None:
+    done = run(
+        "import importlib, warnings\n"
+        "warnings.simplefilter('always', DeprecationWarning)\n"
+        f"for name in {TOP_LEVEL_BEFORE!r}:\n"
+        "    module = importlib.import_module(f'toolbridge.{name}')\n"
+        "    assert module.__file__, name\n"
+    )
+    for name in TOP_LEVEL_BEFORE:
+        assert f"toolbridge.{name} moved to toolbridge." in done.stderr, name
 
 
 def test_every_name_an_old_path_exported_still_imports_from_it() -> None:
