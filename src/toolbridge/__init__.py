@@ -327,7 +327,12 @@ class _MovedModules(_Loader):
         module.__spec__ = self._specs.pop(alias, module.__spec__)
 
 
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+# One finder for the process: a reload of this module makes a new class, which an
+# isinstance check would not know (the finder reads this module's names when it runs).
+if not any(
+    type(finder).__module__ == __name__ and type(finder).__qualname__ == "_MovedModules"
+    for finder in sys.meta_path
+):
     sys.meta_path.append(_MovedModules())
 sys.modules[__name__].__class__ = _Package
 

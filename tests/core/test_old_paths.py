@@ -144,3 +144,18 @@ def test_setting_a_name_through_an_old_path_sets_it_where_it_lives() -> None:
         "del old.EMPTY_RESULT\n"
         "assert not hasattr(results, 'EMPTY_RESULT')\n"
     )
+
+
+def test_reloading_the_package_face_keeps_one_old_path_finder() -> None:
+    # as a development tool's reload does; a second finder would answer every old path twice
+    run(
+        "import importlib, sys, warnings\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "import toolbridge\n"
+        "importlib.reload(toolbridge)\n"
+        "importlib.reload(toolbridge)\n"
+        "finders = [f for f in sys.meta_path if type(f).__name__ == '_MovedModules']\n"
+        "assert len(finders) == 1, finders\n"
+        "from toolbridge.results import to_tool_result, ResultStore\n"
+        "assert ResultStore is toolbridge.ResultStore\n"
+    )
