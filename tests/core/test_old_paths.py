@@ -104,6 +104,12 @@ def test_every_name_an_old_path_exported_still_imports_from_it() -> None:
         "from toolbridge.results import to_tool_result, ResultStore\n"
         "from toolbridge.schema import FrozenDict, CompiledSchema\n"
         "from toolbridge.approval import approval_required_error, Approvals\n"
+        # a pickle written before the move names the class by its old module
+        "import pickle\n"
+        "from toolbridge.core.frozen import FrozenDict as Frozen\n"
+        "data = pickle.dumps(Frozen(a=1), protocol=0)\n"
+        "old = data.replace(b'toolbridge.core.frozen', b'toolbridge.schema')\n"
+        "assert old != data and type(pickle.loads(old)) is Frozen\n"
     )
 
 
