@@ -56,7 +56,8 @@ logger = logging.getLogger(__name__)
 
 
 class CallPath:
-    """Runs the calls of one executor, one at a time per coroutine (see the module).
+    """One executor's per-call path: `admit` prepares a call, `execute` takes it to its
+    settled outcome, `refuse` settles one that must not run (see the module).
 
     The executor builds it from its policy and owns what it is given: `approvals`,
     `retries` and `loop_guard` are the executor's, `limit` caps how many calls run at
