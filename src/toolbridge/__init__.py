@@ -12,8 +12,6 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.version import __version__
-
 if TYPE_CHECKING:
     from toolbridge.agent import (
         AgentRunner,
@@ -94,11 +92,13 @@ if TYPE_CHECKING:
     from toolbridge.execution.scheduling import (
         ToolBatch,
     )
+    from toolbridge.version import __version__
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
 # `--version` and `--help`) does not pay for the executor, pydantic or the provider
 # formats until a name is asked for.
 _LAZY: dict[str, str] = {
+    "__version__": "toolbridge.version",
     "AgentRunner": "toolbridge.agent",
     "ApprovalDecision": "toolbridge.agent",
     "ApprovalRequest": "toolbridge.execution.approval",
