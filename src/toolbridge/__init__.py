@@ -67,9 +67,10 @@ if TYPE_CHECKING:
     )
     from toolbridge.execution.executor import (
         ExecutionPolicy,
-        ExecutorHook,
-        ToolBatch,
         ToolExecutor,
+    )
+    from toolbridge.execution.hooks import (
+        ExecutorHook,
     )
     from toolbridge.execution.isolation import (
         IsolatedFunctionTool,
@@ -88,6 +89,9 @@ if TYPE_CHECKING:
         report_progress,
     )
     from toolbridge.execution.result_store import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
+    from toolbridge.execution.scheduling import (
+        ToolBatch,
+    )
     from toolbridge.version import __version__
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
@@ -104,7 +108,7 @@ _LAZY: dict[str, str] = {
     "ErrorKind": "toolbridge.core.errors",
     "EventType": "toolbridge.execution.outcomes",
     "ExecutionPolicy": "toolbridge.execution.executor",
-    "ExecutorHook": "toolbridge.execution.executor",
+    "ExecutorHook": "toolbridge.execution.hooks",
     "FunctionTool": "toolbridge.core.function_tool",
     "ImageBlock": "toolbridge.core.tool",
     "IsolatedFunctionTool": "toolbridge.execution.isolation",
@@ -123,7 +127,7 @@ _LAZY: dict[str, str] = {
     "StopReason": "toolbridge.agent",
     "TextBlock": "toolbridge.core.tool",
     "Tool": "toolbridge.core.tool",
-    "ToolBatch": "toolbridge.execution.executor",
+    "ToolBatch": "toolbridge.execution.scheduling",
     "ToolCallRequest": "toolbridge.core.calls",
     "ToolConfigError": "toolbridge.core.errors",
     "ToolContext": "toolbridge.core.tool",

@@ -23,12 +23,12 @@ from toolbridge import (
 from toolbridge.core.registry import PreparedCall
 from toolbridge.execution.executor import (
     EventType,
-    ExecutorHook,
     OutcomeStatus,
     ToolEvent,
     ToolExecutor,
     ToolOutcome,
 )
+from toolbridge.execution.hooks import ExecutorHook
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ from toolbridge.core.tool_search import (
     found_tools,
     native_search_supported,
 )
-from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.outcomes import (
     EventType,
     Outcomes,
@@ -83,6 +83,7 @@ from toolbridge.execution.outcomes import (
     ToolOutcome,
     failed_outcome,
 )
+from toolbridge.execution.scheduling import duplicate_id_error
 from toolbridge.skills import SkillSet
 
 if TYPE_CHECKING:

@@ -1,0 +1,435 @@
+"""The per-call path: what happens to one call of a batch, from arguments to outcome.
+
+Prepare (registry) -> loop guard -> approval -> before hooks -> journal claim -> run
+under the tool's contract on the backend (`ToolRegistry.run_prepared`: time limit,
+tool hooks, error capture; the same code `ToolRegistry.execute` uses) -> cap a long
+result -> loop guard record -> journal record -> after hooks, fatal marking and events.
+Every failure becomes the call's `ToolOutcome`; only a stop propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from toolbridge.backends import CallRunner, StartHook
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError
+from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
+from toolbridge.core.tool import Tool, ToolResult
+from toolbridge.execution.approval import ApprovalRequest, ApprovalRule, Approvals, arguments_digest
+from toolbridge.execution.hooks import ExecutorHook, before_call_verdict, overrides, safe_hook
+from toolbridge.execution.journaling import Journaling
+from toolbridge.execution.loop_guard import LoopGuard
+from toolbridge.execution.outcomes import (
+    EventType,
+    OutcomeStatus,
+    ToolEvent,
+    ToolOutcome,
+    append_note,
+    denied_error,
+    failed_outcome,
+    finished_event,
+    pending_outcome,
+)
+from toolbridge.execution.progress import (
+    ProgressSink,
+    ToolProgress,
+    current_progress_sink,
+    reset_progress_sink,
+    set_progress_sink,
+)
+from toolbridge.execution.result_shaping import ResultCap, replace_result
+from toolbridge.execution.scheduling import Stopped, ToolBatch, emit
+from toolbridge.execution.tracing import CallTracer
+
+if TYPE_CHECKING:
+    from toolbridge.journal.recorder import Recording
+
+__all__ = ["CallPath"]
+
+logger = logging.getLogger(__name__)
+
+
+class CallPath:
+    """One executor's per-call path: `admit` prepares a call, `execute` takes it to its
+    settled outcome, `refuse` settles one that must not run (see the module).
+
+    The executor builds it from its policy and owns what it is given: `approvals`,
+    `retries` and `loop_guard` are the executor's, `limit` caps how many calls run at
+    once, `journal` claims and records calls, `cap` shapes long results. `invoke` runs a
+    prepared call where the backend says; `defers_start`: it may hold a call before its
+    tool starts (a busy worker), and says when it starts.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        invoke: CallRunner,
+        *,
+        defers_start: bool,
+        approval: ApprovalRule,
+        time_limit: Callable[[Tool], float | None],
+        fail_on_tool_error: bool,
+        approvals: Approvals,
+        retries: Approvals,
+        loop_guard: LoopGuard | None,
+        hooks: Iterable[ExecutorHook],
+        limit: asyncio.Semaphore | None,
+        tracer: CallTracer | None,
+        journal: Journaling | None,
+        cap: ResultCap,
+    ) -> None:
+        self.registry = registry
+        self._invoke = invoke
+        self._defers_start = defers_start
+        self._approval = approval
+        self._time_limit = time_limit
+        self._fail_on_tool_error = fail_on_tool_error
+        self.approvals = approvals
+        self.retries = retries
+        self.loop_guard = loop_guard
+        hooks = list(hooks)
+        self._before = [h for h in hooks if overrides(h, "before_call")]
+        self._after = [h for h in hooks if overrides(h, "after_call")]
+        self._on_error = [h for h in hooks if overrides(h, "on_error")]
+        self._limit = limit
+        self._tracer = tracer
+        self._journal = journal
+        self._cap = cap
+        # Settling is a plain store unless hooks or fail_on_tool_error watch outcomes.
+        self._plain_settle = not (fail_on_tool_error or self._after or self._on_error)
+
+    def admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome:
+        """Prepare a call: the prepared call to schedule, or the outcome that settles it now."""
+        try:
+            prepared = self.registry.prepare_call(call.name, call.arguments)
+        except Exception as exc:  # a bug met on hostile arguments still settles this call only
+            logger.exception("preparing call %r failed", call.id)
+            error = ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"the arguments could not be checked ({type(exc).__name__}); they are not "
+                "plain JSON data.",
+                "Send the arguments as one JSON object of text, numbers, true/false, null, "
+                "arrays and objects.",
+            )
+            return failed_outcome(call, error, ())
+        if prepared.error is not None:
+            return failed_outcome(call, prepared.error, prepared.repairs)
+        return prepared
+
+    async def execute(  # noqa: PLR0915 - one frame per call: the hot path is not split
+        self, batch: ToolBatch, index: int, prepared: PreparedCall
+    ) -> None:
+        """Run one admitted call and settle its outcome (one coroutine: this is per call).
+
+        Only a stop propagates: `CancelledError`, and `KeyboardInterrupt`/`SystemExit`
+        wrapped in `Stopped` (so that a concurrent group can stop its siblings first).
+        Anything else that goes wrong here, even a bug, still becomes an outcome.
+        """
+        call = batch.calls[index]
+        journal = self._journal
+        try:
+            screened = self._screen(call, prepared)
+            if screened is not None and (
+                journal is None or not await journal.answers(screened, prepared)
+            ):
+                await self.refuse(batch, index, screened, prepared.arguments)
+                return
+            answer: ToolResult | None = None
+            if self._before:
+                steered = await self._steer(call, prepared)
+                if isinstance(steered, ToolOutcome):
+                    await self.refuse(batch, index, steered, prepared.arguments)
+                    return
+                if isinstance(steered, ToolResult):
+                    answer = steered
+                else:
+                    prepared = steered
+            tool = prepared.tool
+            assert tool is not None
+            recording: Recording | None = None
+            if answer is None and journal is not None:
+                begun = await journal.begin(
+                    call,
+                    prepared,
+                    # It may wait for a slot (here, or on a worker): running once its tool starts.
+                    queued=self._limit is not None or self._defers_start,
+                )
+                if isinstance(begun, ToolOutcome):
+                    await self._settle(batch, index, begun)
+                    return
+                answer, recording = begun
+            try:
+                time_limit = self._time_limit(tool)
+                progress = (
+                    set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
+                )
+                try:
+                    if answer is not None:
+                        start = self._started(batch, call)
+                        invocation = _answered(tool.name, answer)
+                    elif recording is not None and self._defers_start:
+                        start = self._started(batch, call)
+                        invocation, recording = await self._run_deferred(
+                            tool.name, call.id, prepared, time_limit, recording
+                        )
+                    elif self._limit is not None:
+                        async with self._limit:
+                            # Claimed queued: running in the journal only once it starts.
+                            unrecorded = await self._start_recording(recording)
+                            start = self._started(batch, call)
+                            if unrecorded is not None:
+                                invocation = _answered(tool.name, ToolResult.error(unrecorded))
+                                # It never started: left queued (not finished with this
+                                # error), so it runs once the journal can record it.
+                                if recording is not None:
+                                    await self._abandon(recording)
+                                recording = None
+                            else:
+                                invocation = await self._run_prepared(
+                                    tool.name, call.id, prepared, time_limit
+                                )
+                    elif self._tracer is None:  # the common case: no extra frame
+                        start = self._started(batch, call)
+                        invocation = await self._invoke(
+                            prepared, call_id=call.id, time_limit=time_limit
+                        )
+                    else:
+                        start = self._started(batch, call)
+                        invocation = await self._run_prepared(
+                            tool.name, call.id, prepared, time_limit
+                        )
+                finally:
+                    if progress is not None:
+                        reset_progress_sink(progress)
+                duration = time.perf_counter() - start
+                result = invocation.result
+                if self._cap.too_long(result):
+                    result = await self._cap.apply(result, call.id)
+                outcome = self._outcome(
+                    batch, call, prepared, invocation, result=result, start=start, duration=duration
+                )
+            except BaseException:
+                if recording is not None:  # stopped mid-way: it may have partly run
+                    await asyncio.shield(self._abandon(recording))
+                raise
+            if recording is not None:
+                assert journal is not None
+                await journal.record(recording, outcome)
+            if self._plain_settle and not batch.listeners:
+                batch.outcomes[index] = outcome
+            else:
+                await self._settle(batch, index, outcome)
+        except asyncio.CancelledError:
+            raise
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise Stopped(exc) from None
+        except BaseException as exc:
+            logger.exception("the executor failed on call %r", call.id)
+            error = describe_exception(str(call.name), exc)
+            batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+
+    async def refuse(
+        self, batch: ToolBatch, index: int, outcome: ToolOutcome, arguments: Any
+    ) -> None:
+        """Settle a call refused before it ran, recorded first in the journal (the audit
+        trail has every call; a refusal is never claimed: it did not run)."""
+        if self._journal is not None:
+            await self._journal.refuse(outcome.call, arguments, outcome.result)
+        await self._settle(batch, index, outcome)
+
+    def _screen(self, call: ToolCallRequest, prepared: PreparedCall) -> ToolOutcome | None:
+        """Just before a call runs: the loop guard and approval. None lets it run.
+
+        Done at run time, not when the batch is planned, so a repeat earlier in the same
+        batch counts and an approval is used up only by a call that really runs.
+        """
+        tool, args = prepared.tool, prepared.arguments
+        assert tool is not None and args is not None
+        guard = self.loop_guard
+        if guard is not None:
+            blocked = guard.check(tool.name, args)
+            if blocked is not None:
+                return failed_outcome(call, blocked, prepared.repairs)
+        try:
+            needs_approval = self._approval(tool, args)
+        except Exception as exc:  # a broken rule refuses the call: fail closed
+            logger.exception("the approval rule failed for call %r", call.id)
+            error = denied_error(tool.name, f"the approval rule failed ({type(exc).__name__})")
+            return failed_outcome(call, error, prepared.repairs)
+        if not needs_approval:
+            return None
+        digest = arguments_digest(tool.name, args)
+        if self._journal is not None and self.retries.granted(tool.name, digest):
+            return None  # an approved retry approves the run; `Journaling.begin` uses it up
+        decision = self.approvals.take(tool.name, digest)
+        if decision is None:
+            request = ApprovalRequest(call.id, tool.name, args, digest)
+            return pending_outcome(call, request, prepared.repairs)
+        if decision is not True:
+            return failed_outcome(call, denied_error(tool.name, str(decision)), prepared.repairs)
+        return None
+
+    async def _steer(
+        self, call: ToolCallRequest, prepared: PreparedCall
+    ) -> PreparedCall | ToolResult | ToolOutcome:
+        """Ask the `before_call` hooks: the call to run, an answer, or the outcome that
+        settles it (a refusal, or the screening of rewritten arguments)."""
+        for hook in self._before:
+            verdict = await before_call_verdict(hook, call, prepared)
+            if verdict is None:
+                continue
+            if isinstance(verdict, ToolError):
+                return failed_outcome(call, verdict, prepared.repairs)
+            if isinstance(verdict, ToolResult):
+                return verdict
+            prepared = verdict  # other arguments: screened again, as a new call would be
+            screened = self._screen(call, prepared)
+            if screened is not None:
+                return screened
+        return prepared
+
+    async def _start_recording(self, recording: Recording | None) -> ToolError | None:
+        """Tell the journal a queued call's tool starts now; the error that answers the
+        call instead when the journal cannot record it."""
+        if recording is None or not recording.queued:
+            return None
+        assert self._journal is not None
+        return await self._journal.start(recording)
+
+    async def _abandon(self, recording: Recording) -> None:
+        assert self._journal is not None
+        await self._journal.abandon(recording)
+
+    async def _run_deferred(
+        self,
+        tool_name: str,
+        call_id: str,
+        prepared: PreparedCall,
+        time_limit: float | None,
+        recording: Recording,
+    ) -> tuple[Invocation, Recording | None]:
+        """Run a journaled call on a backend that starts it later (on a worker): the journal
+        marks it running when the backend says its tool starts. A call whose start the
+        journal cannot record never starts: left queued, answered with that error."""
+        unrecorded: ToolError | None = None
+
+        async def on_start() -> ToolError | None:
+            nonlocal unrecorded
+            unrecorded = await self._start_recording(recording)
+            return unrecorded
+
+        async with self._limit or contextlib.nullcontext():
+            invocation = await self._run_prepared(
+                tool_name, call_id, prepared, time_limit, on_start=on_start
+            )
+        if unrecorded is None:
+            return invocation, recording
+        await self._abandon(recording)
+        return _answered(tool_name, ToolResult.error(unrecorded)), None
+
+    async def _run_prepared(
+        self,
+        tool_name: str,
+        call_id: str,
+        prepared: PreparedCall,
+        time_limit: float | None,
+        **start: StartHook,
+    ) -> Invocation:
+        """`start`: the backend's ``on_start``, when it defers a call's start."""
+        if self._tracer is None:
+            return await self._invoke(prepared, call_id=call_id, time_limit=time_limit, **start)
+        with self._tracer.span(tool_name, call_id) as span:
+            invocation = await self._invoke(
+                prepared, call_id=call_id, time_limit=time_limit, **start
+            )
+            if invocation.result.is_error:
+                kind = invocation.result.error_kind or ErrorKind.EXECUTION_ERROR
+                self._tracer.failed(span, kind, kind.value)
+            return invocation
+
+    def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> ProgressSink:
+        """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events (and
+        passes it on to a sink installed around the batch, such as an MCP server's)."""
+        outer = current_progress_sink()
+
+        def sink(progress: ToolProgress) -> None:
+            emit(batch.listeners, ToolEvent(EventType.CALL_PROGRESS, call, progress=progress))
+            if outer is not None:
+                outer(progress)
+
+        return sink
+
+    def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
+        """Mark a call as started (it holds its slot now): emit the event, read the clock."""
+        if batch.listeners:
+            emit(batch.listeners, ToolEvent(EventType.CALL_STARTED, call))
+        return time.perf_counter()
+
+    def _outcome(
+        self,
+        batch: ToolBatch,
+        call: ToolCallRequest,
+        prepared: PreparedCall,
+        invocation: Invocation,
+        *,
+        result: ToolResult,
+        start: float,
+        duration: float,
+    ) -> ToolOutcome:
+        """The outcome of a call that ran (or was answered), after the loop guard learnt
+        from it; `result` is the invocation's result, capped."""
+        error = invocation.error
+        if result.is_error and error is None:  # the tool returned an error result itself
+            error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
+        guard = self.loop_guard
+        if guard is not None:
+            exc = invocation.exception
+            target = exc.target if isinstance(exc, PolicyViolation) else None
+            tool_name = prepared.tool.name if prepared.tool is not None else str(call.name)
+            warning = guard.record(tool_name, prepared.arguments or {}, error, target)
+            if warning is not None:
+                result = append_note(result, warning)
+        return ToolOutcome(
+            call,
+            OutcomeStatus.ERROR if result.is_error else OutcomeStatus.OK,
+            result,
+            error,
+            invocation.value,
+            prepared.repairs,
+            batch.wall_clock(start),
+            duration,
+        )
+
+    async def _settle(self, batch: ToolBatch, index: int, outcome: ToolOutcome) -> None:
+        """Record `outcome`: after hooks (which may replace its result), fatal marking,
+        error hooks, then the finished event."""
+        batch.outcomes[index] = outcome
+        for hook in self._after:
+            replacement = await safe_hook(hook.after_call, outcome)
+            if isinstance(replacement, ToolResult):
+                replace_result(outcome, replacement, hook)
+        failed = outcome.status is OutcomeStatus.ERROR
+        if failed and self._fail_on_tool_error and index < batch.fatal_index:
+            if batch.fatal is not None:
+                batch.fatal.fatal = False  # an earlier call failed later: it is the first
+            outcome.fatal = True
+            batch.fatal, batch.fatal_index = outcome, index
+        if failed:
+            for hook in self._on_error:
+                await safe_hook(hook.on_error, outcome)
+        if batch.listeners:
+            emit(batch.listeners, finished_event(outcome))
+
+
+def _answered(tool_name: str, result: ToolResult) -> Invocation:
+    """A hook's answer as if the tool had returned it (the tool did not run)."""
+    error = None
+    if result.is_error:
+        error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
+    return Invocation(result, None, error, None)

@@ -1,0 +1,164 @@
+"""The executor's side of the call journal: never lost, never run twice.
+
+Before a call runs it is claimed in the journal (`Journaling.begin`): a call that ran
+before gets its stored answer, an interrupted one an error the user may approve a
+retry of. The journal learns when a queued call starts, how it finished, or that it
+was stopped mid-way; refusals are recorded for the audit trail, and each record says
+which approval (bound to the arguments' digest, and who gave it) let the call run.
+The journal package loads only when a journal is given.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ErrorKind, ToolbridgeError, ToolError
+from toolbridge.core.registry import PreparedCall
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.approval import (
+    BY_DECISION,
+    ApprovalRequest,
+    ApprovalRule,
+    Approvals,
+    arguments_digest,
+)
+from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome, failed_outcome
+
+if TYPE_CHECKING:
+    from toolbridge.journal import CallJournal
+    from toolbridge.journal.recorder import CallRecorder, Recording
+
+__all__ = ["Journaling", "open_journaling"]
+
+logger = logging.getLogger(__name__)
+
+
+def open_journaling(
+    journal: CallJournal | CallRecorder | None,
+    session: str,
+    *,
+    approval: ApprovalRule,
+    approvals: Approvals,
+    retries: Approvals,
+) -> Journaling | None:
+    """The journaling of an executor with `journal` (None: calls are not journaled)."""
+    if journal is None:
+        return None
+    from toolbridge.journal.recorder import CallRecorder
+
+    recorder = journal if isinstance(journal, CallRecorder) else CallRecorder(journal, session)
+    return Journaling(recorder, approval=approval, approvals=approvals, retries=retries)
+
+
+class Journaling:
+    """Claims, starts, finishes and abandons an executor's calls in its `CallRecorder`.
+
+    `approval` is the policy's rule, `approvals` and `retries` the executor's decisions:
+    they say what let a call run, and an approved retry is used up here.
+    """
+
+    def __init__(
+        self,
+        recorder: CallRecorder,
+        *,
+        approval: ApprovalRule,
+        approvals: Approvals,
+        retries: Approvals,
+    ) -> None:
+        self.recorder = recorder
+        self.approval = approval
+        self.approvals = approvals
+        self.retries = retries
+
+    async def begin(
+        self, call: ToolCallRequest, prepared: PreparedCall, *, queued: bool
+    ) -> ToolOutcome | tuple[ToolResult | None, Recording | None]:
+        """Ask the journal about a call: its outcome (refused), or (stored answer, None) for a
+        call that ran before, or (None, recording) for one this executor now runs.
+
+        `queued`: the call may wait for a slot; it is running once its tool starts."""
+        tool, args = prepared.tool, prepared.arguments or {}
+        assert tool is not None
+        # A retry decision is used up by the first call with its arguments to get here.
+        retry = (
+            bool(self.retries)
+            and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True
+        )
+        begun = await self.recorder.begin(
+            call.id,
+            tool,
+            args,
+            approval=self.approval_of(prepared),
+            retry_approved=retry,
+            queued=queued,
+        )
+        if isinstance(begun, ToolError):
+            outcome = failed_outcome(call, begun, prepared.repairs)
+        elif isinstance(begun, ToolResult):
+            if begun.error_kind is not ErrorKind.INTERRUPTED:
+                return begun, None  # it ran before: the model gets what it got then
+            error = ToolError(ErrorKind.INTERRUPTED, begun.text)
+            outcome = failed_outcome(call, error, prepared.repairs)
+            outcome.result = begun  # as stored, marked replayed
+        else:
+            return None, begun
+        if outcome.kind is ErrorKind.INTERRUPTED:  # the user may approve a retry
+            digest = arguments_digest(tool.name, args)
+            outcome.approval = ApprovalRequest(call.id, tool.name, args, digest, retry=True)
+        return outcome
+
+    async def start(self, recording: Recording) -> ToolError | None:
+        """Tell the journal a queued call's tool starts now; the error that answers the
+        call instead when the journal cannot record it."""
+        return await self.recorder.start(recording)
+
+    async def refuse(self, call: ToolCallRequest, arguments: Any, result: ToolResult) -> None:
+        """Record a call refused before it ran (the audit trail has every call; a refusal
+        is never claimed: it did not run)."""
+        await self.recorder.refuse(call.id, str(call.name), arguments, result)
+
+    async def answers(self, screened: ToolOutcome, prepared: PreparedCall) -> bool:
+        """Whether a call waiting for approval is one the journal will answer: it does not
+        run (its outcome replays, or, interrupted, only its retry is asked), so there is
+        nothing to approve and the user is not asked twice."""
+        if screened.status is not OutcomeStatus.PENDING_APPROVAL:
+            return False
+        assert prepared.tool is not None
+        return await self.recorder.answers(
+            screened.call.id, prepared.tool, prepared.arguments or {}
+        )
+
+    def approval_of(self, prepared: PreparedCall) -> dict[str, Any] | None:
+        """What let the call run, for the journal: the approval it needed (or the approved
+        retry), bound to the arguments' digest, with who gave it; None when none was needed."""
+        tool, args = prepared.tool, prepared.arguments or {}
+        assert tool is not None
+        needed = self.approval(tool, args)
+        if not needed and not self.retries.has_taken():  # the common case: no digest to make
+            return None
+        digest = arguments_digest(tool.name, args)
+        by = self.retries.taken_by(tool.name, digest)  # an approved retry approves the run
+        if by is None:
+            if not needed:
+                return None
+            by = self.approvals.taken_by(tool.name, digest) or BY_DECISION
+        return {"approved": True, "digest": digest, "by": by}
+
+    async def record(self, recording: Recording, outcome: ToolOutcome) -> None:
+        """Store the outcome before anyone sees it; a journal failure is said, not hidden."""
+        try:
+            await self.recorder.finish(recording, outcome.result)
+        except ToolbridgeError as exc:  # a JournalError: the disk is full, say
+            from toolbridge.journal.recorder import JOURNAL_METADATA_KEY
+
+            logger.error("call %r ran but was not journaled: %s", outcome.call.id, exc)
+            outcome.result.metadata[JOURNAL_METADATA_KEY] = {"recorded": False, "error": str(exc)}
+
+    async def abandon(self, recording: Recording) -> None:
+        """Mark a call stopped mid-way (it may have partly run) or never started."""
+        try:
+            await self.recorder.abandon(recording)
+        except ToolbridgeError as exc:
+            logger.error("could not mark an interrupted call in the journal: %s", exc)
