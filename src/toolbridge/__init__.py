@@ -82,7 +82,6 @@ if TYPE_CHECKING:
         OutcomeStatus,
         ToolEvent,
         ToolOutcome,
-        tool_result_messages,
     )
     from toolbridge.execution.progress import (
         ToolProgress,
@@ -92,6 +91,7 @@ if TYPE_CHECKING:
     from toolbridge.execution.scheduling import (
         ToolBatch,
     )
+    from toolbridge.formats.openai_chat import tool_result_messages
     from toolbridge.version import __version__
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
@@ -151,7 +151,7 @@ _LAZY: dict[str, str] = {
     "report_progress": "toolbridge.execution.progress",
     "tool": "toolbridge.core.function_tool",
     "tool_parameters": "toolbridge.core.tool",
-    "tool_result_messages": "toolbridge.execution.outcomes",
+    "tool_result_messages": "toolbridge.formats.openai_chat",
 }
 
 
@@ -230,6 +230,11 @@ _MOVED: dict[str, str] = {
 # (`_SplitModule`), so that every name it had still imports from it.
 _SPLIT: dict[str, dict[str, tuple[str, ...]]] = {
     "toolbridge.approval": {"toolbridge.core.registry": ("approval_required_error",)},
+    "toolbridge.executor": {
+        "toolbridge.execution.hooks": ("BeforeCall",),
+        "toolbridge.formats.openai_chat": ("tool_result_messages",),
+    },
+    "toolbridge.outcomes": {"toolbridge.formats.openai_chat": ("tool_result_messages",)},
     "toolbridge.results": {
         "toolbridge.core.results": (
             "EMPTY_RESULT",

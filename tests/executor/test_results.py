@@ -15,7 +15,7 @@ import pytest
 from toolbridge import ImageBlock, ToolCallRequest, ToolContext, ToolRegistry, tool
 from toolbridge.core.results import EMPTY_RESULT
 from toolbridge.core.tool import ToolResult
-from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, tool_result_messages
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.result_store import (
     PAGE_METADATA_KEY,
     SAVED_METADATA_KEY,
@@ -23,6 +23,7 @@ from toolbridge.execution.result_store import (
     cap_result,
     safe_file_name,
 )
+from toolbridge.formats.openai_chat import tool_result_messages
 from toolbridge.tools.tool_results import ReadToolResult
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

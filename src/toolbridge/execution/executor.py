@@ -41,7 +41,6 @@ from toolbridge.execution.outcomes import (
     OutcomeStatus,
     ToolEvent,
     ToolOutcome,
-    tool_result_messages,
 )
 from toolbridge.execution.result_shaping import ResultCap, open_results
 from toolbridge.execution.scheduling import EventListener, ExclusiveGate, ToolBatch, run_batch
@@ -61,7 +60,6 @@ __all__ = [
     "ToolEvent",
     "ToolExecutor",
     "ToolOutcome",
-    "tool_result_messages",
 ]
 
 

@@ -1,14 +1,14 @@
 """What the executor hands back: `ToolOutcome` per call in `Outcomes`, `ToolEvent` as calls run.
 
-The provider formats render an outcome through `.call` and `.result` only;
-`tool_result_messages` is the OpenAI chat shape of a finished batch.
+The provider formats render an outcome through `.call` and `.result` only
+(`toolbridge.formats.openai_chat.tool_result_messages` is the OpenAI chat shape of a
+finished batch).
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,6 @@ __all__ = [
     "Outcomes",
     "ToolEvent",
     "ToolOutcome",
-    "tool_result_messages",
 ]
 
 
@@ -114,19 +113,6 @@ class ToolEvent:
     def summary(self) -> dict[str, str]:
         status = self.status.value if self.status is not None else "running"
         return {"name": self.name, "status": status, "detail": self.detail}
-
-
-def tool_result_messages(outcomes: Iterable[ToolOutcome]) -> list[dict[str, Any]]:
-    """The OpenAI chat messages answering each call, in order, with the reference design's
-    ``name`` on every ``role: tool`` message (images follow in one user message)."""
-    from toolbridge.formats import openai_chat
-
-    outcomes = list(outcomes)
-    messages = openai_chat.result_messages(outcomes)
-    tool_messages = (message for message in messages if message["role"] == "tool")
-    for outcome, message in zip(outcomes, tool_messages, strict=False):
-        message["name"] = str(outcome.call.name)
-    return messages
 
 
 def failed_outcome(

@@ -63,6 +63,7 @@ __all__ = [
     "repair_history",
     "restore_strict_arguments",
     "result_messages",
+    "tool_result_messages",
 ]
 
 logger = logging.getLogger(__name__)
@@ -323,6 +324,17 @@ def result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]
         messages.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)})
     if images:
         messages.append({"role": "user", "content": images})
+    return messages
+
+
+def tool_result_messages(outcomes: Iterable[ToolOutcomeLike]) -> list[dict[str, Any]]:
+    """The OpenAI chat messages answering each call, in order, with the reference design's
+    ``name`` on every ``role: tool`` message (images follow in one user message)."""
+    outcomes = list(outcomes)
+    messages = result_messages(outcomes)
+    tool_messages = (message for message in messages if message["role"] == "tool")
+    for outcome, message in zip(outcomes, tool_messages, strict=False):
+        message["name"] = str(outcome.call.name)
     return messages
 
 
