@@ -113,6 +113,20 @@ def test_core_imports_no_later_stage() -> None:
     assert upward == []
 
 
+def test_execution_imports_none_of_the_stages_built_on_it() -> None:
+    # the executor runs prepared calls: provider wires, the agent loop, MCP, skills and the
+    # command line use it, never the other way round
+    later = ("agent", "cli", "formats", "mcp", "skills")
+    upward = [
+        (name, target)
+        for name, deps in GRAPH.items()
+        if name.startswith("toolbridge.execution")
+        for target, _ in deps
+        if target.partition(".")[2].split(".")[0] in later
+    ]
+    assert upward == []
+
+
 def test_the_rules_see_an_import_of_each_kind() -> None:
     # the walk finds module-level, lazy and type-checking imports (else the rules prove nothing)
     kinds = {where for deps in GRAPH.values() for _, where in deps}
