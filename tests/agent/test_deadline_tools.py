@@ -86,7 +86,7 @@ class _LateRunner(AgentRunner):
 
     async def _tools(self, run: Any, turn: int, calls: Any, early: Any = None) -> Any:
         assert self.deadline is not None
-        left = self._remaining(run)
+        left = run.remaining()
         assert left is not None
         await asyncio.sleep(max(left, 0) + 0.05)  # until the deadline itself has passed
         async for step in super()._tools(run, turn, calls, early):

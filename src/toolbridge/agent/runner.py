@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolbridge.agent.eager import EarlyCalls
 from toolbridge.agent.errors import ModelError, ModelResponseError
 from toolbridge.agent.events import (
     AgentEvent,
     ModelResponse,
     RunFinished,
-    ToolCallReady,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -46,15 +44,14 @@ from toolbridge.agent.model import (
     ModelRequest,
     ModelSettings,
     NativeOutput,
-    RenderCache,
     native_output_supported,
 )
+from toolbridge.agent.model_turn import model_turn
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
-from toolbridge.agent.sendable import Sendable
+from toolbridge.agent.run_context import RunContext
 from toolbridge.agent.state import (
     ApprovalDecision,
-    JsonCache,
     PendingCall,
     RunState,
     StopReason,
@@ -77,7 +74,6 @@ from toolbridge.core.tool_search import (
 from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
 from toolbridge.execution.outcomes import (
     EventType,
-    Outcomes,
     OutcomeStatus,
     ToolEvent,
     ToolOutcome,
@@ -186,180 +182,6 @@ def _retry_denied(pending: PendingCall, reason: str) -> ToolReturn:
         "Check its effects before calling it again.",
     )
     return ToolReturn(pending.call, ToolResult.error(error))
-
-
-class _Run:
-    """The mutable state of one run (never shared between runs)."""
-
-    def __init__(
-        self,
-        state: RunState,
-        executor: ToolExecutor,
-        journal: CallJournal | None = None,
-        session: str = "",
-    ) -> None:
-        self.state = state
-        self.executor = executor
-        self.journal = journal
-        self.session = session
-        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
-        self.cache = RenderCache()
-        self.sendable = Sendable()  # a lone surrogate from the model cannot be sent
-        self.started = time.monotonic()
-        self.output_value: Any = None
-        self.output_failures = 0
-        self.span: Any = None
-        self.stop: StopReason | None = None
-
-    async def save(self) -> None:
-        """Store the state under the run's session (a journaled run; else nothing)."""
-        if self.journal is not None:
-            await self.journal.save_run(self.session, self.state.to_json(cache=self.saved))
-
-    @property
-    def conversation(self) -> list[Message]:
-        return self.state.conversation
-
-
-@dataclass(frozen=True, slots=True)
-class _Ended:
-    """Posted when an early call's task is done."""
-
-    call_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Pumped:
-    """Posted when the model's turn was read to its end (or failed)."""
-
-    task: asyncio.Task[None]
-
-
-class _EarlyCalls:
-    """The leading concurrency-safe calls of a turn, started while the model streams.
-
-    Only an unbroken prefix starts early: once a call that is not concurrency-safe
-    arrives, the rest wait for the end of the turn, keeping the executor's order. Each
-    call posts its end to one queue with the model's events (`merge`), so its
-    `ToolFinished` is reported as it happens, in whatever order the calls finish.
-    """
-
-    def __init__(self, runner: AgentRunner, run: _Run) -> None:
-        self._runner = runner
-        self._run = run
-        self._open = True
-        self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
-        self._into: dict[str, Outcomes] = {}  # each call's outcomes, kept when cancelled
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.outcomes: dict[str, ToolOutcome] = {}
-        """The outcomes reported so far (their `ToolFinished` was yielded)."""
-
-    def offer(self, call: ToolCallRequest) -> bool:
-        """Start `call` now if it may; True when it started."""
-        tool = self._runner.registry.get(call.name) if isinstance(call.name, str) else None
-        if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
-            self._open = False
-            return False
-        into = self._into[call.id] = Outcomes()
-        task = asyncio.create_task(self._runner._execute(self._run, [call], into))
-        ended = _Ended(call.id)
-        task.add_done_callback(lambda _: self._queue.put_nowait(ended))
-        self._tasks[call.id] = task
-        return True
-
-    async def _expire(self, turn: int) -> list[ToolFinished]:
-        """The run's deadline passed: cancel the calls still running; their `cancelled`
-        outcomes join `outcomes`, so they are answered and never started again."""
-        running = [task for task in self._tasks.values() if not task.done()]
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.wait(running)
-        expired = []
-        for call_id, task in self._tasks.items():
-            held = self._into[call_id]
-            if call_id not in self.outcomes and task.cancelled() and held:
-                self.outcomes[call_id] = held[0]
-                expired.append(ToolFinished(held[0], turn))
-        return expired
-
-    def _report(self, ended: _Ended, turn: int) -> ToolFinished | None:
-        task = self._tasks.get(ended.call_id)
-        if task is None or task.cancelled() or ended.call_id in self.outcomes:
-            return None
-        outcome = task.result()[0]
-        self.outcomes[ended.call_id] = outcome
-        return ToolFinished(outcome, turn)
-
-    async def merge(
-        self, events: AsyncGenerator[Any, None], turn: int
-    ) -> AsyncGenerator[Any, None]:
-        """The model's turn `events`, with each early call's `ToolFinished` as it comes.
-
-        One task reads the model's stream to its end (an SDK's stream stays within one
-        task), posting into the queue the calls' ends go to. Closing this generator
-        stops that task and closes the stream; the model's error is raised here.
-        """
-        pump = asyncio.create_task(_pump(events, self._queue))
-        pump.add_done_callback(lambda task: self._queue.put_nowait(_Pumped(task)))
-        try:
-            while True:
-                item = await self._queue.get()
-                if isinstance(item, _Pumped):
-                    item.task.result()  # the model's error, if any
-                    return
-                if isinstance(item, _Ended):
-                    finished = self._report(item, turn)
-                    if finished is not None:
-                        yield finished
-                    continue
-                yield item
-        finally:
-            if not pump.done():
-                pump.cancel()
-                await asyncio.wait([pump])
-
-    async def finished(self, turn: int) -> AsyncGenerator[ToolFinished, None]:
-        """The `ToolFinished` of the calls not reported yet, as each one ends; at the
-        run's deadline, those of the calls it cancelled."""
-        while any(
-            call_id not in self.outcomes and not task.cancelled()
-            for call_id, task in self._tasks.items()
-        ):
-            left = self._runner._remaining(self._run)
-            try:
-                if left is None:
-                    item = await self._queue.get()
-                else:
-                    item = await asyncio.wait_for(self._queue.get(), max(left, 0))
-            except TimeoutError:
-                for expired in await self._expire(turn):
-                    yield expired
-                return
-            if isinstance(item, _Ended):
-                finished = self._report(item, turn)
-                if finished is not None:
-                    yield finished
-
-    async def cancel(self) -> dict[str, ToolOutcome]:
-        """Cancel the calls still running; the outcomes of those that had finished."""
-        for task in self._tasks.values():
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
-        done = {
-            call_id: task.result()[0]
-            for call_id, task in self._tasks.items()
-            if not task.cancelled() and task.exception() is None
-        }
-        self._tasks = {}
-        return done
-
-
-async def _pump(events: AsyncGenerator[Any, None], queue: asyncio.Queue[Any]) -> None:
-    async with aclosing(events):
-        async for event in events:
-            queue.put_nowait(event)
 
 
 class AgentRunner:
@@ -566,7 +388,14 @@ class AgentRunner:
     ) -> AsyncGenerator[AgentEvent, None]:
         """`stream` of the session `name` (held, for a journaled run)."""
         state = await self._start(input, name)
-        run = _Run(state, self._executor_for(name), self.journal, name)
+        run = RunContext(
+            state,
+            self._executor_for(name),
+            self.journal,
+            name,
+            deadline=self.deadline,
+            tracer=self._tracer,
+        )
         tracer = self._tracer
         if tracer is not None:
             run.span = tracer.start_run(self.model.format, self.model.model)
@@ -670,28 +499,23 @@ class AgentRunner:
                 )
         return RunState(conversation)
 
-    def _remaining(self, run: _Run) -> float | None:
-        if self.deadline is None:
-            return None
-        return self.deadline - (time.monotonic() - run.started)
-
-    async def _loop(self, run: _Run) -> AsyncGenerator[AgentEvent, None]:
+    async def _loop(self, run: RunContext) -> AsyncGenerator[AgentEvent, None]:
         state = run.state
         while True:
             if state.turns >= self.max_turns:
                 yield await self._finished(run, StopReason.MAX_TURNS)
                 return
-            remaining = self._remaining(run)
+            remaining = run.remaining()
             if remaining is not None and remaining <= 0:
                 yield await self._finished(run, StopReason.DEADLINE)
                 return
             turn = state.turns + 1  # counted once the model answered
             response: ModelResponse | None = None
-            early = _EarlyCalls(self, run) if self.eager_tools else None
+            early = EarlyCalls(self.registry, run) if self.eager_tools else None
             ran: dict[str, ToolOutcome] = {}
-            source = self._model_turn(run, turn)
+            source = model_turn(run, self.model, self._request(run, turn))
             if early is not None:
-                source = self._early_turn(source, turn, early)
+                source = early.during(source, turn)
             async with aclosing(source) as events:
                 async for event in events:
                     if isinstance(event, ModelResponse):
@@ -733,38 +557,13 @@ class AgentRunner:
                 yield await self._finished(run, stop)
                 return
 
-    async def _early_turn(
-        self,
-        source: AsyncGenerator[AgentEvent | ModelResponse | None, None],
-        turn: int,
-        early: _EarlyCalls,
-    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
-        """The model's turn with `eager_tools`: each call that may start early starts as it
-        arrives (`ToolStarted` right after its `ToolCallReady`), and each early call's
-        `ToolFinished` comes as it ends, between the model's events. Closing this (the run
-        stopped mid-turn) cancels the early calls."""
-        try:
-            async with aclosing(early.merge(source, turn)) as events:
-                async for event in events:
-                    yield event
-                    if isinstance(event, ToolCallReady) and early.offer(event.call):
-                        yield ToolStarted(event.call, turn)
-        except BaseException:
-            await early.cancel()
-            raise
-
-    async def _model_turn(
-        self, run: _Run, turn: int
-    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
-        """The model's events for one turn; None when the deadline cut the turn off.
-
-        With a deadline, each event is awaited with the time left, so the timeout never
-        fires while the consumer holds an event.
-        """
+    def _request(self, run: RunContext, turn: int) -> ModelRequest:
+        """What the model is asked in `turn`: the conversation so far, the tools the run
+        sends now (with a tool search, the loaded ones and what searches found)."""
         tools: ToolRegistry | ToolSelection = self.registry
         if self.tool_search is not None:
             tools = self.tool_search.select(run.state.active_tools)
-        request = ModelRequest(
+        return ModelRequest(
             self.instructions,
             run.sendable(run.conversation),
             tools,
@@ -774,51 +573,9 @@ class AgentRunner:
             run.state.id_salt,
             output=self.native_output,
         )
-        events = aiter(self.model.stream(request))
-        tracer = self._tracer
-        chat = None
-        if tracer is not None:
-            chat = tracer.start_chat(run.span, self.model.format, self.model.model)
-        response: ModelResponse | None = None
-        error: BaseException | None = None
-        try:
-            while True:
-                remaining = self._remaining(run)
-                try:
-                    if remaining is None:
-                        event = await anext(events)
-                    else:
-                        event = await asyncio.wait_for(anext(events), max(remaining, 0))
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    left = self._remaining(run)
-                    if left is not None and left <= 0:
-                        logger.info("run deadline reached during model turn %d", turn)
-                        yield None
-                        return
-                    raise
-                if isinstance(event, ModelResponse):
-                    response = event
-                yield event
-        except BaseException as exc:  # recorded on the span, then re-raised
-            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
-                error = exc
-            raise
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
-            if tracer is not None:
-                tracer.end(
-                    chat,
-                    response.usage if response is not None else None,
-                    finish_reason=response.message.finish_reason if response else None,
-                    error=error,
-                )
 
     def _after_turn(
-        self, run: _Run, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
+        self, run: RunContext, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
     ) -> StopReason | None:
         """Decide what the turn's calls may do: None runs them; a reason stops the run
         (after answering the calls that will not run, so the history stays valid)."""
@@ -862,7 +619,7 @@ class AgentRunner:
             return StopReason.MAX_TOOL_CALLS
         return None
 
-    def _text_answer(self, run: _Run, message: AssistantMessage) -> StopReason | None:
+    def _text_answer(self, run: RunContext, message: AssistantMessage) -> StopReason | None:
         """With an output type, a text answer must be JSON of that type; else the model is
         told what was wrong and asked again (None continues the run)."""
         assert self.output is not None
@@ -872,7 +629,7 @@ class AgentRunner:
             return StopReason.FINAL
         return self._output_failed(run, problem)
 
-    def _output_failed(self, run: _Run, problem: str | None) -> StopReason | None:
+    def _output_failed(self, run: RunContext, problem: str | None) -> StopReason | None:
         run.output_failures += 1
         if run.output_failures > self.output_retries:
             return StopReason.OUTPUT_INVALID
@@ -880,7 +637,7 @@ class AgentRunner:
             run.conversation.append(UserMessage(f"Error: {problem}."))
         return None
 
-    def _final_result(self, run: _Run, results: Sequence[ToolReturn]) -> StopReason | None:
+    def _final_result(self, run: RunContext, results: Sequence[ToolReturn]) -> StopReason | None:
         """Whether this turn's ``final_result`` call (if any) ends the run."""
         spec = self.output
         assert spec is not None
@@ -898,10 +655,10 @@ class AgentRunner:
 
     async def _tools(
         self,
-        run: _Run,
+        run: RunContext,
         turn: int,
         calls: Sequence[ToolCallRequest],
-        early: _EarlyCalls | None = None,
+        early: EarlyCalls | None = None,
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Run one turn's calls; append their results, or pause on pending approvals.
 
@@ -952,17 +709,8 @@ class AgentRunner:
         if stop is not None:
             yield stop
 
-    async def _execute(
-        self, run: _Run, calls: Sequence[ToolCallRequest], into: Outcomes | None = None
-    ) -> list[ToolOutcome]:
-        """The executor's outcomes for `calls`, with the run's span current if tracing
-        (`into` holds them, cancelled ones included, when the call is cancelled)."""
-        if self._tracer is None:
-            return list(await run.executor.run(calls, into=into))
-        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls, into=into)))
-
     async def _live(
-        self, run: _Run, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
+        self, run: RunContext, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run `calls` through the executor's event stream: yield `ToolStarted` as each call
         starts and `ToolFinished` as it finishes, then fill `into` with the outcomes in
@@ -1007,23 +755,23 @@ class AgentRunner:
                     yield ToolStarted(outcome.call, turn)
                 yield ToolFinished(outcome, turn)
 
-    async def _next(self, run: _Run, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
+    async def _next(self, run: RunContext, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
         """The batch's next event; None at its end, or when the run's deadline passed
         first (the calls still running are then cancelled, when `events` is closed)."""
-        remaining = self._remaining(run)
+        remaining = run.remaining()
         if remaining is None:
             return await anext(events, None)
         try:
             return await asyncio.wait_for(anext(events, None), max(remaining, 0))
         except TimeoutError:
-            left = self._remaining(run)
+            left = run.remaining()
             if left is not None and left <= 0:
                 logger.info("run deadline reached while tool calls ran")
                 return None
             raise
 
     def _settle(
-        self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
+        self, run: RunContext, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
     ) -> StopReason | None:
         """File a batch's outcomes: pending ones (waiting for an approval, or interrupted
         ones the user may retry) pause the run, the rest join `settled`; once nothing is
@@ -1056,7 +804,7 @@ class AgentRunner:
         return None
 
     async def _resume_turn(
-        self, run: _Run, decisions: dict[str, ApprovalDecision]
+        self, run: RunContext, decisions: dict[str, ApprovalDecision]
     ) -> AsyncGenerator[AgentEvent | StopReason, None]:
         """Finish the last turn: apply the decisions to its pending calls, then run the
         decided ones with any call that never got a result (a journaled run that crashed
@@ -1113,7 +861,7 @@ class AgentRunner:
                     yield stop
                 return
 
-    async def _journaled(self, run: _Run, pending: PendingCall) -> bool:
+    async def _journaled(self, run: RunContext, pending: PendingCall) -> bool:
         """Whether the journal holds this (not interrupted) call: it passed its approval in
         an earlier process, so it replays instead of being asked about again."""
         if run.journal is None or pending.retry:
@@ -1123,12 +871,12 @@ class AgentRunner:
         key = CallKey(run.session, pending.call.id, pending.digest)
         return await run.journal.entry(key) is not None
 
-    async def _finished(self, run: _Run, stop: StopReason) -> RunFinished:
+    async def _finished(self, run: RunContext, stop: StopReason) -> RunFinished:
         """The run's last event, once its state is saved (a journaled run)."""
         await run.save()
         return RunFinished(self._result(run, stop))
 
-    def _result(self, run: _Run, stop: StopReason) -> RunResult:
+    def _result(self, run: RunContext, stop: StopReason) -> RunResult:
         state = run.state
         last = next(
             (m for m in reversed(state.conversation) if isinstance(m, AssistantMessage)), None
