@@ -58,6 +58,7 @@ from toolbridge.agent.state import (
     decisions_by_call,
 )
 from toolbridge.agent.tracing import run_tracer
+from toolbridge.agent.turn_output import AnswerCheck, after_turn
 from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.function_tool import tool as function_tool
@@ -159,12 +160,6 @@ def _in_call_order(
         candidates.remove(match)
         results.append(match)
     return tuple(results)
-
-
-def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
-    """A result for a call the runner did not hand to the executor (cut off, budget)."""
-    error = ToolError(ErrorKind.CANCELLED, message, hint)
-    return ToolReturn(call, ToolResult.error(error))
 
 
 BY_JOURNAL = "journal"
@@ -280,6 +275,11 @@ class AgentRunner:
         if self.tool_search is not None:
             registry = self.tool_search.registry
         self.output_retries = output_retries
+        self._answers = (
+            AnswerCheck(self.output, native=self.native_output is not None, retries=output_retries)
+            if self.output is not None
+            else None
+        )
         self.registry = registry
         self.instructions = instructions
         self.policy = policy or ExecutionPolicy()
@@ -539,7 +539,9 @@ class AgentRunner:
             state.turns = turn
             state.conversation.append(message)
             state.usage = state.usage + usage
-            stop = self._after_turn(run, message, ran)
+            stop = after_turn(
+                run, message, ran, max_tool_calls=self.max_tool_calls, answers=self._answers
+            )
             if stop is None and message.calls:
                 async with aclosing(self._tools(run, turn, message.calls, early)) as steps:
                     async for step in steps:
@@ -573,85 +575,6 @@ class AgentRunner:
             run.state.id_salt,
             output=self.native_output,
         )
-
-    def _after_turn(
-        self, run: RunContext, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
-    ) -> StopReason | None:
-        """Decide what the turn's calls may do: None runs them; a reason stops the run
-        (after answering the calls that will not run, so the history stays valid)."""
-        state = run.state
-        calls = message.calls
-        if message.truncated:
-            if calls:
-                state.tool_calls += len(ran)
-                state.conversation.append(
-                    ToolResultsMessage(
-                        tuple(
-                            ToolReturn(call, ran[call.id].result)
-                            if call.id in ran  # complete, started early (eager_tools)
-                            else _not_run(
-                                call,
-                                "not run: the response was cut off by the output token limit "
-                                "before this call was complete",
-                                "Write a shorter call, or split the work into smaller calls.",
-                            )
-                            for call in calls
-                        )
-                    )
-                )
-            return StopReason.MAX_TOKENS
-        if not calls:
-            return self._text_answer(run, message) if self.output is not None else StopReason.FINAL
-        limit = self.max_tool_calls
-        if limit is not None and state.tool_calls + len(calls) > limit:
-            state.conversation.append(
-                ToolResultsMessage(
-                    tuple(
-                        _not_run(
-                            call,
-                            f"not run: the run's budget of {limit} tool calls is spent",
-                            "Answer with what you have.",
-                        )
-                        for call in calls
-                    )
-                )
-            )
-            return StopReason.MAX_TOOL_CALLS
-        return None
-
-    def _text_answer(self, run: RunContext, message: AssistantMessage) -> StopReason | None:
-        """With an output type, a text answer must be JSON of that type; else the model is
-        told what was wrong and asked again (None continues the run)."""
-        assert self.output is not None
-        value, problem = self.output.from_text(message.text, native=self.native_output is not None)
-        if problem is None:
-            run.output_value = value
-            return StopReason.FINAL
-        return self._output_failed(run, problem)
-
-    def _output_failed(self, run: RunContext, problem: str | None) -> StopReason | None:
-        run.output_failures += 1
-        if run.output_failures > self.output_retries:
-            return StopReason.OUTPUT_INVALID
-        if problem is not None:
-            run.conversation.append(UserMessage(f"Error: {problem}."))
-        return None
-
-    def _final_result(self, run: RunContext, results: Sequence[ToolReturn]) -> StopReason | None:
-        """Whether this turn's ``final_result`` call (if any) ends the run."""
-        spec = self.output
-        assert spec is not None
-        finals = [ret for ret in results if ret.call.name == spec.tool_name]
-        if not finals:
-            return None
-        for ret in reversed(finals):
-            if not ret.result.is_error:
-                try:
-                    run.output_value = spec.from_call(ret.call)
-                except ValueError:
-                    continue
-                return StopReason.FINAL
-        return self._output_failed(run, None)  # the error result already says what is wrong
 
     async def _tools(
         self,
@@ -799,8 +722,8 @@ class AgentRunner:
                     state.active_tools.extend(dict.fromkeys(new))
         if any(outcome.fatal for outcome in outcomes):
             return StopReason.TOOL_ERROR
-        if self.output is not None:
-            return self._final_result(run, results)
+        if self._answers is not None:
+            return self._answers.final_result(run, results)
         return None
 
     async def _resume_turn(
