@@ -28,15 +28,10 @@ from toolbridge.agent.events import (
     ModelResponse,
     RunFinished,
     ToolFinished,
-    ToolStarted,
     TurnFinished,
 )
 from toolbridge.agent.messages import (
     AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolResultsMessage,
-    ToolReturn,
     UserMessage,
 )
 from toolbridge.agent.model import (
@@ -49,36 +44,29 @@ from toolbridge.agent.model import (
 from toolbridge.agent.model_turn import model_turn
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
+from toolbridge.agent.resume import resume_turn
 from toolbridge.agent.run_context import RunContext
+from toolbridge.agent.sessions import RunInput, start_state
 from toolbridge.agent.state import (
     ApprovalDecision,
-    PendingCall,
-    RunState,
     StopReason,
     decisions_by_call,
 )
 from toolbridge.agent.tracing import run_tracer
+from toolbridge.agent.turn_calls import TurnCalls
 from toolbridge.agent.turn_output import AnswerCheck, after_turn
-from toolbridge.core.calls import ToolCallRequest
-from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.function_tool import tool as function_tool
 from toolbridge.core.registry import ToolRegistry
-from toolbridge.core.tool import Tool, ToolResult
+from toolbridge.core.tool import Tool
 from toolbridge.core.tool_search import (
-    SEARCH_TOOL_NAME,
     DeferralPolicy,
     ToolDeferral,
     ToolSelection,
-    found_tools,
     native_search_supported,
 )
-from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor, duplicate_id_error
+from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.outcomes import (
-    EventType,
-    OutcomeStatus,
-    ToolEvent,
     ToolOutcome,
-    failed_outcome,
 )
 from toolbridge.skills import SkillSet
 
@@ -89,7 +77,6 @@ __all__ = ["AgentRunner"]
 
 logger = logging.getLogger(__name__)
 
-RunInput = str | Sequence[Message] | RunState
 OutputMode = Literal["auto", "native", "tool"]
 Decisions = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
 
@@ -141,42 +128,6 @@ def _deferral(
             "no provider tool search; use mode='auto' or 'local'"
         )
     return ToolDeferral(registry, option, keep=keep, native=option.mode != "local" and supported)
-
-
-def _in_call_order(
-    calls: Sequence[ToolCallRequest], settled: Sequence[ToolReturn]
-) -> tuple[ToolReturn, ...]:
-    """Each call's own result, in call order. Matched by call, not only by id: two calls
-    sharing an id (the second refused) each keep their own result."""
-    by_id: dict[str, list[ToolReturn]] = {}
-    for ret in settled:
-        by_id.setdefault(ret.call.id, []).append(ret)
-    results = []
-    for call in calls:
-        candidates = by_id.get(call.id)
-        if not candidates:
-            continue
-        match = next((ret for ret in candidates if ret.call == call), candidates[0])
-        candidates.remove(match)
-        results.append(match)
-    return tuple(results)
-
-
-BY_JOURNAL = "journal"
-"""Approves a pending call the journal already holds (it replays; nothing is stored)."""
-
-
-def _retry_denied(pending: PendingCall, reason: str) -> ToolReturn:
-    """The answer to an interrupted call whose retry the user denied: it stays interrupted."""
-    because = f" ({reason})" if reason else ""
-    error = ToolError(
-        ErrorKind.INTERRUPTED,
-        f"the call to {pending.tool_name!r} was interrupted before it finished (the process "
-        f"running it stopped), and it may have partly run; the user chose not to run it "
-        f"again{because}.",
-        "Check its effects before calling it again.",
-    )
-    return ToolReturn(pending.call, ToolResult.error(error))
 
 
 class AgentRunner:
@@ -280,6 +231,7 @@ class AgentRunner:
             if self.output is not None
             else None
         )
+        self._calls = TurnCalls(searching=self.tool_search is not None, answers=self._answers)
         self.registry = registry
         self.instructions = instructions
         self.policy = policy or ExecutionPolicy()
@@ -387,7 +339,7 @@ class AgentRunner:
         self, input: RunInput | None, decisions: Decisions, name: str
     ) -> AsyncGenerator[AgentEvent, None]:
         """`stream` of the session `name` (held, for a journaled run)."""
-        state = await self._start(input, name)
+        state = await start_state(self.journal, input, name)
         run = RunContext(
             state,
             self._executor_for(name),
@@ -403,7 +355,7 @@ class AgentRunner:
         try:
             if state.pending or state.unanswered():
                 stop = None
-                resuming = self._resume_turn(run, decisions_by_call(decisions))
+                resuming = resume_turn(run, decisions_by_call(decisions), self._calls)
                 async with aclosing(resuming):  # closing the run cancels its running calls
                     async for event in resuming:
                         if isinstance(event, StopReason):
@@ -450,55 +402,6 @@ class AgentRunner:
             self.registry, self.policy, journal=recorder, tracer_provider=self._tracer_provider
         )
 
-    async def _start(self, input: RunInput | None, session: str) -> RunState:
-        """The state a run starts from: with a journal, a prompt joins the session's stored
-        run (once its last turn is answered) and None resumes that run as it stands."""
-        stored = None
-        if self.journal is not None and (input is None or isinstance(input, str)):
-            data = await self.journal.load_run(session)
-            try:
-                stored = RunState.from_json(data) if data is not None else None
-            except ValueError as exc:
-                raise ValueError(
-                    f"the run stored for session {session!r} cannot be resumed ({exc}); "
-                    "go on under another session name"
-                ) from None
-        if input is None:
-            if self.journal is None:
-                raise ValueError(
-                    "input is None: give a prompt, a conversation or a RunState (None "
-                    "resumes a session's stored run, with journal=)"
-                )
-            if stored is None:
-                raise ValueError(f"nothing to resume: no run is stored for session {session!r}")
-            last = stored.conversation[-1] if stored.conversation else None
-            if isinstance(last, AssistantMessage) and not last.calls:
-                raise ValueError(
-                    f"the run of session {session!r} ended with the model's answer: there is "
-                    "nothing to resume; send a prompt to go on"
-                )
-            return stored
-        if isinstance(input, str) and stored is not None:
-            stored.prompts.append(input)
-            return stored
-        return self._initial_state(input)
-
-    def _initial_state(self, input: RunInput) -> RunState:
-        if isinstance(input, RunState):
-            return input.copy()
-        if isinstance(input, str):
-            return RunState([UserMessage(input)])
-        conversation = list(input)
-        for message in conversation:
-            if not isinstance(
-                message, SystemMessage | UserMessage | AssistantMessage | ToolResultsMessage
-            ):
-                raise TypeError(
-                    "a conversation is a list of SystemMessage, UserMessage, AssistantMessage "
-                    f"and ToolResultsMessage, got {type(message).__name__}"
-                )
-        return RunState(conversation)
-
     async def _loop(self, run: RunContext) -> AsyncGenerator[AgentEvent, None]:
         state = run.state
         while True:
@@ -543,7 +446,7 @@ class AgentRunner:
                 run, message, ran, max_tool_calls=self.max_tool_calls, answers=self._answers
             )
             if stop is None and message.calls:
-                async with aclosing(self._tools(run, turn, message.calls, early)) as steps:
+                async with aclosing(self._calls.run(run, turn, message.calls, early)) as steps:
                     async for step in steps:
                         if isinstance(step, StopReason):
                             stop = step
@@ -575,224 +478,6 @@ class AgentRunner:
             run.state.id_salt,
             output=self.native_output,
         )
-
-    async def _tools(
-        self,
-        run: RunContext,
-        turn: int,
-        calls: Sequence[ToolCallRequest],
-        early: EarlyCalls | None = None,
-    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
-        """Run one turn's calls; append their results, or pause on pending approvals.
-
-        Calls started early (`eager_tools`) are awaited first (their `ToolFinished` as each
-        ends), so the rest of the turn starts after them, as within one executor batch.
-        """
-        state = run.state
-        state.tool_calls += len(calls)
-        await run.save()  # the turn is durable before its calls run: a crash resumes them
-        started: dict[str, ToolOutcome] = {}
-        if early is not None:
-            try:
-                async with aclosing(early.finished(turn)) as finishes:
-                    async for finished in finishes:
-                        yield finished
-            except BaseException:  # the run was closed or cancelled: stop the early calls
-                await early.cancel()
-                raise
-            started = early.outcomes
-        # By position: a call sharing the id of a call started early is refused, as the
-        # executor refuses one sharing an id within its batch (never the other's result).
-        early_at = {}
-        for position, call in enumerate(calls):
-            outcome = started.get(call.id)
-            if outcome is not None and call.id not in early_at and outcome.call == call:
-                early_at[call.id] = position
-        given: dict[int, ToolOutcome] = {i: started[calls[i].id] for i in early_at.values()}
-        rest = []
-        for position, call in enumerate(calls):
-            if position in given:
-                continue
-            if call.id in early_at:
-                first = early_at[call.id]
-                error = duplicate_id_error(call.id, first, calls[first].name)
-                given[position] = failed_outcome(call, error, ())
-                yield ToolStarted(call, turn)
-                yield ToolFinished(given[position], turn)
-                continue
-            rest.append(call)
-        ran: list[ToolOutcome] = []
-        if rest:
-            async with aclosing(self._live(run, turn, rest, ran)) as events:
-                async for event in events:
-                    yield event
-        later = iter(ran)
-        outcomes = [given[i] if i in given else next(later) for i in range(len(calls))]
-        stop = self._settle(run, calls, outcomes)
-        if stop is not None:
-            yield stop
-
-    async def _live(
-        self, run: RunContext, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Run `calls` through the executor's event stream: yield `ToolStarted` as each call
-        starts and `ToolFinished` as it finishes, then fill `into` with the outcomes in
-        call order. A call settled without running (invalid, pending approval) gets its
-        `ToolStarted` just before its `ToolFinished`. Closing this generator cancels the
-        calls still running.
-        """
-        batch = run.executor.batch(calls)
-        events = aiter(batch.stream())
-        started: set[int] = set()  # id() of the call objects already announced
-        finished: set[int] = set()
-        tracer = self._tracer
-        try:
-            while True:
-                if tracer is not None:
-                    # The batch's task starts on the first read: it inherits the run's span.
-                    event = await tracer.within(run.span, lambda: self._next(run, events))
-                    tracer = None
-                else:
-                    event = await self._next(run, events)
-                if event is None:
-                    break
-                if event.type is EventType.CALL_STARTED:
-                    started.add(id(event.call))
-                    yield ToolStarted(event.call, turn)
-                elif event.type is EventType.CALL_FINISHED and event.outcome is not None:
-                    if id(event.call) not in started:
-                        started.add(id(event.call))
-                        yield ToolStarted(event.call, turn)
-                    finished.add(id(event.call))
-                    yield ToolFinished(event.outcome, turn)
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()  # stops the batch: a call still running is cancelled
-        if len(batch.finished) < len(calls):  # stopped before its task began (deadline)
-            batch._cancel_rest()
-        into[:] = batch.finished
-        for outcome in into:  # cancelled at the deadline: announced, so every call ends
-            if id(outcome.call) not in finished:
-                if id(outcome.call) not in started:
-                    yield ToolStarted(outcome.call, turn)
-                yield ToolFinished(outcome, turn)
-
-    async def _next(self, run: RunContext, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
-        """The batch's next event; None at its end, or when the run's deadline passed
-        first (the calls still running are then cancelled, when `events` is closed)."""
-        remaining = run.remaining()
-        if remaining is None:
-            return await anext(events, None)
-        try:
-            return await asyncio.wait_for(anext(events, None), max(remaining, 0))
-        except TimeoutError:
-            left = run.remaining()
-            if left is not None and left <= 0:
-                logger.info("run deadline reached while tool calls ran")
-                return None
-            raise
-
-    def _settle(
-        self, run: RunContext, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
-    ) -> StopReason | None:
-        """File a batch's outcomes: pending ones (waiting for an approval, or interrupted
-        ones the user may retry) pause the run, the rest join `settled`; once nothing is
-        pending the turn's results go into the conversation in call order."""
-        state = run.state
-        for outcome in outcomes:
-            request = outcome.approval
-            if request is not None and (
-                outcome.status is OutcomeStatus.PENDING_APPROVAL or request.retry
-            ):
-                state.pending.append(PendingCall.from_request(outcome.call, request))
-            else:
-                state.settled.append(ToolReturn(outcome.call, outcome.result))
-        if state.pending:
-            return StopReason.APPROVAL_REQUIRED
-        last = state.conversation[-1]
-        assert isinstance(last, AssistantMessage)
-        results = _in_call_order(last.calls, state.settled)
-        state.conversation.append(ToolResultsMessage(results))
-        state.settled = []
-        if self.tool_search is not None:
-            for ret in results:  # what a search found is sent from the next request on
-                if ret.call.name == SEARCH_TOOL_NAME:
-                    new = [n for n in found_tools(ret.result) if n not in state.active_tools]
-                    state.active_tools.extend(dict.fromkeys(new))
-        if any(outcome.fatal for outcome in outcomes):
-            return StopReason.TOOL_ERROR
-        if self._answers is not None:
-            return self._answers.final_result(run, results)
-        return None
-
-    async def _resume_turn(
-        self, run: RunContext, decisions: dict[str, ApprovalDecision]
-    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
-        """Finish the last turn: apply the decisions to its pending calls, then run the
-        decided ones with any call that never got a result (a journaled run that crashed
-        mid-turn: what finished replays from the journal).
-
-        A pending call the journal already holds was approved in an earlier process (it
-        got that far): it is not asked about again, its journal entry answers it. A denied
-        retry answers with the call's interrupted error.
-        """
-        state = run.state
-        pending_ids = {pending.call.id for pending in state.pending}
-        unknown = sorted(set(decisions) - pending_ids)
-        if unknown:
-            raise ValueError(
-                f"decisions for calls that are not pending: {unknown}; pending: "
-                f"{sorted(pending_ids)}"
-            )
-        while True:
-            waiting: list[PendingCall] = []
-            for pending in state.pending:
-                decision = decisions.pop(pending.call.id, None)
-                if decision is None and await self._journaled(run, pending):
-                    decision = pending.approve(by=BY_JOURNAL)
-                if decision is None:
-                    waiting.append(pending)
-                    continue
-                if decision.digest != pending.digest:
-                    raise ValueError(
-                        f"the decision for call {pending.call.id!r} was made for other "
-                        "arguments (digest mismatch); show the user the pending call again "
-                        "and decide anew"
-                    )
-                if decision.approved:
-                    run.executor.approve(pending.outcome(), by=decision.by)
-                elif pending.retry:
-                    state.settled.append(_retry_denied(pending, decision.reason))
-                else:
-                    run.executor.deny(pending.outcome(), decision.reason)
-            state.pending = waiting
-            calls = state.unanswered()
-            if not calls and waiting:
-                yield StopReason.APPROVAL_REQUIRED
-                return
-            outcomes: list[ToolOutcome] = []
-            if calls:
-                async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
-                    async for event in events:
-                        yield event
-            stop = self._settle(run, calls, outcomes)
-            # A call that waits now (it was cut off before its approval was asked for) and
-            # that the journal holds is answered from it in another round, unasked.
-            if not any([await self._journaled(run, pending) for pending in state.pending]):
-                if stop is not None:
-                    yield stop
-                return
-
-    async def _journaled(self, run: RunContext, pending: PendingCall) -> bool:
-        """Whether the journal holds this (not interrupted) call: it passed its approval in
-        an earlier process, so it replays instead of being asked about again."""
-        if run.journal is None or pending.retry:
-            return False
-        from toolbridge.journal import CallKey
-
-        key = CallKey(run.session, pending.call.id, pending.digest)
-        return await run.journal.entry(key) is not None
 
     async def _finished(self, run: RunContext, stop: StopReason) -> RunFinished:
         """The run's last event, once its state is saved (a journaled run)."""
