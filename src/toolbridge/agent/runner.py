@@ -30,44 +30,24 @@ from toolbridge.agent.events import (
     ToolFinished,
     TurnFinished,
 )
-from toolbridge.agent.messages import (
-    AssistantMessage,
-    UserMessage,
-)
-from toolbridge.agent.model import (
-    ModelAdapter,
-    ModelRequest,
-    ModelSettings,
-    NativeOutput,
-    native_output_supported,
-)
+from toolbridge.agent.messages import AssistantMessage, UserMessage
+from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings
 from toolbridge.agent.model_turn import model_turn
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.resume import resume_turn
 from toolbridge.agent.run_context import RunContext
 from toolbridge.agent.sessions import RunInput, start_state
-from toolbridge.agent.state import (
-    ApprovalDecision,
-    StopReason,
-    decisions_by_call,
-)
+from toolbridge.agent.state import ApprovalDecision, StopReason, decisions_by_call
+from toolbridge.agent.toolset import deferral, native_output_for, registry_of
 from toolbridge.agent.tracing import run_tracer
 from toolbridge.agent.turn_calls import TurnCalls
 from toolbridge.agent.turn_output import AnswerCheck, after_turn
-from toolbridge.core.function_tool import tool as function_tool
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.tool import Tool
-from toolbridge.core.tool_search import (
-    DeferralPolicy,
-    ToolDeferral,
-    ToolSelection,
-    native_search_supported,
-)
+from toolbridge.core.tool_search import DeferralPolicy, ToolSelection
 from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
-from toolbridge.execution.outcomes import (
-    ToolOutcome,
-)
+from toolbridge.execution.outcomes import ToolOutcome
 from toolbridge.skills import SkillSet
 
 if TYPE_CHECKING:
@@ -79,55 +59,6 @@ logger = logging.getLogger(__name__)
 
 OutputMode = Literal["auto", "native", "tool"]
 Decisions = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
-
-
-def _registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None) -> ToolRegistry:
-    if tools is None:
-        return ToolRegistry()
-    if isinstance(tools, ToolRegistry):
-        return tools
-    items: list[Tool] = []
-    for item in tools:
-        if isinstance(item, Tool):
-            items.append(item)
-        elif callable(item):
-            items.append(function_tool(item))
-        else:
-            raise TypeError(
-                f"tools must be a ToolRegistry or Tool objects and functions, got "
-                f"{type(item).__name__}"
-            )
-    return ToolRegistry(items)
-
-
-def _deferral(
-    registry: ToolRegistry,
-    option: DeferralPolicy | bool,
-    skills: SkillSet | None,
-    output: OutputSpec | None,
-    native: NativeOutput | None,
-    *,
-    model: ModelAdapter,
-) -> ToolDeferral | None:
-    """The run's tool search under `option` (None: off); the skill tools and the
-    ``final_result`` tool are always sent. The policy's mode picks the provider's own
-    search (where `model` has it) or the local ``tool_search`` tool."""
-    if option is False:
-        return None
-    if option is True:
-        option = DeferralPolicy()
-    if not isinstance(option, DeferralPolicy):
-        raise TypeError(f"tool_search must be True, False or a DeferralPolicy, got {option!r}")
-    keep = [tool.name for tool in skills.tools()] if skills is not None else []
-    if output is not None and native is None:
-        keep.append(output.tool_name)
-    supported = native_search_supported(model)
-    if option.mode == "native" and not supported:
-        raise ValueError(
-            f"DeferralPolicy(mode='native'), but {type(model).__name__} ({model.model}) has "
-            "no provider tool search; use mode='auto' or 'local'"
-        )
-    return ToolDeferral(registry, option, keep=keep, native=option.mode != "local" and supported)
 
 
 class AgentRunner:
@@ -210,17 +141,17 @@ class AgentRunner:
         if session is not None and journal is None:
             raise ValueError("session= names a run kept in a journal: give journal= too")
         self.model = model
-        registry = _registry_of(tools)
+        registry = registry_of(tools)
         if skills is not None:
             registry = ToolRegistry([*registry, *skills.tools()], context=registry.context)
             summary = skills.summary()
             if summary:
                 instructions = f"{instructions}\n\n{summary}" if instructions else summary
         self.output = OutputSpec(output_type) if output_type is not None else None
-        self.native_output = self._native_output(output_mode)
+        self.native_output = native_output_for(self.output, output_mode, model)
         if self.output is not None and self.native_output is None:
             registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
-        self.tool_search = _deferral(
+        self.tool_search = deferral(
             registry, tool_search, skills, self.output, self.native_output, model=model
         )
         if self.tool_search is not None:
@@ -255,24 +186,6 @@ class AgentRunner:
         self.max_tool_calls = max_tool_calls
         self.max_total_tokens = max_total_tokens
         self.deadline = deadline
-
-    def _native_output(self, mode: str) -> NativeOutput | None:
-        """The schema to send natively under `mode`, or None for the ``final_result`` tool."""
-        if mode not in ("auto", "native", "tool"):
-            raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
-        if self.output is None or mode == "tool":
-            return None
-        native = self.output.native
-        if native_output_supported(self.model, native):
-            return native
-        if mode == "native":
-            why = f" ({native.closed_problem})" if native.closed_problem else ""
-            raise ValueError(
-                f"output_mode='native', but {type(self.model).__name__} has no native "
-                f"structured output for this output type{why}; use output_mode='auto' or "
-                "'tool' to answer through the final_result tool"
-            )
-        return None
 
     # --- entry points ---------------------------------------------------------------------
 
