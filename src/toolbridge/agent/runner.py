@@ -11,6 +11,12 @@ With a `CallJournal`, a run is kept under a session name: its calls go through t
 journal (a call that finished is replayed, never run twice) and its state is saved
 once a prompt joins it, before a turn's calls run, after each turn and when the run
 stops or pauses, so a process that crashed resumes the conversation where it was.
+
+This module is the turn loop; its pieces live next to it: `model_turn` (one turn of
+the model's stream), `eager` (calls started while it streams), `turn_calls` (a turn's
+calls and their results), `turn_output` (whether a turn ends the run, the structured
+answer), `resume` (decisions on paused calls), `sessions` (where a run's state comes
+from), `run_context` (one run's mutable state) and `toolset` (the tools requests carry).
 """
 
 from __future__ import annotations
