@@ -18,6 +18,7 @@ from toolbridge.agent import (
     ToolFinished,
     ToolResultsMessage,
 )
+from toolbridge.agent.turn_calls import TurnCalls
 
 HANG_BOUND = 60.0  # only a real hang reaches it
 
@@ -80,17 +81,25 @@ async def test_a_blocking_sync_tool_is_abandoned_at_the_deadline(workspace: Path
     assert result.stop_reason is StopReason.DEADLINE
 
 
-class _LateRunner(AgentRunner):
+class _LateCalls(TurnCalls):
     """The deadline passes between the model's answer and its calls (as a slow journal
     save can make it): the calls are cancelled before they start, and still answered."""
 
-    async def _tools(self, run: Any, turn: int, calls: Any, early: Any = None) -> Any:
-        assert self.deadline is not None
-        left = self._remaining(run)
+    async def run(self, run: Any, turn: int, calls: Any, early: Any = None) -> Any:
+        assert run.deadline is not None
+        left = run.remaining()
         assert left is not None
         await asyncio.sleep(max(left, 0) + 0.05)  # until the deadline itself has passed
-        async for step in super()._tools(run, turn, calls, early):
+        async for step in super().run(run, turn, calls, early):
             yield step
+
+
+class _LateRunner(AgentRunner):
+    """A runner whose turns' calls are reached only after the deadline (`_LateCalls`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._calls = _LateCalls(searching=False, answers=None)
 
 
 async def test_calls_reached_after_the_deadline_are_answered_as_cancelled() -> None:

@@ -11,79 +11,49 @@ With a `CallJournal`, a run is kept under a session name: its calls go through t
 journal (a call that finished is replayed, never run twice) and its state is saved
 once a prompt joins it, before a turn's calls run, after each turn and when the run
 stops or pauses, so a process that crashed resumes the conversation where it was.
+
+This module is the turn loop; its pieces live next to it: `model_turn` (one turn of
+the model's stream), `eager` (calls started while it streams), `turn_calls` (a turn's
+calls and their results), `turn_output` (whether a turn ends the run, the structured
+answer), `resume` (decisions on paused calls), `sessions` (where a run's state comes
+from), `run_context` (one run's mutable state) and `toolset` (the tools requests carry).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolbridge.agent.eager import EarlyCalls
 from toolbridge.agent.errors import ModelError, ModelResponseError
 from toolbridge.agent.events import (
     AgentEvent,
     ModelResponse,
     RunFinished,
-    ToolCallReady,
     ToolFinished,
-    ToolStarted,
     TurnFinished,
 )
-from toolbridge.agent.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolResultsMessage,
-    ToolReturn,
-    UserMessage,
-)
-from toolbridge.agent.model import (
-    ModelAdapter,
-    ModelRequest,
-    ModelSettings,
-    NativeOutput,
-    RenderCache,
-    native_output_supported,
-)
+from toolbridge.agent.messages import AssistantMessage, UserMessage
+from toolbridge.agent.model import ModelAdapter, ModelRequest, ModelSettings
+from toolbridge.agent.model_turn import model_turn
 from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
-from toolbridge.agent.sendable import Sendable
-from toolbridge.agent.state import (
-    ApprovalDecision,
-    JsonCache,
-    PendingCall,
-    RunState,
-    StopReason,
-    decisions_by_call,
-)
+from toolbridge.agent.resume import resume_turn
+from toolbridge.agent.run_context import RunContext
+from toolbridge.agent.sessions import RunInput, start_state
+from toolbridge.agent.state import ApprovalDecision, StopReason, decisions_by_call
+from toolbridge.agent.toolset import deferral, native_output_for, registry_of
 from toolbridge.agent.tracing import run_tracer
-from toolbridge.core.calls import ToolCallRequest
-from toolbridge.core.errors import ErrorKind, ToolError
-from toolbridge.core.function_tool import tool as function_tool
+from toolbridge.agent.turn_calls import TurnCalls
+from toolbridge.agent.turn_output import AnswerCheck, after_turn
 from toolbridge.core.registry import ToolRegistry
-from toolbridge.core.tool import Tool, ToolResult
-from toolbridge.core.tool_search import (
-    SEARCH_TOOL_NAME,
-    DeferralPolicy,
-    ToolDeferral,
-    ToolSelection,
-    found_tools,
-    native_search_supported,
-)
+from toolbridge.core.tool import Tool
+from toolbridge.core.tool_search import DeferralPolicy, ToolSelection
 from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
-from toolbridge.execution.outcomes import (
-    EventType,
-    Outcomes,
-    OutcomeStatus,
-    ToolEvent,
-    ToolOutcome,
-    failed_outcome,
-)
-from toolbridge.execution.scheduling import duplicate_id_error
+from toolbridge.execution.outcomes import ToolOutcome
 from toolbridge.skills import SkillSet
 
 if TYPE_CHECKING:
@@ -93,274 +63,8 @@ __all__ = ["AgentRunner"]
 
 logger = logging.getLogger(__name__)
 
-RunInput = str | Sequence[Message] | RunState
 OutputMode = Literal["auto", "native", "tool"]
 Decisions = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
-
-
-def _registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None) -> ToolRegistry:
-    if tools is None:
-        return ToolRegistry()
-    if isinstance(tools, ToolRegistry):
-        return tools
-    items: list[Tool] = []
-    for item in tools:
-        if isinstance(item, Tool):
-            items.append(item)
-        elif callable(item):
-            items.append(function_tool(item))
-        else:
-            raise TypeError(
-                f"tools must be a ToolRegistry or Tool objects and functions, got "
-                f"{type(item).__name__}"
-            )
-    return ToolRegistry(items)
-
-
-def _deferral(
-    registry: ToolRegistry,
-    option: DeferralPolicy | bool,
-    skills: SkillSet | None,
-    output: OutputSpec | None,
-    native: NativeOutput | None,
-    *,
-    model: ModelAdapter,
-) -> ToolDeferral | None:
-    """The run's tool search under `option` (None: off); the skill tools and the
-    ``final_result`` tool are always sent. The policy's mode picks the provider's own
-    search (where `model` has it) or the local ``tool_search`` tool."""
-    if option is False:
-        return None
-    if option is True:
-        option = DeferralPolicy()
-    if not isinstance(option, DeferralPolicy):
-        raise TypeError(f"tool_search must be True, False or a DeferralPolicy, got {option!r}")
-    keep = [tool.name for tool in skills.tools()] if skills is not None else []
-    if output is not None and native is None:
-        keep.append(output.tool_name)
-    supported = native_search_supported(model)
-    if option.mode == "native" and not supported:
-        raise ValueError(
-            f"DeferralPolicy(mode='native'), but {type(model).__name__} ({model.model}) has "
-            "no provider tool search; use mode='auto' or 'local'"
-        )
-    return ToolDeferral(registry, option, keep=keep, native=option.mode != "local" and supported)
-
-
-def _in_call_order(
-    calls: Sequence[ToolCallRequest], settled: Sequence[ToolReturn]
-) -> tuple[ToolReturn, ...]:
-    """Each call's own result, in call order. Matched by call, not only by id: two calls
-    sharing an id (the second refused) each keep their own result."""
-    by_id: dict[str, list[ToolReturn]] = {}
-    for ret in settled:
-        by_id.setdefault(ret.call.id, []).append(ret)
-    results = []
-    for call in calls:
-        candidates = by_id.get(call.id)
-        if not candidates:
-            continue
-        match = next((ret for ret in candidates if ret.call == call), candidates[0])
-        candidates.remove(match)
-        results.append(match)
-    return tuple(results)
-
-
-def _not_run(call: ToolCallRequest, message: str, hint: str) -> ToolReturn:
-    """A result for a call the runner did not hand to the executor (cut off, budget)."""
-    error = ToolError(ErrorKind.CANCELLED, message, hint)
-    return ToolReturn(call, ToolResult.error(error))
-
-
-BY_JOURNAL = "journal"
-"""Approves a pending call the journal already holds (it replays; nothing is stored)."""
-
-
-def _retry_denied(pending: PendingCall, reason: str) -> ToolReturn:
-    """The answer to an interrupted call whose retry the user denied: it stays interrupted."""
-    because = f" ({reason})" if reason else ""
-    error = ToolError(
-        ErrorKind.INTERRUPTED,
-        f"the call to {pending.tool_name!r} was interrupted before it finished (the process "
-        f"running it stopped), and it may have partly run; the user chose not to run it "
-        f"again{because}.",
-        "Check its effects before calling it again.",
-    )
-    return ToolReturn(pending.call, ToolResult.error(error))
-
-
-class _Run:
-    """The mutable state of one run (never shared between runs)."""
-
-    def __init__(
-        self,
-        state: RunState,
-        executor: ToolExecutor,
-        journal: CallJournal | None = None,
-        session: str = "",
-    ) -> None:
-        self.state = state
-        self.executor = executor
-        self.journal = journal
-        self.session = session
-        self.saved: JsonCache = {}  # the messages' JSON, converted once per run
-        self.cache = RenderCache()
-        self.sendable = Sendable()  # a lone surrogate from the model cannot be sent
-        self.started = time.monotonic()
-        self.output_value: Any = None
-        self.output_failures = 0
-        self.span: Any = None
-        self.stop: StopReason | None = None
-
-    async def save(self) -> None:
-        """Store the state under the run's session (a journaled run; else nothing)."""
-        if self.journal is not None:
-            await self.journal.save_run(self.session, self.state.to_json(cache=self.saved))
-
-    @property
-    def conversation(self) -> list[Message]:
-        return self.state.conversation
-
-
-@dataclass(frozen=True, slots=True)
-class _Ended:
-    """Posted when an early call's task is done."""
-
-    call_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Pumped:
-    """Posted when the model's turn was read to its end (or failed)."""
-
-    task: asyncio.Task[None]
-
-
-class _EarlyCalls:
-    """The leading concurrency-safe calls of a turn, started while the model streams.
-
-    Only an unbroken prefix starts early: once a call that is not concurrency-safe
-    arrives, the rest wait for the end of the turn, keeping the executor's order. Each
-    call posts its end to one queue with the model's events (`merge`), so its
-    `ToolFinished` is reported as it happens, in whatever order the calls finish.
-    """
-
-    def __init__(self, runner: AgentRunner, run: _Run) -> None:
-        self._runner = runner
-        self._run = run
-        self._open = True
-        self._tasks: dict[str, asyncio.Task[list[ToolOutcome]]] = {}
-        self._into: dict[str, Outcomes] = {}  # each call's outcomes, kept when cancelled
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.outcomes: dict[str, ToolOutcome] = {}
-        """The outcomes reported so far (their `ToolFinished` was yielded)."""
-
-    def offer(self, call: ToolCallRequest) -> bool:
-        """Start `call` now if it may; True when it started."""
-        tool = self._runner.registry.get(call.name) if isinstance(call.name, str) else None
-        if not self._open or tool is None or not tool.concurrency_safe or call.id in self._tasks:
-            self._open = False
-            return False
-        into = self._into[call.id] = Outcomes()
-        task = asyncio.create_task(self._runner._execute(self._run, [call], into))
-        ended = _Ended(call.id)
-        task.add_done_callback(lambda _: self._queue.put_nowait(ended))
-        self._tasks[call.id] = task
-        return True
-
-    async def _expire(self, turn: int) -> list[ToolFinished]:
-        """The run's deadline passed: cancel the calls still running; their `cancelled`
-        outcomes join `outcomes`, so they are answered and never started again."""
-        running = [task for task in self._tasks.values() if not task.done()]
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.wait(running)
-        expired = []
-        for call_id, task in self._tasks.items():
-            held = self._into[call_id]
-            if call_id not in self.outcomes and task.cancelled() and held:
-                self.outcomes[call_id] = held[0]
-                expired.append(ToolFinished(held[0], turn))
-        return expired
-
-    def _report(self, ended: _Ended, turn: int) -> ToolFinished | None:
-        task = self._tasks.get(ended.call_id)
-        if task is None or task.cancelled() or ended.call_id in self.outcomes:
-            return None
-        outcome = task.result()[0]
-        self.outcomes[ended.call_id] = outcome
-        return ToolFinished(outcome, turn)
-
-    async def merge(
-        self, events: AsyncGenerator[Any, None], turn: int
-    ) -> AsyncGenerator[Any, None]:
-        """The model's turn `events`, with each early call's `ToolFinished` as it comes.
-
-        One task reads the model's stream to its end (an SDK's stream stays within one
-        task), posting into the queue the calls' ends go to. Closing this generator
-        stops that task and closes the stream; the model's error is raised here.
-        """
-        pump = asyncio.create_task(_pump(events, self._queue))
-        pump.add_done_callback(lambda task: self._queue.put_nowait(_Pumped(task)))
-        try:
-            while True:
-                item = await self._queue.get()
-                if isinstance(item, _Pumped):
-                    item.task.result()  # the model's error, if any
-                    return
-                if isinstance(item, _Ended):
-                    finished = self._report(item, turn)
-                    if finished is not None:
-                        yield finished
-                    continue
-                yield item
-        finally:
-            if not pump.done():
-                pump.cancel()
-                await asyncio.wait([pump])
-
-    async def finished(self, turn: int) -> AsyncGenerator[ToolFinished, None]:
-        """The `ToolFinished` of the calls not reported yet, as each one ends; at the
-        run's deadline, those of the calls it cancelled."""
-        while any(
-            call_id not in self.outcomes and not task.cancelled()
-            for call_id, task in self._tasks.items()
-        ):
-            left = self._runner._remaining(self._run)
-            try:
-                if left is None:
-                    item = await self._queue.get()
-                else:
-                    item = await asyncio.wait_for(self._queue.get(), max(left, 0))
-            except TimeoutError:
-                for expired in await self._expire(turn):
-                    yield expired
-                return
-            if isinstance(item, _Ended):
-                finished = self._report(item, turn)
-                if finished is not None:
-                    yield finished
-
-    async def cancel(self) -> dict[str, ToolOutcome]:
-        """Cancel the calls still running; the outcomes of those that had finished."""
-        for task in self._tasks.values():
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
-        done = {
-            call_id: task.result()[0]
-            for call_id, task in self._tasks.items()
-            if not task.cancelled() and task.exception() is None
-        }
-        self._tasks = {}
-        return done
-
-
-async def _pump(events: AsyncGenerator[Any, None], queue: asyncio.Queue[Any]) -> None:
-    async with aclosing(events):
-        async for event in events:
-            queue.put_nowait(event)
 
 
 class AgentRunner:
@@ -443,22 +147,28 @@ class AgentRunner:
         if session is not None and journal is None:
             raise ValueError("session= names a run kept in a journal: give journal= too")
         self.model = model
-        registry = _registry_of(tools)
+        registry = registry_of(tools)
         if skills is not None:
             registry = ToolRegistry([*registry, *skills.tools()], context=registry.context)
             summary = skills.summary()
             if summary:
                 instructions = f"{instructions}\n\n{summary}" if instructions else summary
         self.output = OutputSpec(output_type) if output_type is not None else None
-        self.native_output = self._native_output(output_mode)
+        self.native_output = native_output_for(self.output, output_mode, model)
         if self.output is not None and self.native_output is None:
             registry = ToolRegistry([*registry, self.output.tool()], context=registry.context)
-        self.tool_search = _deferral(
+        self.tool_search = deferral(
             registry, tool_search, skills, self.output, self.native_output, model=model
         )
         if self.tool_search is not None:
             registry = self.tool_search.registry
         self.output_retries = output_retries
+        self._answers = (
+            AnswerCheck(self.output, native=self.native_output is not None, retries=output_retries)
+            if self.output is not None
+            else None
+        )
+        self._calls = TurnCalls(searching=self.tool_search is not None, answers=self._answers)
         self.registry = registry
         self.instructions = instructions
         self.policy = policy or ExecutionPolicy()
@@ -482,24 +192,6 @@ class AgentRunner:
         self.max_tool_calls = max_tool_calls
         self.max_total_tokens = max_total_tokens
         self.deadline = deadline
-
-    def _native_output(self, mode: str) -> NativeOutput | None:
-        """The schema to send natively under `mode`, or None for the ``final_result`` tool."""
-        if mode not in ("auto", "native", "tool"):
-            raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
-        if self.output is None or mode == "tool":
-            return None
-        native = self.output.native
-        if native_output_supported(self.model, native):
-            return native
-        if mode == "native":
-            why = f" ({native.closed_problem})" if native.closed_problem else ""
-            raise ValueError(
-                f"output_mode='native', but {type(self.model).__name__} has no native "
-                f"structured output for this output type{why}; use output_mode='auto' or "
-                "'tool' to answer through the final_result tool"
-            )
-        return None
 
     # --- entry points ---------------------------------------------------------------------
 
@@ -566,8 +258,15 @@ class AgentRunner:
         self, input: RunInput | None, decisions: Decisions, name: str
     ) -> AsyncGenerator[AgentEvent, None]:
         """`stream` of the session `name` (held, for a journaled run)."""
-        state = await self._start(input, name)
-        run = _Run(state, self._executor_for(name), self.journal, name)
+        state = await start_state(self.journal, input, name)
+        run = RunContext(
+            state,
+            self._executor_for(name),
+            self.journal,
+            name,
+            deadline=self.deadline,
+            tracer=self._tracer,
+        )
         tracer = self._tracer
         if tracer is not None:
             run.span = tracer.start_run(self.model.format, self.model.model)
@@ -575,7 +274,7 @@ class AgentRunner:
         try:
             if state.pending or state.unanswered():
                 stop = None
-                resuming = self._resume_turn(run, decisions_by_call(decisions))
+                resuming = resume_turn(run, decisions_by_call(decisions), self._calls)
                 async with aclosing(resuming):  # closing the run cancels its running calls
                     async for event in resuming:
                         if isinstance(event, StopReason):
@@ -622,77 +321,23 @@ class AgentRunner:
             self.registry, self.policy, journal=recorder, tracer_provider=self._tracer_provider
         )
 
-    async def _start(self, input: RunInput | None, session: str) -> RunState:
-        """The state a run starts from: with a journal, a prompt joins the session's stored
-        run (once its last turn is answered) and None resumes that run as it stands."""
-        stored = None
-        if self.journal is not None and (input is None or isinstance(input, str)):
-            data = await self.journal.load_run(session)
-            try:
-                stored = RunState.from_json(data) if data is not None else None
-            except ValueError as exc:
-                raise ValueError(
-                    f"the run stored for session {session!r} cannot be resumed ({exc}); "
-                    "go on under another session name"
-                ) from None
-        if input is None:
-            if self.journal is None:
-                raise ValueError(
-                    "input is None: give a prompt, a conversation or a RunState (None "
-                    "resumes a session's stored run, with journal=)"
-                )
-            if stored is None:
-                raise ValueError(f"nothing to resume: no run is stored for session {session!r}")
-            last = stored.conversation[-1] if stored.conversation else None
-            if isinstance(last, AssistantMessage) and not last.calls:
-                raise ValueError(
-                    f"the run of session {session!r} ended with the model's answer: there is "
-                    "nothing to resume; send a prompt to go on"
-                )
-            return stored
-        if isinstance(input, str) and stored is not None:
-            stored.prompts.append(input)
-            return stored
-        return self._initial_state(input)
-
-    def _initial_state(self, input: RunInput) -> RunState:
-        if isinstance(input, RunState):
-            return input.copy()
-        if isinstance(input, str):
-            return RunState([UserMessage(input)])
-        conversation = list(input)
-        for message in conversation:
-            if not isinstance(
-                message, SystemMessage | UserMessage | AssistantMessage | ToolResultsMessage
-            ):
-                raise TypeError(
-                    "a conversation is a list of SystemMessage, UserMessage, AssistantMessage "
-                    f"and ToolResultsMessage, got {type(message).__name__}"
-                )
-        return RunState(conversation)
-
-    def _remaining(self, run: _Run) -> float | None:
-        if self.deadline is None:
-            return None
-        return self.deadline - (time.monotonic() - run.started)
-
-    async def _loop(self, run: _Run) -> AsyncGenerator[AgentEvent, None]:
+    async def _loop(self, run: RunContext) -> AsyncGenerator[AgentEvent, None]:
         state = run.state
         while True:
             if state.turns >= self.max_turns:
                 yield await self._finished(run, StopReason.MAX_TURNS)
                 return
-            remaining = self._remaining(run)
+            remaining = run.remaining()
             if remaining is not None and remaining <= 0:
                 yield await self._finished(run, StopReason.DEADLINE)
                 return
             turn = state.turns + 1  # counted once the model answered
             response: ModelResponse | None = None
-            early = _EarlyCalls(self, run) if self.eager_tools else None
+            early = EarlyCalls(self.registry, run) if self.eager_tools else None
             ran: dict[str, ToolOutcome] = {}
-            source = self._model_turn(run, turn)
+            source = model_turn(run, self.model, self._request(run, turn))
             if early is not None:
-                source = self._early_turn(source, turn, early)
+                source = early.during(source, turn)
             async with aclosing(source) as events:
                 async for event in events:
                     if isinstance(event, ModelResponse):
@@ -716,9 +361,11 @@ class AgentRunner:
             state.turns = turn
             state.conversation.append(message)
             state.usage = state.usage + usage
-            stop = self._after_turn(run, message, ran)
+            stop = after_turn(
+                run, message, ran, max_tool_calls=self.max_tool_calls, answers=self._answers
+            )
             if stop is None and message.calls:
-                async with aclosing(self._tools(run, turn, message.calls, early)) as steps:
+                async with aclosing(self._calls.run(run, turn, message.calls, early)) as steps:
                     async for step in steps:
                         if isinstance(step, StopReason):
                             stop = step
@@ -734,38 +381,13 @@ class AgentRunner:
                 yield await self._finished(run, stop)
                 return
 
-    async def _early_turn(
-        self,
-        source: AsyncGenerator[AgentEvent | ModelResponse | None, None],
-        turn: int,
-        early: _EarlyCalls,
-    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
-        """The model's turn with `eager_tools`: each call that may start early starts as it
-        arrives (`ToolStarted` right after its `ToolCallReady`), and each early call's
-        `ToolFinished` comes as it ends, between the model's events. Closing this (the run
-        stopped mid-turn) cancels the early calls."""
-        try:
-            async with aclosing(early.merge(source, turn)) as events:
-                async for event in events:
-                    yield event
-                    if isinstance(event, ToolCallReady) and early.offer(event.call):
-                        yield ToolStarted(event.call, turn)
-        except BaseException:
-            await early.cancel()
-            raise
-
-    async def _model_turn(
-        self, run: _Run, turn: int
-    ) -> AsyncGenerator[AgentEvent | ModelResponse | None, None]:
-        """The model's events for one turn; None when the deadline cut the turn off.
-
-        With a deadline, each event is awaited with the time left, so the timeout never
-        fires while the consumer holds an event.
-        """
+    def _request(self, run: RunContext, turn: int) -> ModelRequest:
+        """What the model is asked in `turn`: the conversation so far, the tools the run
+        sends now (with a tool search, the loaded ones and what searches found)."""
         tools: ToolRegistry | ToolSelection = self.registry
         if self.tool_search is not None:
             tools = self.tool_search.select(run.state.active_tools)
-        request = ModelRequest(
+        return ModelRequest(
             self.instructions,
             run.sendable(run.conversation),
             tools,
@@ -775,361 +397,13 @@ class AgentRunner:
             run.state.id_salt,
             output=self.native_output,
         )
-        events = aiter(self.model.stream(request))
-        tracer = self._tracer
-        chat = None
-        if tracer is not None:
-            chat = tracer.start_chat(run.span, self.model.format, self.model.model)
-        response: ModelResponse | None = None
-        error: BaseException | None = None
-        try:
-            while True:
-                remaining = self._remaining(run)
-                try:
-                    if remaining is None:
-                        event = await anext(events)
-                    else:
-                        event = await asyncio.wait_for(anext(events), max(remaining, 0))
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    left = self._remaining(run)
-                    if left is not None and left <= 0:
-                        logger.info("run deadline reached during model turn %d", turn)
-                        yield None
-                        return
-                    raise
-                if isinstance(event, ModelResponse):
-                    response = event
-                yield event
-        except BaseException as exc:  # recorded on the span, then re-raised
-            if not isinstance(exc, GeneratorExit):  # the consumer stopped early
-                error = exc
-            raise
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
-            if tracer is not None:
-                tracer.end(
-                    chat,
-                    response.usage if response is not None else None,
-                    finish_reason=response.message.finish_reason if response else None,
-                    error=error,
-                )
 
-    def _after_turn(
-        self, run: _Run, message: AssistantMessage, ran: Mapping[str, ToolOutcome]
-    ) -> StopReason | None:
-        """Decide what the turn's calls may do: None runs them; a reason stops the run
-        (after answering the calls that will not run, so the history stays valid)."""
-        state = run.state
-        calls = message.calls
-        if message.truncated:
-            if calls:
-                state.tool_calls += len(ran)
-                state.conversation.append(
-                    ToolResultsMessage(
-                        tuple(
-                            ToolReturn(call, ran[call.id].result)
-                            if call.id in ran  # complete, started early (eager_tools)
-                            else _not_run(
-                                call,
-                                "not run: the response was cut off by the output token limit "
-                                "before this call was complete",
-                                "Write a shorter call, or split the work into smaller calls.",
-                            )
-                            for call in calls
-                        )
-                    )
-                )
-            return StopReason.MAX_TOKENS
-        if not calls:
-            return self._text_answer(run, message) if self.output is not None else StopReason.FINAL
-        limit = self.max_tool_calls
-        if limit is not None and state.tool_calls + len(calls) > limit:
-            state.conversation.append(
-                ToolResultsMessage(
-                    tuple(
-                        _not_run(
-                            call,
-                            f"not run: the run's budget of {limit} tool calls is spent",
-                            "Answer with what you have.",
-                        )
-                        for call in calls
-                    )
-                )
-            )
-            return StopReason.MAX_TOOL_CALLS
-        return None
-
-    def _text_answer(self, run: _Run, message: AssistantMessage) -> StopReason | None:
-        """With an output type, a text answer must be JSON of that type; else the model is
-        told what was wrong and asked again (None continues the run)."""
-        assert self.output is not None
-        value, problem = self.output.from_text(message.text, native=self.native_output is not None)
-        if problem is None:
-            run.output_value = value
-            return StopReason.FINAL
-        return self._output_failed(run, problem)
-
-    def _output_failed(self, run: _Run, problem: str | None) -> StopReason | None:
-        run.output_failures += 1
-        if run.output_failures > self.output_retries:
-            return StopReason.OUTPUT_INVALID
-        if problem is not None:
-            run.conversation.append(UserMessage(f"Error: {problem}."))
-        return None
-
-    def _final_result(self, run: _Run, results: Sequence[ToolReturn]) -> StopReason | None:
-        """Whether this turn's ``final_result`` call (if any) ends the run."""
-        spec = self.output
-        assert spec is not None
-        finals = [ret for ret in results if ret.call.name == spec.tool_name]
-        if not finals:
-            return None
-        for ret in reversed(finals):
-            if not ret.result.is_error:
-                try:
-                    run.output_value = spec.from_call(ret.call)
-                except ValueError:
-                    continue
-                return StopReason.FINAL
-        return self._output_failed(run, None)  # the error result already says what is wrong
-
-    async def _tools(
-        self,
-        run: _Run,
-        turn: int,
-        calls: Sequence[ToolCallRequest],
-        early: _EarlyCalls | None = None,
-    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
-        """Run one turn's calls; append their results, or pause on pending approvals.
-
-        Calls started early (`eager_tools`) are awaited first (their `ToolFinished` as each
-        ends), so the rest of the turn starts after them, as within one executor batch.
-        """
-        state = run.state
-        state.tool_calls += len(calls)
-        await run.save()  # the turn is durable before its calls run: a crash resumes them
-        started: dict[str, ToolOutcome] = {}
-        if early is not None:
-            try:
-                async with aclosing(early.finished(turn)) as finishes:
-                    async for finished in finishes:
-                        yield finished
-            except BaseException:  # the run was closed or cancelled: stop the early calls
-                await early.cancel()
-                raise
-            started = early.outcomes
-        # By position: a call sharing the id of a call started early is refused, as the
-        # executor refuses one sharing an id within its batch (never the other's result).
-        early_at = {}
-        for position, call in enumerate(calls):
-            outcome = started.get(call.id)
-            if outcome is not None and call.id not in early_at and outcome.call == call:
-                early_at[call.id] = position
-        given: dict[int, ToolOutcome] = {i: started[calls[i].id] for i in early_at.values()}
-        rest = []
-        for position, call in enumerate(calls):
-            if position in given:
-                continue
-            if call.id in early_at:
-                first = early_at[call.id]
-                error = duplicate_id_error(call.id, first, calls[first].name)
-                given[position] = failed_outcome(call, error, ())
-                yield ToolStarted(call, turn)
-                yield ToolFinished(given[position], turn)
-                continue
-            rest.append(call)
-        ran: list[ToolOutcome] = []
-        if rest:
-            async with aclosing(self._live(run, turn, rest, ran)) as events:
-                async for event in events:
-                    yield event
-        later = iter(ran)
-        outcomes = [given[i] if i in given else next(later) for i in range(len(calls))]
-        stop = self._settle(run, calls, outcomes)
-        if stop is not None:
-            yield stop
-
-    async def _execute(
-        self, run: _Run, calls: Sequence[ToolCallRequest], into: Outcomes | None = None
-    ) -> list[ToolOutcome]:
-        """The executor's outcomes for `calls`, with the run's span current if tracing
-        (`into` holds them, cancelled ones included, when the call is cancelled)."""
-        if self._tracer is None:
-            return list(await run.executor.run(calls, into=into))
-        return list(await self._tracer.within(run.span, lambda: run.executor.run(calls, into=into)))
-
-    async def _live(
-        self, run: _Run, turn: int, calls: Sequence[ToolCallRequest], into: list[ToolOutcome]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Run `calls` through the executor's event stream: yield `ToolStarted` as each call
-        starts and `ToolFinished` as it finishes, then fill `into` with the outcomes in
-        call order. A call settled without running (invalid, pending approval) gets its
-        `ToolStarted` just before its `ToolFinished`. Closing this generator cancels the
-        calls still running.
-        """
-        batch = run.executor.batch(calls)
-        events = aiter(batch.stream())
-        started: set[int] = set()  # id() of the call objects already announced
-        finished: set[int] = set()
-        tracer = self._tracer
-        try:
-            while True:
-                if tracer is not None:
-                    # The batch's task starts on the first read: it inherits the run's span.
-                    event = await tracer.within(run.span, lambda: self._next(run, events))
-                    tracer = None
-                else:
-                    event = await self._next(run, events)
-                if event is None:
-                    break
-                if event.type is EventType.CALL_STARTED:
-                    started.add(id(event.call))
-                    yield ToolStarted(event.call, turn)
-                elif event.type is EventType.CALL_FINISHED and event.outcome is not None:
-                    if id(event.call) not in started:
-                        started.add(id(event.call))
-                        yield ToolStarted(event.call, turn)
-                    finished.add(id(event.call))
-                    yield ToolFinished(event.outcome, turn)
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()  # stops the batch: a call still running is cancelled
-        if len(batch.finished) < len(calls):  # stopped before its task began (deadline)
-            batch._cancel_rest()
-        into[:] = batch.finished
-        for outcome in into:  # cancelled at the deadline: announced, so every call ends
-            if id(outcome.call) not in finished:
-                if id(outcome.call) not in started:
-                    yield ToolStarted(outcome.call, turn)
-                yield ToolFinished(outcome, turn)
-
-    async def _next(self, run: _Run, events: AsyncIterator[ToolEvent]) -> ToolEvent | None:
-        """The batch's next event; None at its end, or when the run's deadline passed
-        first (the calls still running are then cancelled, when `events` is closed)."""
-        remaining = self._remaining(run)
-        if remaining is None:
-            return await anext(events, None)
-        try:
-            return await asyncio.wait_for(anext(events, None), max(remaining, 0))
-        except TimeoutError:
-            left = self._remaining(run)
-            if left is not None and left <= 0:
-                logger.info("run deadline reached while tool calls ran")
-                return None
-            raise
-
-    def _settle(
-        self, run: _Run, calls: Sequence[ToolCallRequest], outcomes: Sequence[ToolOutcome]
-    ) -> StopReason | None:
-        """File a batch's outcomes: pending ones (waiting for an approval, or interrupted
-        ones the user may retry) pause the run, the rest join `settled`; once nothing is
-        pending the turn's results go into the conversation in call order."""
-        state = run.state
-        for outcome in outcomes:
-            request = outcome.approval
-            if request is not None and (
-                outcome.status is OutcomeStatus.PENDING_APPROVAL or request.retry
-            ):
-                state.pending.append(PendingCall.from_request(outcome.call, request))
-            else:
-                state.settled.append(ToolReturn(outcome.call, outcome.result))
-        if state.pending:
-            return StopReason.APPROVAL_REQUIRED
-        last = state.conversation[-1]
-        assert isinstance(last, AssistantMessage)
-        results = _in_call_order(last.calls, state.settled)
-        state.conversation.append(ToolResultsMessage(results))
-        state.settled = []
-        if self.tool_search is not None:
-            for ret in results:  # what a search found is sent from the next request on
-                if ret.call.name == SEARCH_TOOL_NAME:
-                    new = [n for n in found_tools(ret.result) if n not in state.active_tools]
-                    state.active_tools.extend(dict.fromkeys(new))
-        if any(outcome.fatal for outcome in outcomes):
-            return StopReason.TOOL_ERROR
-        if self.output is not None:
-            return self._final_result(run, results)
-        return None
-
-    async def _resume_turn(
-        self, run: _Run, decisions: dict[str, ApprovalDecision]
-    ) -> AsyncGenerator[AgentEvent | StopReason, None]:
-        """Finish the last turn: apply the decisions to its pending calls, then run the
-        decided ones with any call that never got a result (a journaled run that crashed
-        mid-turn: what finished replays from the journal).
-
-        A pending call the journal already holds was approved in an earlier process (it
-        got that far): it is not asked about again, its journal entry answers it. A denied
-        retry answers with the call's interrupted error.
-        """
-        state = run.state
-        pending_ids = {pending.call.id for pending in state.pending}
-        unknown = sorted(set(decisions) - pending_ids)
-        if unknown:
-            raise ValueError(
-                f"decisions for calls that are not pending: {unknown}; pending: "
-                f"{sorted(pending_ids)}"
-            )
-        while True:
-            waiting: list[PendingCall] = []
-            for pending in state.pending:
-                decision = decisions.pop(pending.call.id, None)
-                if decision is None and await self._journaled(run, pending):
-                    decision = pending.approve(by=BY_JOURNAL)
-                if decision is None:
-                    waiting.append(pending)
-                    continue
-                if decision.digest != pending.digest:
-                    raise ValueError(
-                        f"the decision for call {pending.call.id!r} was made for other "
-                        "arguments (digest mismatch); show the user the pending call again "
-                        "and decide anew"
-                    )
-                if decision.approved:
-                    run.executor.approve(pending.outcome(), by=decision.by)
-                elif pending.retry:
-                    state.settled.append(_retry_denied(pending, decision.reason))
-                else:
-                    run.executor.deny(pending.outcome(), decision.reason)
-            state.pending = waiting
-            calls = state.unanswered()
-            if not calls and waiting:
-                yield StopReason.APPROVAL_REQUIRED
-                return
-            outcomes: list[ToolOutcome] = []
-            if calls:
-                async with aclosing(self._live(run, state.turns, calls, outcomes)) as events:
-                    async for event in events:
-                        yield event
-            stop = self._settle(run, calls, outcomes)
-            # A call that waits now (it was cut off before its approval was asked for) and
-            # that the journal holds is answered from it in another round, unasked.
-            if not any([await self._journaled(run, pending) for pending in state.pending]):
-                if stop is not None:
-                    yield stop
-                return
-
-    async def _journaled(self, run: _Run, pending: PendingCall) -> bool:
-        """Whether the journal holds this (not interrupted) call: it passed its approval in
-        an earlier process, so it replays instead of being asked about again."""
-        if run.journal is None or pending.retry:
-            return False
-        from toolbridge.journal import CallKey
-
-        key = CallKey(run.session, pending.call.id, pending.digest)
-        return await run.journal.entry(key) is not None
-
-    async def _finished(self, run: _Run, stop: StopReason) -> RunFinished:
+    async def _finished(self, run: RunContext, stop: StopReason) -> RunFinished:
         """The run's last event, once its state is saved (a journaled run)."""
         await run.save()
         return RunFinished(self._result(run, stop))
 
-    def _result(self, run: _Run, stop: StopReason) -> RunResult:
+    def _result(self, run: RunContext, stop: StopReason) -> RunResult:
         state = run.state
         last = next(
             (m for m in reversed(state.conversation) if isinstance(m, AssistantMessage)), None
