@@ -48,9 +48,9 @@ from toolbridge import (  # noqa: E402
 )
 from toolbridge.execution.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
-from toolbridge.journal.base import to_json  # noqa: E402
 from toolbridge.journal.postgres import write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
+from toolbridge.journal.rows import to_json  # noqa: E402
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"

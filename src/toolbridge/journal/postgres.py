@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import secrets
 import time
 import weakref
@@ -26,11 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune, to_json
+from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
 from toolbridge.journal.records import (
-    COLUMNS,
-    LISTING_ORDER,
-    SESSIONS_QUERY,
     CallKey,
     CallState,
     Claim,
@@ -38,12 +34,18 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     check_readable_as_is,
-    check_storable,
-    entry_from_row,
     running_entry,
     schema_version_of,
     session_in_use,
     session_lock_number,
+)
+from toolbridge.journal.rows import (
+    COLUMNS,
+    JSONB,
+    LISTING_ORDER,
+    SESSIONS_QUERY,
+    NewCall,
+    page_after,
 )
 
 if TYPE_CHECKING:
@@ -137,18 +139,6 @@ def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
 
 
 @dataclass(slots=True)
-class _Claim:
-    key: CallKey
-    tool: str
-    arguments: Any
-    approval: Mapping[str, Any] | None
-    # As JSONB text, written by the caller: a value that cannot be stored fails its call only.
-    arguments_text: str
-    approval_text: str | None
-    queued: bool = False
-
-
-@dataclass(slots=True)
 class _Start:
     key: CallKey
 
@@ -178,12 +168,12 @@ class _Unsent(Exception):
         self.error = error
 
 
-_WRITES = (_Claim, _Start, _Finish)  # the operations a batch sends as one statement
+_WRITES = (NewCall, _Start, _Finish)  # the operations a batch sends as one statement
 
 
 @dataclass(slots=True)
 class _Job:
-    op: _Claim | _Start | _Finish | _Release | Query
+    op: NewCall | _Start | _Finish | _Release | Query
     future: asyncio.Future[Any] | None
 
 
@@ -241,7 +231,7 @@ class PostgresJournal(CallJournal):
 
     # --- the writer task -----------------------------------------------------------------
 
-    async def _submit(self, op: _Claim | _Start | _Finish | _Release | Query) -> Any:
+    async def _submit(self, op: NewCall | _Start | _Finish | _Release | Query) -> Any:
         if self._closed:
             raise JournalError(f"the journal at {self._description} is closed")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -283,7 +273,7 @@ class PostgresJournal(CallJournal):
             op = job.op
             if isinstance(op, _Release):
                 await self._step(results, [index], self._release, op)
-            elif not isinstance(op, _Claim | _Start | _Finish):
+            elif not isinstance(op, NewCall | _Start | _Finish):
                 await self._step(results, [index], op, self._conn)
         for index, job in enumerate(jobs):
             if job.future is not None:
@@ -338,13 +328,13 @@ class PostgresJournal(CallJournal):
         self._last_now = now
         return now
 
-    async def _write(self, ops: list[_Claim | _Start | _Finish]) -> list[Any]:
+    async def _write(self, ops: list[NewCall | _Start | _Finish]) -> list[Any]:
         """The claims, starts and finishes of a batch in one statement (`write_sql`), the
         answers in their order. Its counts say whether every claim went in and every
         outcome was stored (the common case); only otherwise are rows read. If it fails
         and held more than one kind, each kind is sent again on its own, so a failure is
         the answer of the operations it concerns (the failed statement changed nothing)."""
-        claims = [op for op in ops if isinstance(op, _Claim)]
+        claims = [op for op in ops if isinstance(op, NewCall)]
         starts = [op for op in ops if isinstance(op, _Start)]
         finishes = [op for op in ops if isinstance(op, _Finish)]
         groups = [group for group in (claims, starts, finishes) if group]
@@ -356,7 +346,7 @@ class PostgresJournal(CallJournal):
             logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
                         self._description, unsent.error)  # fmt: skip
             answers = {}
-            parts: list[tuple[list[_Claim], list[_Start], list[_Finish]]] = [
+            parts: list[tuple[list[NewCall], list[_Start], list[_Finish]]] = [
                 (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
             for part in parts:
                 group: list[Any] = [*part[0], *part[1], *part[2]]
@@ -370,7 +360,7 @@ class PostgresJournal(CallJournal):
         return [answers[id(op)] for op in ops]
 
     async def _write_once(
-        self, claims: list[_Claim], starts: list[_Start], finishes: list[_Finish]
+        self, claims: list[NewCall], starts: list[_Start], finishes: list[_Finish]
     ) -> dict[int, Any]:
         """`_write` as one statement: the answers by `id` of each operation; `_Unsent`
         when the statement itself failed (so it changed nothing)."""
@@ -416,7 +406,7 @@ class PostgresJournal(CallJournal):
                 answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
         return answers
 
-    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
+    async def _contested(self, ops: list[NewCall], now: float) -> list[Claim | JournalError]:
         """Claims some of which met a stored call: the rows this batch inserted (this
         journal's owner and this batch's time) run; of the others, replay, busy (a live
         owner runs it), or take over an interrupted one (its owner died, or let go of it);
@@ -471,7 +461,7 @@ class PostgresJournal(CallJournal):
         found: dict[CallKey, tuple[JournalEntry | JournalError, int | None]] = {}
         for row in await cursor.fetchall():
             try:
-                entry: JournalEntry | JournalError = entry_from_row(row, _as_is)
+                entry: JournalEntry | JournalError = JSONB.entry(row)
             except JournalError as exc:
                 entry = exc
             found[CallKey(row[0], row[1], row[2])] = (entry, row[-1])
@@ -504,10 +494,10 @@ class PostgresJournal(CallJournal):
         if row is None:
             return None
         self._held.add(key)
-        return entry_from_row(row, _as_is)
+        return JSONB.entry(row)
 
     def _write_params(
-        self, claims: list[_Claim], starting: list[CallKey], owned: list[_Finish], now: float
+        self, claims: list[NewCall], starting: list[CallKey], owned: list[_Finish], now: float
     ) -> dict[str, Any]:
         """The parameters of `write_sql`: each column an array, built in one pass."""
         params: dict[str, Any] = {"now": now, "owner": self._owner}
@@ -578,9 +568,8 @@ class PostgresJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        check_storable(key, tool, nul=False)
-        texts = _jsonb(arguments), _jsonb(approval) if approval else None
-        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts, queued))
+        call = JSONB.new_call(key, tool, arguments, approval, queued=queued)
+        result: Claim = await self._submit(call)
         return result
 
     async def start(self, key: CallKey) -> None:
@@ -601,7 +590,7 @@ class PostgresJournal(CallJournal):
             row = await cursor.fetchone()
             if row is None:
                 raise _not_owned(key)
-            return entry_from_row(row, _as_is)
+            return JSONB.entry(row)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -613,7 +602,7 @@ class PostgresJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> JournalEntry | None:
-        approval_text = _jsonb(approval) if approval else None
+        approval_text = JSONB.approval(approval)
 
         async def op(conn: AsyncConnection[Any]) -> Claim | None:
             if key in self._held:
@@ -640,7 +629,7 @@ class PostgresJournal(CallJournal):
                 return None
             self._held.add(key)
             # An owned, interrupted claim: if nobody hears it, `_settle` lets it go (running).
-            return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, _as_is))
+            return Claim(ClaimAction.INTERRUPTED, JSONB.entry(row))
 
         claim: Claim | None = await self._submit(op)
         return claim.entry if claim is not None else None
@@ -648,7 +637,7 @@ class PostgresJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        error = await self._submit(_Finish(key, _jsonb(outcome), error_kind))
+        error = await self._submit(_Finish(key, JSONB.dumps(outcome), error_kind))
         assert error is None
 
     async def abandon(self, key: CallKey) -> None:
@@ -663,8 +652,7 @@ class PostgresJournal(CallJournal):
         *,
         error_kind: str | None,
     ) -> None:
-        check_storable(key, tool, nul=False)
-        texts = _jsonb(arguments), _jsonb(outcome)
+        texts = JSONB.refusal(key, tool, arguments, outcome)
 
         async def op(conn: AsyncConnection[Any]) -> None:
             now = time.time()
@@ -679,7 +667,7 @@ class PostgresJournal(CallJournal):
     async def _seen(self, rows: list[Any]) -> list[JournalEntry]:
         """Entries of rows with their owner (last), as a reader can prove them: a running
         call whose owner's lock is gone (and not this journal's) is interrupted."""
-        entries = [entry_from_row(row, _as_is) for row in rows]
+        entries = [JSONB.entry(row) for row in rows]
         owners = {
             row[-1]
             for row, entry in zip(rows, entries, strict=True)
@@ -719,9 +707,7 @@ class PostgresJournal(CallJournal):
         page = "" if after is None else f"AND ({LISTING_ORDER}) > (%(t)s, %(as)s, %(ac)s, %(ah)s) "
         params: dict[str, Any] = {"s": session, "n": limit}
         if after is not None:
-            key = after.key
-            params.update(t=after.created_at, **{"as": key.session, "ac": key.call_id,
-                                                 "ah": key.args_hash})  # fmt: skip
+            params.update(zip(("t", "as", "ac", "ah"), page_after(after), strict=True))
 
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
@@ -781,7 +767,7 @@ class PostgresJournal(CallJournal):
         self._jobs.put_nowait(_Job(op, None))  # if it fails, the lock goes with the connection
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
-        text = _jsonb(state)
+        text = JSONB.dumps(state)
 
         async def op(conn: AsyncConnection[Any]) -> None:
             await conn.execute(
@@ -979,27 +965,8 @@ def _columns(count: int) -> tuple[list[Any], ...]:
     return tuple([] for _ in range(count))
 
 
-_NUL_ESCAPE = re.compile(r"(\\+)u0000")
-
-
-def _jsonb(value: Any) -> str:
-    """`to_json` text that JSONB accepts: NUL (``\\u0000``, which JSONB refuses in a
-    string) as U+FFFD, like lone surrogates."""
-    text = to_json(value)
-    if "\\u0000" in text:
-        # An odd run of backslashes before u0000 is the escape of NUL; an even run is
-        # escaped backslashes followed by the letters "u0000".
-        return _NUL_ESCAPE.sub(lambda m: m[0] if len(m[1]) % 2 == 0 else m[1] + "ufffd", text)
-    return text
-
-
 def _qualified(columns: str) -> str:
     return ", ".join(f"c.{name.strip()}" for name in columns.split(","))
-
-
-def _as_is(value: Any) -> Any:
-    """JSONB arrives decoded."""
-    return value
 
 
 def _int4(session: str) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 from toolbridge.execution.approval import arguments_digest
-from toolbridge.journal.base import CallJournal, to_json
+from toolbridge.journal.base import CallJournal
 from toolbridge.journal.records import (
     STARTED,
     CallKey,
@@ -33,6 +33,7 @@ from toolbridge.journal.records import (
     interrupted,
     refused_key,
 )
+from toolbridge.journal.rows import to_json
 
 __all__ = [
     "JOURNAL_METADATA_KEY",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
-import json
 import logging
 import os
 import queue
@@ -36,18 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import (
-    SURROGATE,
-    CallJournal,
-    Durability,
-    check_limit,
-    check_prune,
-    to_json,
-)
+from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
 from toolbridge.journal.records import (
-    COLUMNS,
-    LISTING_ORDER,
-    SESSIONS_QUERY,
     CallKey,
     CallState,
     Claim,
@@ -55,14 +44,13 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     check_readable_as_is,
-    check_storable,
-    entry_from_row,
     interrupted,
     running_entry,
     schema_version_of,
     session_in_use,
     session_lock_number,
 )
+from toolbridge.journal.rows import COLUMNS, LISTING_ORDER, SESSIONS_QUERY, TEXT, page_after
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
 
@@ -644,8 +632,7 @@ class SQLiteJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        check_storable(key, tool, nul=True)
-        args_text, approval_text = to_json(arguments), to_json(approval) if approval else None
+        call = TEXT.new_call(key, tool, arguments, approval, queued=queued)
         owner = self._owner
         inserted = False
 
@@ -653,22 +640,22 @@ class SQLiteJournal(CallJournal):
             nonlocal inserted
             row = self._rows.get(key)
             if row is not None and row[5] == CallState.FINISHED:
-                return Claim(ClaimAction.REPLAY, entry_from_row(row, _loads))
+                return Claim(ClaimAction.REPLAY, TEXT.entry(row))
             if key in owner.held:  # running in this journal already
-                stored = entry_from_row(row, _loads) if row is not None else None
+                stored = TEXT.entry(row) if row is not None else None
                 return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
             now = time.time()
             if row is None:
                 self._inserts.append(
-                    (key.session, key.call_id, key.args_hash, tool, args_text,
-                     "queued" if queued else "running", approval_text, now,
+                    (key.session, key.call_id, key.args_hash, tool, call.arguments_text,
+                     "queued" if queued else "running", call.approval_text, now,
                      None if queued else now, owner.number)
                 )  # fmt: skip
                 self._own(key)
                 inserted = True
                 entry = running_entry(key, tool, arguments, approval, now, queued=queued)
                 return Claim(ClaimAction.RUN, entry)
-            entry = entry_from_row(row, _loads)
+            entry = TEXT.entry(row)
             if owner.elsewhere(row[_OWNER]):
                 return Claim(ClaimAction.BUSY, entry)
             self._own(key)  # its owner is gone: ours now
@@ -727,7 +714,7 @@ class SQLiteJournal(CallJournal):
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
                 ("queued" if queued else "running", None if queued else time.time(), *key),
             )
-            return entry_from_row(_select(conn, key), _loads)
+            return TEXT.entry(_select(conn, key))
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -739,13 +726,13 @@ class SQLiteJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> JournalEntry | None:
-        approval_text = to_json(approval) if approval else None
+        approval_text = TEXT.approval(approval)
 
         def op(conn: sqlite3.Connection) -> JournalEntry | None:
             row = _select(conn, key)
             if row is None or key in self._owner.held:
                 return None
-            if not interrupted(entry_from_row(row, _loads)):
+            if not interrupted(TEXT.entry(row)):
                 return None
             conn.execute(
                 "UPDATE toolbridge_calls SET state = ?, attempt = attempt + 1, "
@@ -756,7 +743,7 @@ class SQLiteJournal(CallJournal):
                  None if queued else time.time(), self._owner.number, *key),
             )  # fmt: skip
             self._own(key)
-            return entry_from_row(_select(conn, key), _loads)
+            return TEXT.entry(_select(conn, key))
 
         def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
@@ -769,7 +756,7 @@ class SQLiteJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        outcome_text = to_json(outcome)
+        outcome_text = TEXT.dumps(outcome)
 
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
@@ -789,8 +776,7 @@ class SQLiteJournal(CallJournal):
         *,
         error_kind: str | None,
     ) -> None:
-        check_storable(key, tool, nul=True)
-        texts = to_json(arguments), to_json(outcome)
+        texts = TEXT.refusal(key, tool, arguments, outcome)
 
         def op(conn: sqlite3.Connection) -> None:
             now = time.time()
@@ -822,7 +808,7 @@ class SQLiteJournal(CallJournal):
     def _seen(self, row: Any) -> JournalEntry:
         """The entry of a row with its owner (last), as a reader can prove it: a running
         call whose owner's lock is gone (and not this journal's) is interrupted."""
-        entry = entry_from_row(row, _loads)
+        entry = TEXT.entry(row)
         if entry.state is CallState.RUNNING and not (
             entry.key in self._owner.held or self._owner.elsewhere(row[_OWNER])
         ):
@@ -856,8 +842,7 @@ class SQLiteJournal(CallJournal):
             params.append(session)
         if after is not None:
             conditions.append(f"({LISTING_ORDER}) > (?, ?, ?, ?)")
-            key = after.key
-            params += [after.created_at, key.session, key.call_id, key.args_hash]
+            params += page_after(after)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
 
         def op(conn: sqlite3.Connection) -> list[JournalEntry]:
@@ -896,7 +881,7 @@ class SQLiteJournal(CallJournal):
                 _lock(self._owner.fd, _SESSION_LOCKS + session_lock_number(session), fcntl.F_UNLCK)
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
-        text = to_json(state)
+        text = TEXT.dumps(state)
 
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -912,7 +897,7 @@ class SQLiteJournal(CallJournal):
             row = conn.execute(
                 "SELECT state FROM toolbridge_runs WHERE session = ?", (session,)
             ).fetchone()
-            return _loads(row[0]) if row is not None else None
+            return TEXT.loads(row[0]) if row is not None else None
 
         result: dict[str, Any] | None = await self._submit(op)
         return result
@@ -1014,15 +999,8 @@ def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
 
 def _text(data: bytes) -> str:
     """Stored text as `str`. Bytes that are not UTF-8 (a damaged row) arrive as lone
-    surrogates, which `_loads` refuses: the call they are in fails, not the whole batch."""
+    surrogates, which `rows.loads` refuses: the call they are in fails, not the whole batch."""
     return data.decode("utf-8", "surrogateescape")
-
-
-def _loads(text: str) -> Any:
-    """A stored JSON value; a ValueError for text that was not UTF-8 on disk."""
-    if not text.isascii() and SURROGATE.search(text) is not None:
-        raise ValueError("its text is not UTF-8")
-    return json.loads(text)
 
 
 def _statements(script: str) -> list[str]:
