@@ -22,10 +22,20 @@ import secrets
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
+from toolbridge.journal.claims import (
+    LetGo,
+    claim_action,
+    claimed_state,
+    not_owned,
+    proven,
+    running_entry,
+    started_at,
+    unheard,
+)
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -34,7 +44,6 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     check_readable_as_is,
-    running_entry,
     schema_version_of,
     session_in_use,
     session_lock_number,
@@ -99,7 +108,6 @@ _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held ses
 _GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
-_OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
 _KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
 _KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
 
@@ -152,12 +160,10 @@ class _Finish:
 
 @dataclass(slots=True)
 class _Release:
-    """Let go of owned calls; `delete` also removes their rows, `requeue` marks them queued
-    again (claims nobody heard: new rows, and queued rows taken over)."""
+    """Let go of owned calls, as `how` says (see `LetGo`)."""
 
     keys: list[CallKey]
-    delete: bool = False
-    requeue: bool = False
+    how: LetGo = LetGo.DISOWN
 
 
 class _Unsent(Exception):
@@ -169,6 +175,14 @@ class _Unsent(Exception):
 
 
 _WRITES = (NewCall, _Start, _Finish)  # the operations a batch sends as one statement
+
+_LET_GO = {
+    LetGo.DELETE: "DELETE FROM toolbridge_calls AS c USING",
+    LetGo.REQUEUE: "UPDATE toolbridge_calls AS c SET owner = NULL, state = 'queued', "
+    "started_at = NULL FROM",
+    LetGo.DISOWN: "UPDATE toolbridge_calls AS c SET owner = NULL FROM",
+}
+"""How `_release` lets go of calls (see `LetGo`)."""
 
 
 @dataclass(slots=True)
@@ -305,21 +319,22 @@ class PostgresJournal(CallJournal):
 
     def _settle(self, job: _Job, ok: bool, value: Any) -> None:
         assert job.future is not None
-        requeue = False
+        from_queue = False
         if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
             self._from_queue.discard(value.entry.key)
-            requeue = value.action is ClaimAction.RUN
+            from_queue = True
         if not job.future.cancelled():
             if ok:
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
-        elif ok and isinstance(value, Claim) and value.action in _OWNING and not self._closed:
-            # Nobody heard the answer, so the call never ran: undo the claim (a queued row
-            # it took over is queued again, not deleted: its record stays).
-            delete = value.action is ClaimAction.RUN and not requeue
-            release = _Release([value.entry.key], delete=delete, requeue=requeue)
-            self._jobs.put_nowait(_Job(release, None))
+        elif (
+            ok
+            and isinstance(value, Claim)
+            and not self._closed
+            and (how := unheard(value, inserted=not from_queue)) is not None
+        ):  # nobody heard the answer, so the call never ran: undo the claim
+            self._jobs.put_nowait(_Job(_Release([value.entry.key], how), None))
 
     def _now(self) -> float:
         """The time of a batch, distinct from every earlier batch's of this journal: rows a
@@ -400,10 +415,10 @@ class PostgresJournal(CallJournal):
                     contested = [_error(exc, self._description)] * len(claims)
                 answers.update(zip(map(id, claims), contested, strict=True))
         for start in starts:
-            answers[id(start)] = None if start.key in held else _not_owned(start.key)
+            answers[id(start)] = None if start.key in held else not_owned(start.key)
         for finish in finishes:
             if id(finish) not in answers:
-                answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
+                answers[id(finish)] = None if finish.key in done else not_owned(finish.key)
         return answers
 
     async def _contested(self, ops: list[NewCall], now: float) -> list[Claim | JournalError]:
@@ -434,11 +449,11 @@ class PostgresJournal(CallJournal):
                         ),
                     )
                 )
-            elif entry.state is CallState.FINISHED:
-                answers.append(Claim(ClaimAction.REPLAY, entry))
-            elif op.key in self._held or owner in alive:
-                answers.append(Claim(ClaimAction.BUSY, entry))
-            elif entry.state is CallState.QUEUED:  # it never started: run it, same attempt
+            elif (
+                action := claim_action(entry, owner, held=self._held, alive=alive.__contains__)
+            ) in (ClaimAction.REPLAY, ClaimAction.BUSY):
+                answers.append(Claim(action, entry))
+            elif action is ClaimAction.RUN:  # it was queued, never started: same attempt
                 taken = await self._take_over(op.key, owner, "queued", op.queued)
                 if taken is not None:
                     self._from_queue.add(op.key)  # an unheard claim queues it again
@@ -511,7 +526,7 @@ class PostgresJournal(CallJournal):
                 tools.append(op.tool)
                 texts.append(op.arguments_text)
                 approvals.append(op.approval_text)
-                states.append("queued" if op.queued else "running")
+                states.append(claimed_state(op.queued))
             params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
         if starting:
             params.update(_key_columns(starting, "s"))
@@ -543,16 +558,8 @@ class PostgresJournal(CallJournal):
         self._held.difference_update(keys)
         if not keys:
             return
-        change = (
-            "DELETE FROM toolbridge_calls AS c USING"
-            if op.delete
-            else "UPDATE toolbridge_calls AS c SET owner = NULL, state = 'queued', "
-            "started_at = NULL FROM"
-            if op.requeue
-            else "UPDATE toolbridge_calls AS c SET owner = NULL FROM"
-        )
         await self._conn.execute(
-            f"{change} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
+            f"{_LET_GO[op.how]} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
             "AND c.state IN ('queued', 'running')",
             {"owner": self._owner, **_key_columns(keys)},
         )
@@ -579,17 +586,16 @@ class PostgresJournal(CallJournal):
     async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         async def op(conn: AsyncConnection[Any]) -> JournalEntry:
             if key not in self._held:
-                raise _not_owned(key)
+                raise not_owned(key)
             cursor = await conn.execute(
                 "UPDATE toolbridge_calls SET attempt = attempt + 1, state = %s, started_at = %s "
                 "WHERE session = %s AND call_id = %s AND args_hash = %s AND owner = %s "
                 f"RETURNING {COLUMNS}",
-                ("queued" if queued else "running", None if queued else time.time(), *key,
-                 self._owner),
+                (claimed_state(queued), started_at(queued, time.time()), *key, self._owner),
             )  # fmt: skip
             row = await cursor.fetchone()
             if row is None:
-                raise _not_owned(key)
+                raise not_owned(key)
             return JSONB.entry(row)
 
         result: JournalEntry = await self._submit(op)
@@ -615,9 +621,9 @@ class PostgresJournal(CallJournal):
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
-                    "queued" if queued else "running",
+                    claimed_state(queued),
                     approval_text,
-                    None if queued else time.time(),
+                    started_at(queued, time.time()),
                     self._owner,
                     key.session,
                     key.call_id,
@@ -675,11 +681,7 @@ class PostgresJournal(CallJournal):
         }
         alive = await self._alive(owners)
         return [
-            replace(entry, state=CallState.INTERRUPTED)
-            if entry.state is CallState.RUNNING
-            and entry.key not in self._held
-            and row[-1] not in alive
-            else entry
+            proven(entry, row[-1], held=self._held, alive=alive.__contains__)
             for row, entry in zip(rows, entries, strict=True)
         ]
 
@@ -932,13 +934,6 @@ def _error(exc: Exception, description: str) -> JournalError:
     return JournalError(
         f"the journal at {description} failed: {text}. Check that the server is up and "
         "reachable, then retry."
-    )
-
-
-def _not_owned(key: CallKey) -> JournalError:
-    return JournalError(
-        f"call {key.call_id!r} of session {key.session!r} is not owned by this journal: "
-        "claim it first (its outcome was not recorded)"
     )
 
 

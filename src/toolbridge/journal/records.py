@@ -11,12 +11,11 @@ from __future__ import annotations
 import enum
 import hashlib
 import secrets
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.core.errors import ErrorKind, ToolbridgeError
+from toolbridge.core.errors import ToolbridgeError
 
 __all__ = [
     "REFUSED_PREFIX",
@@ -30,9 +29,7 @@ __all__ = [
     "SessionInUse",
     "UnstorableKey",
     "check_readable_as_is",
-    "interrupted",
     "refused_key",
-    "running_entry",
     "schema_version_of",
 ]
 
@@ -129,33 +126,6 @@ def session_lock_number(session: str) -> int:
     """A stable 60-bit number for a session's run lock (collisions only cost a refusal)."""
     digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") >> 4
-
-
-def interrupted(entry: JournalEntry | None) -> bool:
-    """Whether `entry` is a call finished as interrupted: the only kind a retry reopens."""
-    return (
-        entry is not None
-        and entry.state is CallState.FINISHED
-        and entry.error_kind == ErrorKind.INTERRUPTED
-    )
-
-
-def running_entry(
-    key: CallKey,
-    tool: str,
-    arguments: Any,
-    approval: Mapping[str, Any] | None = None,
-    now: float | None = None,
-    *,
-    queued: bool = False,
-) -> JournalEntry:
-    """The entry of a call claimed now: running (or `queued`), first attempt, no outcome."""
-    now = time.time() if now is None else now
-    if queued:
-        return JournalEntry(key, tool, arguments, CallState.QUEUED, 1, None, None, approval,
-                            now, None, None)  # fmt: skip
-    return JournalEntry(key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now,
-                        now, None)  # fmt: skip
 
 
 REFUSED_PREFIX = "refused-"

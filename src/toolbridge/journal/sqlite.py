@@ -36,6 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
+from toolbridge.journal.claims import (
+    LetGo,
+    claim_action,
+    claimed_state,
+    interrupted,
+    not_owned,
+    proven,
+    running_entry,
+    started_at,
+    unheard,
+)
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -44,8 +55,6 @@ from toolbridge.journal.records import (
     JournalEntry,
     JournalError,
     check_readable_as_is,
-    interrupted,
-    running_entry,
     schema_version_of,
     session_in_use,
     session_lock_number,
@@ -639,58 +648,40 @@ class SQLiteJournal(CallJournal):
         def op(conn: sqlite3.Connection) -> Claim:
             nonlocal inserted
             row = self._rows.get(key)
-            if row is not None and row[5] == CallState.FINISHED:
-                return Claim(ClaimAction.REPLAY, TEXT.entry(row))
-            if key in owner.held:  # running in this journal already
-                stored = TEXT.entry(row) if row is not None else None
-                return Claim(ClaimAction.BUSY, stored or running_entry(key, tool, arguments))
+            if row is None and key in owner.held:  # claimed earlier in this batch: running
+                return Claim(ClaimAction.BUSY, running_entry(key, tool, arguments))
             now = time.time()
             if row is None:
                 self._inserts.append(
                     (key.session, key.call_id, key.args_hash, tool, call.arguments_text,
-                     "queued" if queued else "running", call.approval_text, now,
-                     None if queued else now, owner.number)
+                     claimed_state(queued), call.approval_text, now, started_at(queued, now),
+                     owner.number)
                 )  # fmt: skip
                 self._own(key)
                 inserted = True
                 entry = running_entry(key, tool, arguments, approval, now, queued=queued)
                 return Claim(ClaimAction.RUN, entry)
             entry = TEXT.entry(row)
-            if owner.elsewhere(row[_OWNER]):
-                return Claim(ClaimAction.BUSY, entry)
+            action = claim_action(entry, row[_OWNER], held=owner.held, alive=owner.elsewhere)
+            if action in (ClaimAction.REPLAY, ClaimAction.BUSY):
+                return Claim(action, entry)
             self._own(key)  # its owner is gone: ours now
-            if entry.state is CallState.QUEUED:  # it never started: run it, same attempt
-                started = None if queued else now
+            if action is ClaimAction.RUN:  # it was queued, never started: same attempt
+                started = started_at(queued, now)
                 conn.execute(
                     "UPDATE toolbridge_calls SET owner = ?, state = ?, started_at = ? "
                     "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                    (owner.number, "queued" if queued else "running", started, *key),
+                    (owner.number, claimed_state(queued), started, *key),
                 )
-                state = CallState.QUEUED if queued else CallState.RUNNING
+                state = CallState(claimed_state(queued))
                 return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started))
             _set_owner(conn, key, owner.number)  # it started: interrupted
             return Claim(ClaimAction.INTERRUPTED, entry)
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
-            # The caller was cancelled before it heard the answer, so it never ran the call:
-            # a new row goes, a taken queued one is queued again and an interrupted one is
-            # left ownerless; either way, let go.
-            if claim.action is ClaimAction.RUN and not inserted:  # taken over: it was queued
-                conn.execute(
-                    "UPDATE toolbridge_calls SET owner = NULL, state = 'queued', started_at = NULL "
-                    "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                    tuple(key),
-                )
-            elif claim.action is ClaimAction.RUN:
-                conn.execute(
-                    "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? "
-                    "AND args_hash = ?",
-                    (key.session, key.call_id, key.args_hash),
-                )
-            elif claim.action is ClaimAction.INTERRUPTED:
-                _set_owner(conn, key, None)
-            if claim.action in (ClaimAction.RUN, ClaimAction.INTERRUPTED):
-                self._let_go.append(key)
+            # The caller was cancelled before it heard the answer, so it never ran the call.
+            if (how := unheard(claim, inserted=inserted)) is not None:
+                self._let_go_of(conn, key, how)
 
         result: Claim = await self._submit(op, undo=undo, claims=key)
         return result
@@ -698,6 +689,24 @@ class SQLiteJournal(CallJournal):
     def _own(self, key: CallKey) -> None:
         self._owner.held.add(key)
         self._taken.append(key)
+
+    def _let_go_of(self, conn: sqlite3.Connection, key: CallKey, how: LetGo) -> None:
+        """Let go of an owned call without an outcome, as `how` says (once this batch
+        commits)."""
+        if how is LetGo.REQUEUE:
+            conn.execute(
+                "UPDATE toolbridge_calls SET owner = NULL, state = 'queued', started_at = NULL "
+                "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                tuple(key),
+            )
+        elif how is LetGo.DELETE:
+            conn.execute(
+                "DELETE FROM toolbridge_calls WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (key.session, key.call_id, key.args_hash),
+            )
+        else:
+            _set_owner(conn, key, None)
+        self._let_go.append(key)
 
     async def start(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -712,7 +721,7 @@ class SQLiteJournal(CallJournal):
             conn.execute(
                 "UPDATE toolbridge_calls SET attempt = attempt + 1, state = ?, started_at = ? "
                 "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                ("queued" if queued else "running", None if queued else time.time(), *key),
+                (claimed_state(queued), started_at(queued, time.time()), *key),
             )
             return TEXT.entry(_select(conn, key))
 
@@ -739,16 +748,15 @@ class SQLiteJournal(CallJournal):
                 "outcome = NULL, error_kind = NULL, approval = ?, started_at = ?, "
                 "finished_at = NULL, owner = ? WHERE session = ? AND call_id = ? "
                 "AND args_hash = ?",
-                ("queued" if queued else "running", approval_text,
-                 None if queued else time.time(), self._owner.number, *key),
+                (claimed_state(queued), approval_text, started_at(queued, time.time()),
+                 self._owner.number, *key),
             )  # fmt: skip
             self._own(key)
             return TEXT.entry(_select(conn, key))
 
         def undo(conn: sqlite3.Connection, entry: JournalEntry | None) -> None:
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
-                _set_owner(conn, key, None)
-                self._let_go.append(key)
+                self._let_go_of(conn, key, LetGo.DISOWN)
 
         result: JournalEntry | None = await self._submit(op, undo=undo)
         return result
@@ -800,20 +808,13 @@ class SQLiteJournal(CallJournal):
 
     def _require_owned(self, key: CallKey) -> None:
         if key not in self._owner.held:
-            raise JournalError(
-                f"call {key.call_id!r} of session {key.session!r} is not owned by this "
-                "journal: claim it first (its outcome was not recorded)"
-            )
+            raise not_owned(key)
 
     def _seen(self, row: Any) -> JournalEntry:
         """The entry of a row with its owner (last), as a reader can prove it: a running
         call whose owner's lock is gone (and not this journal's) is interrupted."""
-        entry = TEXT.entry(row)
-        if entry.state is CallState.RUNNING and not (
-            entry.key in self._owner.held or self._owner.elsewhere(row[_OWNER])
-        ):
-            return replace(entry, state=CallState.INTERRUPTED)
-        return entry
+        return proven(TEXT.entry(row), row[_OWNER], held=self._owner.held,
+                      alive=self._owner.elsewhere)  # fmt: skip
 
     async def entry(self, key: CallKey) -> JournalEntry | None:
         def op(conn: sqlite3.Connection) -> JournalEntry | None:
