@@ -36,6 +36,7 @@ from toolbridge.journal.claims import (
     started_at,
     unheard,
 )
+from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -43,8 +44,6 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
-    check_readable_as_is,
-    schema_version_of,
     session_in_use,
     session_lock_number,
 )
@@ -878,20 +877,12 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
                 f"the database at {description} holds no toolbridge journal (nothing was "
                 "created). Check the connection string."
             )
-        if version > SCHEMA_VERSION:
-            raise JournalError(
-                f"the journal at {description} was written by a newer toolbridge (schema "
-                f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
-                "toolbridge, or give this one another database."
-            )
-        if not create and version < SCHEMA_VERSION:  # read as it is
-            check_readable_as_is(version, f"at {description}")
-            return
-        for number in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in (s.strip() for s in MIGRATIONS[number - 1].split(";")):
-                if statement:
-                    await conn.execute(statement)
-        if version < SCHEMA_VERSION:
+        due = migrations_due(version, MIGRATIONS, create=create, where=f"at {description}",
+                             instead="another database")  # fmt: skip
+        for number in due:
+            for statement in statements(MIGRATIONS[number - 1]):
+                await conn.execute(statement)
+        if due:
             await conn.execute(
                 "INSERT INTO toolbridge_meta VALUES ('schema_version', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -28,9 +28,7 @@ __all__ = [
     "JournalError",
     "SessionInUse",
     "UnstorableKey",
-    "check_readable_as_is",
     "refused_key",
-    "schema_version_of",
 ]
 
 
@@ -136,44 +134,6 @@ never meets a claim (whose digest is hex), so a refusal never answers a later ca
 def refused_key(session: str, call_id: str) -> CallKey:
     """The key of one refusal's record: each refusal is a record of its own."""
     return CallKey(session, call_id, REFUSED_PREFIX + secrets.token_hex(8))
-
-
-READABLE_AS_IS = 3
-"""The oldest schema version read without migrating it: version 3 has every table and
-column of version 4, which added states only."""
-
-
-def check_readable_as_is(version: int, where: str) -> None:
-    """A journal opened only to read (``create=False``) is never migrated: a write by a read
-    command would make the older processes still using it refuse it as newer. Refuse one
-    too old to read as it is (a `JournalError` naming `where`)."""
-    if version < READABLE_AS_IS:
-        raise JournalError(
-            f"the journal {where} is schema version {version}, written by an older "
-            "toolbridge, and a command that only reads it does not migrate it. Stop the "
-            "older processes that use it, then open it once with this toolbridge to write "
-            "(a run with this journal migrates it)."
-        )
-
-
-def schema_version_of(value: Any, where: str) -> int:
-    """The stored schema version (None: its row is missing, which every version of the
-    journal writes with its tables); a damaged one is a `JournalError` naming `where`."""
-    try:
-        version = int(value)
-    except (TypeError, ValueError):
-        version = -1
-    if version < 1:
-        found = (
-            "has no schema version"
-            if value is None
-            else (f"its schema version is {value!r}, not a version number")
-        )
-        raise JournalError(
-            f"the journal {where} is damaged: {found}. Restore it from a backup, or move "
-            "it aside to start a new one (calls it recorded can then run again)."
-        )
-    return version
 
 
 @dataclass(frozen=True, slots=True)

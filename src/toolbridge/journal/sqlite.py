@@ -47,6 +47,7 @@ from toolbridge.journal.claims import (
     started_at,
     unheard,
 )
+from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -54,8 +55,6 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
-    check_readable_as_is,
-    schema_version_of,
     session_in_use,
     session_lock_number,
 )
@@ -101,6 +100,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this toolbridge writes; older ones are migrated, newer ones refused."""
+_INSTEAD = "another journal file"  # what to give a toolbridge too old for a journal
 
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -381,9 +381,9 @@ class SQLiteJournal(CallJournal):
                     f"{self.path} holds no toolbridge journal (nothing was created or "
                     "changed). Check the path."
                 )
-            if version > SCHEMA_VERSION:
-                raise _newer(self.path, version)
-            check_readable_as_is(version, str(self.path))
+            # Nothing is migrated here: a newer journal, or one too old to read, is refused.
+            migrations_due(version, MIGRATIONS, create=False, where=str(self.path),
+                           instead=_INSTEAD)  # fmt: skip
         except sqlite3.Error as exc:
             conn.close()
             raise self._error(exc, "open") from None
@@ -396,21 +396,17 @@ class SQLiteJournal(CallJournal):
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = _schema_version(conn, self.path)
-            if version > SCHEMA_VERSION:
-                raise _newer(self.path, version)
-            if not self._create and version < SCHEMA_VERSION:  # read as it is
-                check_readable_as_is(version, str(self.path))
-                conn.execute("COMMIT")
-                return
-            for number in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _statements(MIGRATIONS[number - 1]):
+            due = migrations_due(version, MIGRATIONS, create=self._create,
+                                 where=str(self.path), instead=_INSTEAD)  # fmt: skip
+            for number in due:
+                for statement in statements(MIGRATIONS[number - 1]):
                     conn.execute(statement)
-            if 0 < version < SCHEMA_VERSION:
+            if due and version:
                 logger.info(
                     "journal %s: schema migrated from version %d to %d",
                     self.path, version, SCHEMA_VERSION,
                 )  # fmt: skip
-            if version < SCHEMA_VERSION:
+            if due:
                 conn.execute(
                     "INSERT OR REPLACE INTO toolbridge_meta VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -1004,10 +1000,6 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _statements(script: str) -> list[str]:
-    return [part.strip() for part in script.split(";") if part.strip()]
-
-
 def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "toolbridge_meta" not in tables:
@@ -1019,14 +1011,6 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
     return schema_version_of(row[0] if row is not None else None, str(path))
-
-
-def _newer(path: Path, version: int) -> JournalError:
-    return JournalError(
-        f"the journal {path} was written by a newer toolbridge (schema version {version}; "
-        f"this one reads up to {SCHEMA_VERSION}). Upgrade toolbridge, or give this one "
-        "another journal file."
-    )
 
 
 def _why_not_writable(path: Path) -> str:
