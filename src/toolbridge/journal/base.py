@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry
 
-__all__ = ["CallJournal", "Durability", "check_limit", "check_prune"]
+__all__ = ["CallJournal", "Durability", "check_limit", "check_prune", "deliver", "dropped_sessions"]
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -204,3 +204,25 @@ class CallJournal(abc.ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def dropped_sessions(
+    journal: CallJournal, older_than: float | None, keep_sessions: int | None
+) -> list[str]:
+    """What `prune` is asked, checked (`check_prune`), and the sessions it drops: all but
+    the newest `keep_sessions` (none when it is None)."""
+    check_prune(older_than, keep_sessions)
+    sessions = await journal.sessions() if keep_sessions is not None else []
+    return [name for name, _ in sessions[keep_sessions or 0 :]]
+
+
+def deliver(future: asyncio.Future[Any], ok: bool, value: Any) -> bool:
+    """Hand a writer's answer to its caller (`value` is raised there unless `ok`); False
+    when the caller is gone (cancelled), so what the answer took is the writer's to undo."""
+    if future.cancelled():
+        return False
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+    return True

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
+from toolbridge.journal.base import CallJournal, Durability, check_limit, deliver, dropped_sessions
 from toolbridge.journal.claims import (
     LetGo,
     claim_action,
@@ -44,6 +44,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    journal_closed,
     session_in_use,
     session_lock_number,
 )
@@ -246,7 +247,7 @@ class PostgresJournal(CallJournal):
 
     async def _submit(self, op: NewCall | _Start | _Finish | _Release | Query) -> Any:
         if self._closed:
-            raise JournalError(f"the journal at {self._description} is closed")
+            raise journal_closed(f"at {self._description}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._jobs.put_nowait(_Job(op, future))
         return await future
@@ -322,13 +323,9 @@ class PostgresJournal(CallJournal):
         if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
             self._from_queue.discard(value.entry.key)
             from_queue = True
-        if not job.future.cancelled():
-            if ok:
-                job.future.set_result(value)
-            else:
-                job.future.set_exception(value)
-        elif (
-            ok
+        if (
+            not deliver(job.future, ok, value)
+            and ok
             and isinstance(value, Claim)
             and not self._closed
             and (how := unheard(value, inserted=not from_queue)) is not None
@@ -801,9 +798,7 @@ class PostgresJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
-        check_prune(older_than, keep_sessions)
-        sessions = await self.sessions() if keep_sessions is not None else []
-        dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
+        dropped = await dropped_sessions(self, older_than, keep_sessions)
 
         async def op(conn: AsyncConnection[Any]) -> int:
             deleted = 0

@@ -113,6 +113,11 @@ class JournalEntry:
     finished_at: float | None
 
 
+def journal_closed(where: str) -> JournalError:
+    """The error of an operation on a closed journal (`where`: its file, or "at" its server)."""
+    return JournalError(f"the journal {where} is closed")
+
+
 def session_in_use(session: str) -> SessionInUse:
     return SessionInUse(
         f"session {session!r} is in use by another run (this process or another); wait for "

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune
+from toolbridge.journal.base import CallJournal, Durability, check_limit, deliver, dropped_sessions
 from toolbridge.journal.claims import (
     LetGo,
     claim_action,
@@ -55,6 +55,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    journal_closed,
     session_in_use,
     session_lock_number,
 )
@@ -463,7 +464,7 @@ class SQLiteJournal(CallJournal):
         self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
     ) -> Any:
         if self._closed:
-            raise JournalError(f"the journal {self.path} is closed")
+            raise journal_closed(str(self.path))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         pending = self._pending.get(loop)
@@ -618,12 +619,7 @@ class SQLiteJournal(CallJournal):
     def _settle(self, job: _Job, ok: bool, value: Any) -> None:
         """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
         assert job.future is not None
-        if not job.future.cancelled():
-            if ok:
-                job.future.set_result(value)
-            else:
-                job.future.set_exception(value)
-        elif ok and job.undo is not None and not self._closed:
+        if not deliver(job.future, ok, value) and ok and job.undo is not None and not self._closed:
             self._put([_undo(job, value)])
 
     # --- operations (run on the writer thread, inside a transaction) -------------------
@@ -863,7 +859,7 @@ class SQLiteJournal(CallJournal):
 
     async def hold_session(self, session: str) -> None:
         if self._closed:
-            raise JournalError(f"the journal {self.path} is closed")
+            raise journal_closed(str(self.path))
         # A byte of the owners file past every owner number; the set covers runs of this
         # journal (its own locks never conflict with each other).
         offset = _SESSION_LOCKS + session_lock_number(session)
@@ -910,9 +906,7 @@ class SQLiteJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
-        check_prune(older_than, keep_sessions)
-        sessions = await self.sessions() if keep_sessions is not None else []
-        dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
+        dropped = await dropped_sessions(self, older_than, keep_sessions)
 
         def op(conn: sqlite3.Connection) -> int:
             deleted = 0
