@@ -18,18 +18,12 @@ per call.
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import logging
 import os
 import queue
-import secrets
 import sqlite3
-import stat
-import struct
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -47,7 +41,6 @@ from toolbridge.journal.claims import (
     started_at,
     unheard,
 )
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -57,51 +50,22 @@ from toolbridge.journal.records import (
     JournalError,
     journal_closed,
     session_in_use,
-    session_lock_number,
 )
 from toolbridge.journal.rows import COLUMNS, LISTING_ORDER, SESSIONS_QUERY, TEXT, page_after
+from toolbridge.journal.sqlite_file import (
+    BUSY_TIMEOUT_MS,
+    connect,
+    database_error,
+    folder_error,
+    open_to_read,
+    os_error,
+    refuse_links,
+)
+from toolbridge.journal.sqlite_owners import Owner
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal"]
+__all__ = ["SQLiteJournal"]
 
 logger = logging.getLogger(__name__)
-
-BUSY_TIMEOUT_MS = 10_000
-OPEN_RETRY_DELAY = 0.01  # between tries to open a journal another process is creating
-
-MIGRATIONS: tuple[str, ...] = (
-    # 1: calls
-    """
-    CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE toolbridge_calls (
-        session TEXT NOT NULL, call_id TEXT NOT NULL, args_hash TEXT NOT NULL,
-        tool TEXT NOT NULL, arguments TEXT NOT NULL, state TEXT NOT NULL,
-        attempt INTEGER NOT NULL, outcome TEXT, error_kind TEXT, approval TEXT,
-        created_at REAL NOT NULL, started_at REAL, finished_at REAL,
-        PRIMARY KEY (session, call_id, args_hash)
-    );
-    """,
-    # 2: runs of the agent loop, and pruning by age without a full scan
-    """
-    CREATE TABLE toolbridge_runs (
-        session TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL NOT NULL
-    );
-    CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
-    """,
-    # 3: the owner of a running call in its row (version 2 locked one byte per call). A call
-    # left running by version 2 has no owner: it is found interrupted. Stop every process of
-    # the older version before the first one of this version opens the journal.
-    """
-    ALTER TABLE toolbridge_calls ADD COLUMN owner INTEGER;
-    """,
-    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
-    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
-    # read; no table changes. A version 3 process refuses the journal from here on, saying
-    # it was written by a newer toolbridge, rather than misreading those rows.
-    "",
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
-_INSTEAD = "another journal file"  # what to give a toolbridge too old for a journal
 
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -124,99 +88,6 @@ def _undo(job: _Job, answer: Any) -> _Job:
     undo = job.undo
     assert undo is not None
     return _Job(lambda conn: undo(conn, answer), job.loop, None)
-
-
-class _Owner:
-    """This journal's identity in running rows: a byte of the side file it keeps locked, and
-    the calls it runs now (`held`, touched only by the batch being written, under
-    `SQLiteJournal._writing`).
-
-    Opened without `create` and no side file there, it is a reader's: no journal ever
-    opened the file, so no owner is alive, and it owns nothing (fd -1, number 0). A
-    `reader` (of a journal in a folder it cannot write) opens it read-only and owns nothing.
-    """
-
-    def __init__(
-        self, path: Path, *, create: bool = True, follow_links: bool = True, reader: bool = False
-    ) -> None:
-        flags = (os.O_RDONLY if reader else os.O_RDWR) | os.O_CLOEXEC
-        flags |= os.O_CREAT if create else 0
-        self.number = 0
-        self.held: set[CallKey] = set()
-        self._path, self._flags = path, flags | (0 if follow_links else os.O_NOFOLLOW)
-        try:
-            self.fd = os.open(path, self._flags, 0o600)
-        except FileNotFoundError:
-            if create:
-                raise
-            self.fd = -1
-            return
-        if reader:  # it only tests others' locks (a read-only file takes none)
-            _OPEN_OWNERS.add(self)
-            return
-        while True:
-            self.number = secrets.randbits(62) + 1
-            if _lock(self.fd, self.number, fcntl.F_WRLCK):
-                break
-        _OPEN_OWNERS.add(self)
-
-    def elsewhere(self, number: int | None) -> bool:
-        """Whether another open journal owns the calls whose owner is `number` (this one's
-        own calls are in `held`)."""
-        if number is None or number == self.number:
-            return False
-        if self.fd < 0:  # a reader's: the side file may have come since (a writer opened)
-            try:
-                self.fd = os.open(self._path, self._flags)
-            except OSError:  # still none (or not one to open): no owner can be proven alive
-                return False
-            _OPEN_OWNERS.add(self)  # a forked child closes its copy, as of any owner's
-        return _locked_by_another(self.fd, number)
-
-    def close(self) -> None:
-        self.held.clear()
-        _OPEN_OWNERS.discard(self)
-        if self.fd >= 0:
-            os.close(self.fd)  # the kernel drops the lock: calls still owned are interrupted
-            self.fd = -1
-
-
-# Owners open in this process. A child forked without exec (a tool's multiprocessing
-# worker) inherits their descriptors, and with them the open file description an OFD lock
-# belongs to: the lock would outlive this process for as long as the child lives, and its
-# calls would look busy instead of interrupted. The child closes its copies (the parent's
-# lock stays: it goes with the last descriptor).
-_OPEN_OWNERS: weakref.WeakSet[_Owner] = weakref.WeakSet()
-
-
-def _forget_owners_in_child() -> None:
-    for owner in list(_OPEN_OWNERS):
-        owner.close()
-
-
-os.register_at_fork(after_in_child=_forget_owners_in_child)
-
-
-_SESSION_LOCKS = (1 << 62) + 2  # session lock bytes start past every owner number (1 .. 2**62)
-_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
-_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
-_FLOCK = "@hhqqi4x"  # struct flock: type, whence, start, len, pid
-
-
-def _lock(fd: int, offset: int, kind: int) -> bool:
-    command = _OFD_SETLK if _OFD_SETLK is not None else fcntl.F_SETLK
-    try:
-        fcntl.fcntl(fd, command, struct.pack(_FLOCK, kind, os.SEEK_SET, offset, 1, 0))
-    except OSError:
-        return False
-    return True
-
-
-def _locked_by_another(fd: int, offset: int) -> bool:
-    command = _OFD_GETLK if _OFD_GETLK is not None else fcntl.F_GETLK
-    probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
-    kind = struct.unpack(_FLOCK, fcntl.fcntl(fd, command, probe))[0]
-    return bool(kind != fcntl.F_UNLCK)
 
 
 class SQLiteJournal(CallJournal):
@@ -244,7 +115,7 @@ class SQLiteJournal(CallJournal):
         self.durability = durability
         self._create = create
         if not follow_links:
-            _refuse_links(self.path)
+            refuse_links(self.path)
         if not create and not self.path.exists():
             raise JournalError(
                 f"no journal at {self.path}: the file does not exist (nothing was created). "
@@ -273,9 +144,13 @@ class SQLiteJournal(CallJournal):
         # read as it is, never changed.
         self._reader = not create and not os.access(self.path.parent, os.W_OK)
         self._begin = "BEGIN" if self._reader else "BEGIN IMMEDIATE"
-        self._conn = self._open_to_read() if self._reader else self._connect()
+        self._conn = (
+            open_to_read(self.path)
+            if self._reader
+            else connect(self.path, durability=durability, create=create, inline=self._inline)
+        )
         try:
-            self._owner = _Owner(
+            self._owner = Owner(
                 self.path.with_name(self.path.name + "-owners"),
                 create=create,
                 follow_links=follow_links,
@@ -283,7 +158,7 @@ class SQLiteJournal(CallJournal):
             )
         except OSError as exc:
             self._conn.close()
-            raise self._os_error(exc, "open its side file of owner locks") from None
+            raise os_error(self.path, exc, "open its side file of owner locks") from None
         self._thread = threading.Thread(
             target=self._serve, name=f"toolbridge-journal:{self.path.name}", daemon=True
         )
@@ -305,158 +180,8 @@ class SQLiteJournal(CallJournal):
             try:
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as control.py
             except OSError as exc:
-                raise _folder_error(path, exc) from None
+                raise folder_error(path, exc) from None
         return cls(path, durability=durability, create=create, follow_links=False)
-
-    # --- opening -----------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                check_same_thread=False,
-            )  # fmt: skip
-        except sqlite3.Error as exc:
-            raise self._error(exc, "open") from None
-        conn.text_factory = _text
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                if not self._create and _schema_version(conn, self.path) == 0:
-                    raise JournalError(
-                        f"{self.path} holds no toolbridge journal (nothing was created or "
-                        "changed). Check the path."
-                    )
-                conn.execute("PRAGMA journal_mode=WAL")
-                sync = "FULL" if self.durability == "power" else "NORMAL"
-                conn.execute(f"PRAGMA synchronous={sync}")
-                self._migrate(conn)
-                if self._inline:  # batches on the loop never wait; the thread sets its wait
-                    conn.execute("PRAGMA busy_timeout = 0")
-                return conn
-            except sqlite3.OperationalError as exc:
-                # Turning a new file to WAL while another process writes it is refused at
-                # once (SQLite does not wait where waiting could deadlock): ask again.
-                if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and (
-                    time.monotonic() < deadline
-                ):
-                    time.sleep(OPEN_RETRY_DELAY)
-                    continue
-                conn.close()
-                raise self._error(exc, "open") from None
-            except sqlite3.Error as exc:
-                conn.close()
-                raise self._error(exc, "open") from None
-            except JournalError:
-                conn.close()
-                raise
-
-    def _open_to_read(self) -> sqlite3.Connection:
-        """The journal in a folder this process cannot write, opened read-only; on a
-        read-only file system as it is (SQLite's immutable mode: the folder cannot hold the
-        shared-memory file WAL reads need, and nothing can change the file there)."""
-        wal = self.path.with_name(self.path.name + "-wal")
-        frozen = bool(os.statvfs(self.path.parent).f_flag & os.ST_RDONLY)
-        if frozen and wal.exists() and wal.stat().st_size > 0:
-            raise JournalError(
-                f"the journal {self.path} has changes in {wal.name} not yet in its file, and "
-                f"{self.path.parent} is read-only, so they cannot be read. Copy the journal "
-                "with its -wal file to a writable folder and read it there."
-            )
-        # Immutable only on a read-only file system, where no writer can change the file
-        # under the reader; elsewhere (a folder of another user) SQLite reads it as it
-        # reads any WAL journal, or says why it cannot.
-        try:
-            conn = sqlite3.connect(
-                f"{self.path.absolute().as_uri()}?mode=ro{'&immutable=1' if frozen else ''}",
-                uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                check_same_thread=False,
-            )  # fmt: skip
-        except sqlite3.Error as exc:
-            raise self._error(exc, "open") from None
-        conn.text_factory = _text
-        try:
-            version = _schema_version(conn, self.path)
-            if version == 0:
-                raise JournalError(
-                    f"{self.path} holds no toolbridge journal (nothing was created or "
-                    "changed). Check the path."
-                )
-            # Nothing is migrated here: a newer journal, or one too old to read, is refused.
-            migrations_due(version, MIGRATIONS, create=False, where=str(self.path),
-                           instead=_INSTEAD)  # fmt: skip
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._error(exc, "open") from None
-        except JournalError:
-            conn.close()
-            raise
-        return conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = _schema_version(conn, self.path)
-            due = migrations_due(version, MIGRATIONS, create=self._create,
-                                 where=str(self.path), instead=_INSTEAD)  # fmt: skip
-            for number in due:
-                for statement in statements(MIGRATIONS[number - 1]):
-                    conn.execute(statement)
-            if due and version:
-                logger.info(
-                    "journal %s: schema migrated from version %d to %d",
-                    self.path, version, SCHEMA_VERSION,
-                )  # fmt: skip
-            if due:
-                conn.execute(
-                    "INSERT OR REPLACE INTO toolbridge_meta VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _error(self, exc: sqlite3.Error, doing: str) -> JournalError:
-        text = str(exc)
-        if isinstance(exc, sqlite3.DatabaseError) and (
-            "not a database" in text or "malformed" in text
-        ):
-            return JournalError(
-                f"the journal {self.path} is corrupt or not a journal ({text}). Move it aside "
-                "to start a new one; calls it recorded can then run again."
-            )
-        if "unable to open" in text or "readonly" in text or "read-only" in text:
-            return JournalError(
-                f"the journal {self.path} cannot {doing} ({text}): {_why_not_writable(self.path)}"
-            )
-        if "locked" in text or "busy" in text:
-            return JournalError(
-                f"the journal {self.path} stayed locked by another process for "
-                f"{BUSY_TIMEOUT_MS // 1000} s while trying to {doing}; is a process stuck?"
-            )
-        if "full" in text:
-            return JournalError(
-                f"the disk holding the journal {self.path} is full ({text}); the call was "
-                "not recorded. Free space, then retry."
-            )
-        return JournalError(
-            f"the journal {self.path} failed to {doing}: {text}. Check the file and the disk "
-            "it is on; move the file aside to start a new journal if it stays broken."
-        )
-
-    def _os_error(self, exc: OSError, doing: str) -> JournalError:
-        if exc.errno == errno.ENOSPC:
-            return JournalError(
-                f"the disk holding the journal {self.path} is full ({exc.strerror}); free "
-                "space, then retry."
-            )
-        if exc.errno == errno.ELOOP:
-            return _link_error(self.path.with_name(self.path.name + "-owners"))
-        return JournalError(
-            f"the journal {self.path} cannot {doing} ({exc.strerror}): "
-            f"{_why_not_writable(self.path)}"
-        )
 
     # --- the writer thread -------------------------------------------------------------
 
@@ -582,7 +307,7 @@ class SQLiteJournal(CallJournal):
                 self._conn.execute("ROLLBACK")
             held.difference_update(self._taken)
             if isinstance(exc, sqlite3.Error):
-                error = self._error(exc, "record calls")
+                error = database_error(self.path, exc, "record calls")
             else:
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
@@ -860,18 +585,15 @@ class SQLiteJournal(CallJournal):
     async def hold_session(self, session: str) -> None:
         if self._closed:
             raise journal_closed(str(self.path))
-        # A byte of the owners file past every owner number; the set covers runs of this
-        # journal (its own locks never conflict with each other).
-        offset = _SESSION_LOCKS + session_lock_number(session)
-        if session in self._sessions or not _lock(self._owner.fd, offset, fcntl.F_WRLCK):
+        # The set covers runs of this journal (its own locks never conflict with each other).
+        if session in self._sessions or not self._owner.lock_session(session):
             raise session_in_use(session)
         self._sessions.add(session)
 
     def release_session(self, session: str) -> None:
         if session in self._sessions:
             self._sessions.discard(session)
-            if self._owner.fd >= 0:
-                _lock(self._owner.fd, _SESSION_LOCKS + session_lock_number(session), fcntl.F_UNLCK)
+            self._owner.unlock_session(session)
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
         text = TEXT.dumps(state)
@@ -986,89 +708,6 @@ def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-def _text(data: bytes) -> str:
-    """Stored text as `str`. Bytes that are not UTF-8 (a damaged row) arrive as lone
-    surrogates, which `rows.loads` refuses: the call they are in fails, not the whole batch."""
-    return data.decode("utf-8", "surrogateescape")
-
-
-def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "toolbridge_meta" not in tables:
-        if tables:
-            raise JournalError(
-                f"the SQLite file {path} holds other tables and no toolbridge journal; give "
-                "the journal a file of its own"
-            )
-        return 0
-    row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return schema_version_of(row[0] if row is not None else None, str(path))
-
-
-def _why_not_writable(path: Path) -> str:
-    """Why the journal at `path` cannot be created or written, and what to do about it."""
-    folder = path.parent
-    if path.is_dir():
-        return (
-            f"{path} is a folder, not a journal file. Give the path of the journal's file "
-            "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
-        )
-    if not folder.is_dir():
-        return (
-            f"the folder {folder} does not exist. Create it, or give the journal a path in "
-            "a folder that exists."
-        )
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return (
-            f"{folder} is read-only for this process (a read-only file system, or no write "
-            "permission), and the journal writes its file and side files (-wal, -shm, "
-            "-owners) there. Make it writable, or keep the journal in a writable place "
-            "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
-        )
-    return "check that the file and its folder are readable and writable by this process."
-
-
-def _folder_error(path: Path, exc: OSError) -> JournalError:
-    if exc.errno == errno.ENOSPC:
-        return JournalError(
-            f"the disk holding the journal {path} is full ({exc.strerror}); free space, then retry."
-        )
-    return JournalError(
-        f"the journal folder {path.parent} cannot be created ({exc.strerror}): "
-        f"{_why_not_writable(path.parent)}"
-    )
-
-
-def _link_error(path: Path) -> JournalError:
-    return JournalError(
-        f"the journal refuses {path}: it is a symbolic link (or not a plain file), and the "
-        "journal of a workspace is opened without following links so that its writes cannot "
-        "be pointed at another file. Remove it; the journal creates its own file."
-    )
-
-
-def _refuse_links(path: Path) -> None:
-    """Refuse a journal whose folder is not a real directory, or whose file or side files
-    are links or not plain files (checked before SQLite opens the path)."""
-    try:
-        folder = os.lstat(path.parent)
-    except FileNotFoundError:
-        return  # nothing there yet: opening it says so
-    if not stat.S_ISDIR(folder.st_mode):
-        raise JournalError(
-            f"the journal folder {path.parent} is a symbolic link or not a directory; the "
-            "journal of a workspace is opened without following links. Remove it; the "
-            "journal creates a real folder."
-        )
-    for name in (path.name, *(path.name + side for side in ("-wal", "-shm", "-owners"))):
-        try:
-            found = os.lstat(path.with_name(name))
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(found.st_mode):
-            raise _link_error(path.with_name(name))
 
 
 def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
