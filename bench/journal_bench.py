@@ -48,7 +48,7 @@ from toolbridge import (  # noqa: E402
 )
 from toolbridge.execution.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
-from toolbridge.journal.postgres import write_sql  # noqa: E402
+from toolbridge.journal.postgres_sql import write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 from toolbridge.journal.rows import to_json  # noqa: E402
 

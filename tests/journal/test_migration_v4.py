@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from toolbridge.journal import CallKey, CallState, ClaimAction, JournalError, open_journal
-from toolbridge.journal import postgres as pg_journal
+from toolbridge.journal import postgres_connection as pg_journal
 from toolbridge.journal import sqlite_file as sqlite_journal
 
 ROWS = (

@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 import os
-import secrets
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,7 +35,8 @@ from toolbridge.journal.claims import (
     started_at,
     unheard,
 )
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.postgres_connection import open_connection, server_error
+from toolbridge.journal.postgres_sql import KEY, KEYS, key_columns, qualified, write_sql
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -60,90 +60,15 @@ from toolbridge.journal.rows import (
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresJournal"]
+__all__ = ["PostgresJournal"]
 
 logger = logging.getLogger(__name__)
 
-MIGRATIONS: tuple[str, ...] = (
-    # 1: calls
-    """
-    CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE toolbridge_calls (
-        session TEXT NOT NULL, call_id TEXT NOT NULL, args_hash TEXT NOT NULL,
-        tool TEXT NOT NULL, arguments JSONB NOT NULL, state TEXT NOT NULL,
-        attempt INTEGER NOT NULL, outcome JSONB, error_kind TEXT, approval JSONB,
-        created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION,
-        finished_at DOUBLE PRECISION,
-        PRIMARY KEY (session, call_id, args_hash)
-    );
-    """,
-    # 2: runs of the agent loop, and pruning by age without a full scan
-    """
-    CREATE TABLE toolbridge_runs (
-        session TEXT PRIMARY KEY, state JSONB NOT NULL, updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
-    """,
-    # 3: the owner of a running call in its row (version 2 held one advisory lock per call).
-    # A call left running by version 2 has no owner: it is found interrupted. Stop every
-    # process of the older version before the first one of this version opens the journal.
-    """
-    ALTER TABLE toolbridge_calls ADD COLUMN owner BIGINT;
-    """,
-    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
-    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
-    # read; no table changes. A version 3 process refuses the journal from here on, saying
-    # it was written by a newer toolbridge, rather than misreading those rows.
-    "",
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
-
-_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
-               ("tcp_keepalives_count", 3))  # fmt: skip
-"""The server's keepalives on a journal's connection: a lost host is noticed in ~25 s."""
-_MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
 
 _GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
-_KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
-_KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
-
-
-_CLAIMED = (
-    f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
-    "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
-    "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
-    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
-    "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
-    "ON CONFLICT DO NOTHING RETURNING 1"
-)
-_STARTED = (
-    "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
-    "FROM unnest(%(ss)b::text[], %(sc)b::text[], %(sh)b::text[]) AS u(s, c, h) "
-    f"WHERE {_KEY} AND c.owner = %(owner)s AND c.state = 'queued' RETURNING 1"
-)
-_FINISHED = (
-    "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
-    "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-    "FROM unnest(%(fs)b::text[], %(fc)b::text[], %(fh)b::text[], %(fo)b::text[], "
-    f"%(fe)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s RETURNING 1"
-)
-
-
-def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
-    """The one statement of a writer batch: its claims (one row per call, inserted unless
-    the call is stored already), its starts (queued calls marked running) and its
-    outcomes, those it has, in one round trip and one transaction. It answers how many
-    rows were claimed and how many finished; only those counts come back."""
-    parts = [f"{name} AS ({sql})" for name, sql, wanted in (
-        ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
-        ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip
-    claimed = "(SELECT count(*) FROM claimed)" if claims else "0"
-    finished = "(SELECT count(*) FROM finished)" if finishes else "0"
-    return f"WITH {', '.join(parts)} SELECT {claimed}, {finished}"
 
 
 @dataclass(slots=True)
@@ -215,32 +140,9 @@ class PostgresJournal(CallJournal):
 
         `create` False opens an existing journal only (to read or prune it): a database
         that holds none is a `JournalError`, and nothing is created in it."""
-        try:
-            import psycopg
-        except ImportError:
-            raise JournalError(
-                "the PostgreSQL journal needs psycopg: pip install 'toolbridge[postgres]'"
-            ) from None
-        description = _describe(conninfo)
-        try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-        except psycopg.Error as exc:
-            raise JournalError(f"cannot connect to the journal at {description}: {exc}") from None
-        try:
-            sync = "on" if durability == "power" else "off"
-            await conn.execute(f"SET synchronous_commit = {sync}")
-            # A host that dies (or is cut off) closes no socket: the server learns it from
-            # keepalives, and only then lets go of the owner lock (ignored on a Unix socket).
-            for setting, value in _KEEPALIVES:
-                await conn.execute(f"SET {setting} = {value}")
-            await _migrate(conn, description, create=create)
-            owner = await _take_owner_number(conn)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise _error(exc, description) from None
-        except BaseException:
-            await conn.close()
-            raise
+        conn, description, owner = await open_connection(
+            conninfo, durability=durability, create=create
+        )
         return cls(conn, description=description, owner=owner)
 
     # --- the writer task -----------------------------------------------------------------
@@ -307,7 +209,7 @@ class PostgresJournal(CallJournal):
         try:
             answer = await work(argument)
         except (psycopg.Error, ValueError, TypeError) as exc:
-            error = _error(exc, self._description)
+            error = server_error(exc, self._description)
             results.update((index, (False, error)) for index in indices)
         except JournalError as exc:  # refused before it wrote anything
             results.update((index, (False, exc)) for index in indices)
@@ -366,7 +268,7 @@ class PostgresJournal(CallJournal):
                 try:
                     answers.update(await self._write_once(*part))
                 except _Unsent as alone:
-                    failed = _error(alone.error, self._description)
+                    failed = server_error(alone.error, self._description)
                     answers.update((id(op), failed) for op in group)
         return [answers[id(op)] for op in ops]
 
@@ -396,7 +298,7 @@ class PostgresJournal(CallJournal):
                 try:
                     done = await self._finished(owned, finished, now)
                 except psycopg.Error as exc:
-                    failed = _error(exc, self._description)
+                    failed = server_error(exc, self._description)
                     answers.update((id(finish), failed) for finish in owned)
             if claims and claimed == len(claims):  # every claim inserted (no key twice)
                 for op in claims:
@@ -408,7 +310,7 @@ class PostgresJournal(CallJournal):
                 try:
                     contested: list[Any] = await self._contested(claims, now)
                 except psycopg.Error as exc:
-                    contested = [_error(exc, self._description)] * len(claims)
+                    contested = [server_error(exc, self._description)] * len(claims)
                 answers.update(zip(map(id, claims), contested, strict=True))
         for start in starts:
             answers[id(start)] = None if start.key in held else not_owned(start.key)
@@ -465,9 +367,9 @@ class PostgresJournal(CallJournal):
         self, keys: list[CallKey]
     ) -> dict[CallKey, tuple[JournalEntry | JournalError, int | None]]:
         cursor = await self._conn.execute(
-            f"SELECT {_qualified(COLUMNS)}, c.owner FROM {_KEYS} AS u(s, c, h) "
-            f"JOIN toolbridge_calls AS c ON {_KEY}",
-            _key_columns(keys),
+            f"SELECT {qualified(COLUMNS)}, c.owner FROM {KEYS} AS u(s, c, h) "
+            f"JOIN toolbridge_calls AS c ON {KEY}",
+            key_columns(keys),
         )
         found: dict[CallKey, tuple[JournalEntry | JournalError, int | None]] = {}
         for row in await cursor.fetchall():
@@ -525,9 +427,9 @@ class PostgresJournal(CallJournal):
                 states.append(claimed_state(op.queued))
             params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
         if starting:
-            params.update(_key_columns(starting, "s"))
+            params.update(key_columns(starting, "s"))
         if owned:
-            params.update(_key_columns([op.key for op in owned], "f"))
+            params.update(key_columns([op.key for op in owned], "f"))
             params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
         return params
 
@@ -538,10 +440,10 @@ class PostgresJournal(CallJournal):
             done = {op.key for op in owned}
         else:  # a repeat, or a row another process took: which ones are stored?
             cursor = await self._conn.execute(
-                f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
-                f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
+                f"SELECT c.session, c.call_id, c.args_hash FROM {KEYS} AS u(s, c, h) "
+                f"JOIN toolbridge_calls AS c ON {KEY} WHERE c.state = 'finished' "
                 "AND c.finished_at = %(now)s",
-                {"now": now, **_key_columns([op.key for op in owned])},
+                {"now": now, **key_columns([op.key for op in owned])},
             )
             done = {CallKey(*row) for row in await cursor.fetchall()}
         self._held -= done
@@ -555,9 +457,9 @@ class PostgresJournal(CallJournal):
         if not keys:
             return
         await self._conn.execute(
-            f"{_LET_GO[op.how]} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
+            f"{_LET_GO[op.how]} {KEYS} AS u(s, c, h) WHERE {KEY} AND c.owner = %(owner)s "
             "AND c.state IN ('queued', 'running')",
-            {"owner": self._owner, **_key_columns(keys)},
+            {"owner": self._owner, **key_columns(keys)},
         )
 
     # --- operations ------------------------------------------------------------------------
@@ -855,99 +757,9 @@ def _forget_connections_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
-async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
-        row = await cursor.fetchone()
-        version = 0
-        if row is not None and row[0]:
-            cursor = await conn.execute(
-                "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
-            )
-            found = await cursor.fetchone()
-            version = schema_version_of(found[0] if found else None, f"at {description}")
-        if version == 0 and not create:
-            raise JournalError(
-                f"the database at {description} holds no toolbridge journal (nothing was "
-                "created). Check the connection string."
-            )
-        due = migrations_due(version, MIGRATIONS, create=create, where=f"at {description}",
-                             instead="another database")  # fmt: skip
-        for number in due:
-            for statement in statements(MIGRATIONS[number - 1]):
-                await conn.execute(statement)
-        if due:
-            await conn.execute(
-                "INSERT INTO toolbridge_meta VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
-            if version:
-                logger.info("journal %s: schema migrated from %d", description, version)
-
-
-def _describe(conninfo: str) -> str:
-    """The connection string without its password, for messages."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-        parts = conninfo_to_dict(conninfo)
-        parts.pop("password", None)
-        return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
-    except Exception:
-        return "(the configured PostgreSQL database)"
-
-
-def _error(exc: Exception, description: str) -> JournalError:
-    text = str(exc).strip()
-    if "No space left" in text or "disk full" in text:
-        return JournalError(
-            f"the disk of the journal database at {description} is full ({text}); the call "
-            "was not recorded. Free space, then retry."
-        )
-    if "permission denied" in text or "must be owner" in text:
-        return JournalError(
-            f"the journal at {description} is not writable by this database user ({text}). "
-            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
-            "a user that has them."
-        )
-    if "read-only transaction" in text:
-        return JournalError(
-            f"the journal at {description} is on a read-only server ({text}): connect to "
-            "the primary, not a standby."
-        )
-    return JournalError(
-        f"the journal at {description} failed: {text}. Check that the server is up and "
-        "reachable, then retry."
-    )
-
-
-async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
-    """A random owner number this connection holds the advisory lock of until it closes."""
-    while True:
-        owner = secrets.randbits(63)
-        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (owner,))
-        row = await cursor.fetchone()
-        if row is not None and row[0]:
-            return owner
-
-
-def _key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, list[str]]:
-    return {
-        f"{prefix}s": [key.session for key in keys],
-        f"{prefix}c": [key.call_id for key in keys],
-        f"{prefix}h": [key.args_hash for key in keys],
-    }
-
-
 def _columns(count: int) -> tuple[list[Any], ...]:
     """`count` new lists, one per column."""
     return tuple([] for _ in range(count))
-
-
-def _qualified(columns: str) -> str:
-    return ", ".join(f"c.{name.strip()}" for name in columns.split(","))
 
 
 def _int4(session: str) -> int:
