@@ -15,6 +15,7 @@ batches of any size fit the server's lock table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -732,6 +733,12 @@ class PostgresJournal(CallJournal):
         self._closed = True
         self._jobs.put_nowait(None)
         await self._writer
+        import psycopg
+
+        # Owned calls are interrupted from now on, not once the server has seen the close
+        # (a broken connection holds nothing: the server drops its locks with it).
+        with contextlib.suppress(psycopg.Error):
+            await self._conn.execute("SELECT pg_advisory_unlock_all()")
         await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
         _OPEN_JOURNALS.discard(self)
 
