@@ -10,6 +10,10 @@ dies (its socket closes) or, over TCP, when keepalives find its host gone (set t
 25 s for this connection, not the system's two hours), so a running call whose owner
 holds no lock is known to be interrupted; one lock per journal, not one per call, so
 batches of any size fit the server's lock table.
+
+Connecting is `postgres_connection`'s job and the batch statement `postgres_sql`'s; what a
+row holds, what a claim gets and which migrations are due are shared with the SQLite
+journal (`rows`, `claims`, `migrations`). This module keeps the writer task and its SQL.
 """
 
 from __future__ import annotations

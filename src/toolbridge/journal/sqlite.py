@@ -13,6 +13,10 @@ open-file-description lock on (Linux ``F_OFD_SETLK``, POSIX locks elsewhere) whi
 open. The kernel drops the lock when the process dies, so a running call whose owner's
 byte is free was interrupted; one lock per journal, so a batch of any size takes no lock
 per call.
+
+Opening the file is `sqlite_file`'s job and the owner locks are `sqlite_owners`'s; what a
+row holds, what a claim gets and which migrations are due are shared with the PostgreSQL
+journal (`rows`, `claims`, `migrations`). This module keeps the writer and its SQL.
 """
 
 from __future__ import annotations
