@@ -21,8 +21,8 @@ from toolbridge.journal import (
     SQLiteJournal,
 )
 from toolbridge.journal import sqlite_file as sqlite_journal
-from toolbridge.journal.sqlite import _rows
 from toolbridge.journal.sqlite_file import MIGRATIONS, SCHEMA_VERSION
+from toolbridge.journal.sqlite_writer import _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
 KEY = CallKey("s1", "call-1", "hash-a")
