@@ -27,8 +27,9 @@ from peer_toolbridge import build_registry
 from workloads import ADD_SCHEMA, SCHEDULE_SCHEMA, WORKLOADS
 
 from toolbridge.core.calls import decode_arguments
+from toolbridge.core.casting import _CastState
 from toolbridge.core.jsondata import json_data_issues, leaves_look_plain, text_may_hide_problems
-from toolbridge.core.schema import _capped, _castable, _CastState, _render_errors
+from toolbridge.core.schema_issues import _capped, _castable, _render_errors
 
 
 def steps() -> dict[str, Callable[[], Any]]:

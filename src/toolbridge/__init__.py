@@ -12,8 +12,6 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.version import __version__
-
 if TYPE_CHECKING:
     from toolbridge.agent import (
         AgentRunner,
@@ -90,11 +88,13 @@ if TYPE_CHECKING:
         report_progress,
     )
     from toolbridge.execution.result_store import PAGE_METADATA_KEY, SAVED_METADATA_KEY, ResultStore
+    from toolbridge.version import __version__
 
 # Every name loads on first use: `import toolbridge` (and so the command line's
 # `--version` and `--help`) does not pay for the executor, pydantic or the provider
 # formats until a name is asked for.
 _LAZY: dict[str, str] = {
+    "__version__": "toolbridge.version",
     "AgentRunner": "toolbridge.agent",
     "ApprovalDecision": "toolbridge.agent",
     "ApprovalRequest": "toolbridge.execution.approval",
@@ -221,11 +221,68 @@ _MOVED: dict[str, str] = {
     "toolbridge.grep_worker": "toolbridge.search.grep_worker",
 }
 
+# Old paths whose module was split: the names it exported that live elsewhere than its
+# new path now, by the module they live in. Such a path imports as a module of its own
+# (`_SplitModule`), so that every name it had still imports from it.
+_SPLIT: dict[str, dict[str, tuple[str, ...]]] = {
+    "toolbridge.approval": {"toolbridge.core.registry": ("approval_required_error",)},
+    "toolbridge.results": {
+        "toolbridge.core.results": (
+            "EMPTY_RESULT",
+            "MalformedResult",
+            "check_result",
+            "estimate_tokens",
+            "image_media_type",
+            "text_length",
+            "to_tool_result",
+        ),
+    },
+    "toolbridge.schema": {"toolbridge.core.frozen": ("FrozenDict", "FrozenList", "freeze", "thaw")},
+}
+
 
 if TYPE_CHECKING:
     from importlib.abc import Loader as _Loader
 else:
     _Loader = object  # importlib.abc costs 29 ms to import; a loader needs no base class
+
+
+class _SplitModule(types.ModuleType):
+    """An old path whose module was split (see `_SPLIT`): each name is read, set and
+    deleted in the module it lives in now, as it was through the old path's one module."""
+
+    __new_module__: types.ModuleType
+    __moved_names__: dict[str, types.ModuleType]
+
+    def __init__(self, name: str, new: types.ModuleType, moved: dict[str, types.ModuleType]):
+        super().__init__(name, new.__doc__)
+        self.__dict__["__new_module__"] = new
+        self.__dict__["__moved_names__"] = moved
+        self.__dict__["__all__"] = list(dict.fromkeys([*getattr(new, "__all__", ()), *moved]))
+
+    def __home(self, name: str) -> types.ModuleType:
+        return self.__moved_names__.get(name, self.__new_module__)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return getattr(self.__home(name), name)
+        except AttributeError:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            super().__setattr__(name, value)
+        else:
+            setattr(self.__home(name), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            super().__delattr__(name)
+        else:
+            delattr(self.__home(name), name)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*self.__dict__, *dir(self.__new_module__), *self.__moved_names__})
 
 
 class _MovedModules(_Loader):
@@ -243,13 +300,24 @@ class _MovedModules(_Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         new = _MOVED[spec.name]
+        split = _SPLIT.get(spec.name, {})
+        elsewhere = "".join(
+            f" ({', '.join(names)} to {home})" for home, names in sorted(split.items())
+        )
         warnings.warn(
-            f"{spec.name} moved to {new}: import the public names from 'toolbridge', or the "
-            "module from its new path; the old path goes in a later release",
+            f"{spec.name} moved to {new}{elsewhere}: import the public names from "
+            "'toolbridge', or the module from its new path; the old path goes in a later release",
             DeprecationWarning,
             stacklevel=2,
         )
         module = importlib.import_module(new)
+        if split:
+            moved = {
+                name: importlib.import_module(home)
+                for home, names in split.items()
+                for name in names
+            }
+            return _SplitModule(spec.name, module, moved)
         self._specs[spec.name] = module.__spec__
         return module
 
@@ -259,7 +327,12 @@ class _MovedModules(_Loader):
         module.__spec__ = self._specs.pop(alias, module.__spec__)
 
 
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+# One finder for the process: a reload of this module makes a new class, which an
+# isinstance check would not know (the finder reads this module's names when it runs).
+if not any(
+    type(finder).__module__ == __name__ and type(finder).__qualname__ == "_MovedModules"
+    for finder in sys.meta_path
+):
     sys.meta_path.append(_MovedModules())
 sys.modules[__name__].__class__ = _Package
 

@@ -148,7 +148,8 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
 
 
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
-    from toolbridge.backends.ray import _ANSWER, _PROGRESS, MAX_PENDING_PROGRESS, _Outbox
+    from toolbridge.backends.ray.wire import _ANSWER, _PROGRESS
+    from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
     from toolbridge.execution.progress import ToolProgress
 
     outbox = _Outbox()

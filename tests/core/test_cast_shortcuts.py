@@ -27,7 +27,7 @@ from typing_extensions import TypedDict
 
 from toolbridge import ToolRegistry, tool
 from toolbridge.core.calls import Location, Repair, RepairAction, format_path
-from toolbridge.core.schema import _CONVERTS, _MATCHES, _NOTHING, _CastState, _scalar_caster
+from toolbridge.core.casting import _CONVERTS, _MATCHES, _NOTHING, _CastState, _scalar_caster
 from toolbridge.core.signature import _validate_python
 
 TYPES = sorted(_CONVERTS)

@@ -12,16 +12,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from toolbridge import ToolRegistry, tool
+from toolbridge.core.casting import _CastState
 from toolbridge.core.jsondata import json_data_issues
-from toolbridge.core.schema import (
-    MAX_ISSUES,
-    Checked,
-    CompiledSchema,
-    _capped,
-    _castable,
-    _CastState,
-    _render_errors,
-)
+from toolbridge.core.schema import Checked, CompiledSchema
+from toolbridge.core.schema_issues import MAX_ISSUES, _capped, _castable, _render_errors
 
 
 @tool

@@ -16,8 +16,9 @@ import pytest
 
 from toolbridge import ErrorKind, Tool, ToolDefinitionError, ToolRegistry
 from toolbridge.core.calls import repair_arguments_for_replay
+from toolbridge.core.frozen import freeze
 from toolbridge.core.jsondata import MAX_DEPTH
-from toolbridge.core.schema import CompiledSchema, freeze
+from toolbridge.core.schema import CompiledSchema
 
 
 class Recorder(Tool):

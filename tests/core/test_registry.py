@@ -22,7 +22,7 @@ from toolbridge import (
     tool_parameters,
 )
 from toolbridge.core.errors import RETRY_HINT
-from toolbridge.core.schema import FrozenDict
+from toolbridge.core.frozen import FrozenDict
 
 
 class Recorder(Tool):

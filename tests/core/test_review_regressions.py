@@ -18,7 +18,8 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
-from toolbridge.core.schema import CompiledSchema, FrozenDict
+from toolbridge.core.frozen import FrozenDict
+from toolbridge.core.schema import CompiledSchema
 
 
 class Schema(Tool):

@@ -14,7 +14,7 @@ from openai.types.responses import FunctionToolParam
 from pydantic import TypeAdapter
 
 from toolbridge import ToolDefinitionError, ToolRegistry
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 from toolbridge.formats import anthropic as anthropic_format
 from toolbridge.formats import bedrock, gemini, openai_chat, openai_responses
 from toolbridge.formats import ollama as ollama_format

@@ -40,11 +40,11 @@ from toolbridge import (
     Tool,
     ToolDefinitionError,
     ToolRegistry,
-    jsondata,
     tool,
 )
+from toolbridge.core import jsondata
 from toolbridge.core.calls import repair_arguments_for_replay
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 
 # --- schemas -------------------------------------------------------------------------
 

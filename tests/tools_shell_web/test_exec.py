@@ -70,7 +70,7 @@ def running(token: str) -> list[int]:
 
 async def started(token: str) -> list[int]:
     """The live processes with `token`, once there is one."""
-    for _ in range(1000):
+    for _ in range(6000):  # at least 60 s: only a real hang reaches it on a loaded machine
         if found := running(token):
             return found
         await asyncio.sleep(0.01)
@@ -79,7 +79,7 @@ async def started(token: str) -> list[int]:
 
 async def all_gone(token: str) -> bool:
     """Whether every process with `token` is gone within a generous bound."""
-    for _ in range(1000):
+    for _ in range(6000):  # at least 60 s: only a real hang reaches it on a loaded machine
         if not running(token):
             return True
         await asyncio.sleep(0.01)

@@ -48,7 +48,7 @@ def alive(pid: int) -> bool:
 
 
 async def dies(pid: int) -> bool:
-    for _ in range(1000):
+    for _ in range(6000):  # at least 60 s: only a real hang reaches it on a loaded machine
         if not alive(pid):
             return True
         await asyncio.sleep(0.01)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
 from toolbridge.formats.types import ParsedResponse, TurnPart
 

@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolbridge.agent.native_output import NativeOutput
 from toolbridge.core.calls import ToolCallRequest, decode_arguments
-from toolbridge.core.schema import freeze
+from toolbridge.core.frozen import freeze
 from toolbridge.core.tool import Tool
 
 __all__ = ["FINAL_RESULT", "FinalResultTool", "OutputSpec"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, overload
 
 from toolbridge.core.errors import ToolDefinitionError
-from toolbridge.core.schema import freeze
+from toolbridge.core.frozen import freeze
 from toolbridge.core.signature import function_signature
 from toolbridge.core.tool import Tool, ToolContext, current_context
 

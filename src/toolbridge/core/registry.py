@@ -36,16 +36,11 @@ from toolbridge.core.errors import (
     ToolError,
     ToolExecutionError,
 )
+from toolbridge.core.frozen import FrozenDict, FrozenList, freeze
 from toolbridge.core.jsondata import text_may_hide_problems
 from toolbridge.core.naming import NameIndex
 from toolbridge.core.results import MalformedResult, to_tool_result
-from toolbridge.core.schema import (
-    CompiledSchema,
-    FrozenDict,
-    FrozenList,
-    check_parameters_schema,
-    freeze,
-)
+from toolbridge.core.schema import CompiledSchema, check_parameters_schema
 from toolbridge.core.tool import Tool, ToolContext, ToolResult, _current_call
 
 __all__ = [
@@ -240,7 +235,7 @@ class ToolRegistry:
         """Tool definitions (OpenAI chat shape), stable-ordered and cached until a change.
 
         The list and its dicts are frozen: callers share the cache and cannot corrupt
-        it. `toolbridge.core.schema.thaw` gives a mutable copy.
+        it. `toolbridge.core.frozen.thaw` gives a mutable copy.
         """
         return self._cached_definitions().items
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.frozen import freeze
 from toolbridge.core.jsontext import to_json_text
 from toolbridge.core.pathlocks import PathLocks
-from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema, freeze
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

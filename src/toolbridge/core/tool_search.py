@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.frozen import thaw
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.results import estimate_tokens
-from toolbridge.core.schema import thaw
 from toolbridge.core.tool import Tool, ToolResult, tool_parameters
 
 __all__ = [

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolbridge.core.calls import ToolCallRequest
-from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, thaw
+from toolbridge.core.frozen import thaw
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA
 from toolbridge.core.tool import ImageBlock, JsonBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ToolDefinitionError
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 from toolbridge.core.tool import ImageBlock, JsonBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call

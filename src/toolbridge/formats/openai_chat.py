@@ -19,8 +19,9 @@ from typing import Any
 
 from toolbridge.core.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.frozen import thaw
 from toolbridge.core.jsontext import to_json_text
-from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, thaw
+from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA
 from toolbridge.core.tool import ImageBlock
 from toolbridge.formats.assembler import StreamAdapter
 from toolbridge.formats.call_ids import tool_call

@@ -25,7 +25,7 @@ from toolbridge.core.calls import (
     decode_arguments,
     repair_arguments_for_replay,
 )
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 from toolbridge.formats.call_ids import generated_call_id
 from toolbridge.formats.types import FormatError, HistoryAction, HistoryChange
 from toolbridge.formats.wire import check_depth, json_type, req_obj

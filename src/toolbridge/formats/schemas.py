@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 
 __all__ = [
     "UnsupportedSchema",

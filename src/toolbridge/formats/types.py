@@ -16,10 +16,10 @@ from typing import Any, Literal, Protocol
 
 from toolbridge.core.calls import ArgumentsDecodeError, ToolCallRequest, decode_arguments
 from toolbridge.core.errors import ToolbridgeError
+from toolbridge.core.frozen import thaw
 from toolbridge.core.jsontext import to_json_text
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.results import EMPTY_RESULT
-from toolbridge.core.schema import thaw
 from toolbridge.core.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [

@@ -35,8 +35,8 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
+from toolbridge.core.frozen import freeze
 from toolbridge.core.registry import ToolRegistry
-from toolbridge.core.schema import freeze
 from toolbridge.core.tool import Tool, ToolResult
 from toolbridge.execution.progress import ToolProgress, current_progress_sink
 from toolbridge.mcp.config import MCPServerConfig, load_mcp_config

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge.core.errors import ToolDefinitionError
-from toolbridge.core.schema import thaw
+from toolbridge.core.frozen import thaw
 
 __all__ = ["ToolPolicy", "input_schema", "output_schema", "tool_policy"]
 

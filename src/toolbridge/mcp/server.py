@@ -35,9 +35,9 @@ from mcp.server.stdio import stdio_server
 
 from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, ToolConfigError
+from toolbridge.core.frozen import thaw
 from toolbridge.core.function_tool import FunctionTool
 from toolbridge.core.registry import ToolRegistry
-from toolbridge.core.schema import thaw
 from toolbridge.core.tool import Tool, ToolResult, reset_session, set_session
 from toolbridge.core.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
 from toolbridge.execution.approval import ApprovalRequest

@@ -1,0 +1,59 @@
+"""A call on the caller's side, from the moment it reaches the backend to its answer, the
+request it went out in, and whether it may go to another worker when its worker died."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge.backends import StartHook
+from toolbridge.backends.ray.pool import _Pool
+from toolbridge.backends.ray.wire import _Context
+from toolbridge.core.registry import Invocation
+from toolbridge.core.tool import Tool
+from toolbridge.execution.progress import ProgressSink
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """A call on the caller's side, from the moment it reaches the backend to its answer."""
+
+    tool: Tool
+    pool: _Pool
+    context: _Context
+    arguments: dict[str, Any]
+    call_id: str
+    time_limit: float | None
+    deadline: float  # loop time: the end of its limit, or of the wait for a worker
+    sink: ProgressSink | None
+    future: asyncio.Future[Invocation]
+    retryable: bool
+    on_start: StartHook | None = None  # the journal's: a worker waits for its verdict
+    started: bool = False  # told to start (it may have): no longer safe to send elsewhere
+    tries: int = 0
+    stream: _Stream | None = None  # where it runs (None: waiting for a worker)
+    position: int = 0
+    answered: bool = False
+    timer: asyncio.TimerHandle | None = None
+    waiter: asyncio.Future[None] | None = None  # set by a caller waiting for it to stop
+
+
+@dataclass(slots=True, eq=False)
+class _Stream:
+    """One request on one actor, and the calls it carries (by position)."""
+
+    pool: _Pool
+    index: int
+    batch: int
+    calls: list[_Pending]
+
+    @property
+    def actor(self) -> Any:
+        return self.pool.actors[self.index]
+
+
+def _may_retry(call: _Pending) -> bool:
+    """Whether a call of a dead worker may go to another: its tool is safe to run again,
+    or it never started (the journal heard of no start)."""
+    return call.retryable or (call.on_start is not None and not call.started)

@@ -1,0 +1,327 @@
+"""The caller's side on one event loop: calls wait for a worker of their pool and go out
+in one request per actor each time the loop comes round; each is settled by what its
+worker streams back (progress relayed to the caller, the journal's go for gated calls),
+by its time limit, by cancellation, or by its worker's death (retried when it may be)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any, Protocol
+
+from toolbridge.backends.ray.calls import _may_retry, _Pending, _Stream
+from toolbridge.backends.ray.errors import (
+    _cancelled,
+    _failed,
+    _no_worker,
+    _worker_failed,
+    _worker_lost,
+)
+from toolbridge.backends.ray.pool import _Pool
+from toolbridge.backends.ray.wire import (
+    _ANSWER,
+    _FAILED,
+    _PROGRESS,
+    _STARTING,
+    CONTROL,
+    _Call,
+    _invocation,
+    _Item,
+    _Request,
+)
+from toolbridge.core.errors import ErrorKind, ToolError
+from toolbridge.core.registry import Invocation, timeout_error
+from toolbridge.core.tool import Tool
+from toolbridge.execution.progress import ToolProgress
+
+logger = logging.getLogger(__name__)
+
+
+class _Settings(Protocol):
+    """What a dispatcher reads of its `RayBackend`, when it needs it (typed here so that
+    the backend, which makes the dispatchers, is not imported back)."""
+
+    retries: int
+    grace: float
+    start_timeout: float
+    _batches: itertools.count[int]
+
+
+class _Dispatcher:
+    """The backend's work on one event loop: calls waiting for a worker, the requests they
+    go out in (one per actor each time the loop comes round), and their answers."""
+
+    def __init__(self, backend: _Settings) -> None:
+        self.backend = backend
+        self.waiting: dict[_Pool, list[_Pending]] = {}
+        self.flush: asyncio.Handle | None = None
+        self.retry_delay = 0.01
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, call: _Pending) -> None:
+        self.waiting.setdefault(call.pool, []).append(call)
+        loop = asyncio.get_running_loop()
+        if self.flush is None:
+            self.flush = loop.call_soon(self._send)
+        if call.timer is None:
+            call.timer = loop.call_at(call.deadline, self._expire, call)
+
+    def _send(self) -> None:
+        """Send every waiting call whose pool has a worker up: one request per actor."""
+        self.flush = None
+        for pool, calls in list(self.waiting.items()):
+            up = pool.up()
+            if not up:
+                continue
+            del self.waiting[pool]
+            shares: dict[int, list[_Pending]] = {}
+            load = pool.load
+            for call in calls:
+                index = min(up, key=load.__getitem__)
+                load[index] += 1
+                shares.setdefault(index, []).append(call)
+            for index, share in shares.items():
+                self._request(pool, index, share)
+        if self.waiting:  # some pool has no worker up yet: look again soon
+            self.flush = asyncio.get_running_loop().call_later(self.retry_delay, self._send)
+            self.retry_delay = min(self.retry_delay * 2, 0.25)
+        else:
+            self.retry_delay = 0.01
+
+    def _request(self, pool: _Pool, index: int, calls: list[_Pending]) -> None:
+        stream = _Stream(pool, index, next(self.backend._batches), calls)
+        contexts: dict[tuple[str, str, str], int] = {}
+        wire: list[_Call] = []
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for position, call in enumerate(calls):
+            call.stream, call.position = stream, position
+            call.tries += 1
+            context = contexts.setdefault(call.context.key, len(contexts))
+            budget = None if call.time_limit is None else call.deadline - now
+            wire.append(
+                _Call(
+                    context, call.tool.name, call.arguments, call.call_id, call.time_limit,
+                    budget, call.sink is not None, call.on_start is not None,
+                )
+            )  # fmt: skip
+        unique = {call.context.key: call.context for call in calls}
+        request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
+        try:
+            if len(calls) == 1 and calls[0].sink is None and calls[0].on_start is None:
+                refs = stream.actor.answer.remote(request)
+            else:
+                refs = stream.actor.run.options(num_returns="streaming").remote(request)
+        except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
+            logger.exception("sending %d calls to a worker failed", len(calls))
+            self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
+            return
+        task = loop.create_task(self._receive(stream, refs))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _receive(self, stream: _Stream, refs: Any) -> None:
+        """Deliver what the stream brings; when it breaks, settle the calls it still had."""
+        import ray
+        import ray.exceptions
+
+        try:
+            if isinstance(refs, ray.ObjectRef):
+                self._chunk(stream, await refs)
+            else:
+                async for ref in refs:
+                    self._chunk(stream, await ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+            self._lost(stream, exc)
+        except ray.exceptions.RayTaskError as exc:  # the worker failed outside any tool
+            logger.error("a worker failed on a request of %d calls: %s", len(stream.calls), exc)
+            self._fail(stream, repr(exc.cause))
+        except Exception as exc:  # Ray's transport, or a fault here: said, never a hang
+            logger.exception("receiving the answers of %d calls failed", len(stream.calls))
+            self._fail(stream, f"{type(exc).__name__}: {exc}")
+        self._fail(stream, "its request ended without an answer")
+
+    def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
+        starting: list[_Pending] = []
+        for position, kind, payload in chunk:
+            call = stream.calls[position]
+            if call.stream is not stream:  # since retried elsewhere
+                continue
+            if kind == _STARTING:
+                starting.append(call)
+            else:
+                self._deliver(call, kind, payload)
+        if starting:
+            task = asyncio.get_running_loop().create_task(self._start(stream, starting))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
+        """Calls that have a slot on their worker: the journal records each running, then
+        the worker hears in one message which may start. A call whose start cannot be
+        recorded is answered here with the journal's error and never starts."""
+        verdicts = await asyncio.gather(*(self._verdict(call, stream) for call in calls))
+        go: dict[int, bool] = {}
+        for call, refusal in zip(calls, verdicts, strict=True):
+            if _gone(call, stream):  # stopped, or its worker died meanwhile
+                go[call.position] = False
+            elif refusal is not None:
+                go[call.position] = False
+                self._finish(call, _failed(refusal))
+            else:
+                go[call.position] = call.started = True
+        try:
+            stream.actor.go.options(concurrency_group=CONTROL).remote(stream.batch, go)
+        except Exception as exc:  # Ray's transport: the stream breaks too, and says so
+            logger.error("telling a worker to start %d calls failed: %r", len(go), exc)
+
+    async def _verdict(self, call: _Pending, stream: _Stream) -> ToolError | None:
+        """What the call's start hook says (None: start it); its failure stops the call."""
+        assert call.on_start is not None
+        if _gone(call, stream):  # nothing to record: it will not start here
+            return None
+        try:
+            return await call.on_start()
+        except Exception as exc:
+            logger.exception("recording the start of call %r failed", call.call_id)
+            return _worker_failed(call.tool.name, f"recording its start failed ({exc!r})")
+
+    def _fail(self, stream: _Stream, cause: str) -> None:
+        for call in stream.calls:
+            if call.stream is stream and not call.answered:
+                self._deliver(call, _FAILED, cause)
+
+    def _deliver(self, call: _Pending, kind: int, payload: Any) -> None:
+        if call.answered:
+            return
+        if kind == _PROGRESS:
+            if call.sink is not None and not call.future.done():
+                try:
+                    call.sink(ToolProgress(*payload))
+                except Exception:  # a listener's failure must not fail the call
+                    logger.exception("progress sink %r failed", call.sink)
+            return
+        if kind == _ANSWER:
+            invocation = _invocation(payload)
+            self._finish(call, invocation)
+            error = invocation.error
+            if error is not None and error.kind is ErrorKind.TIMEOUT and _blocking(call.tool):
+                # its thread runs on: only a new process stops it
+                self._restart(call.stream, "a blocking call outlived its time limit")
+        elif kind == _FAILED:
+            logger.error("the worker failed on call %r (%s): %s", call.call_id, call.tool.name,
+                         payload)  # fmt: skip
+            self._finish(call, _failed(_worker_failed(call.tool.name, str(payload))))
+        else:  # cancelled on the worker: the caller stopped waiting for it
+            self._finish(call, _failed(_cancelled(call.tool.name)))
+
+    def _finish(self, call: _Pending, invocation: Invocation) -> None:
+        call.answered = True
+        if call.stream is not None:
+            call.stream.pool.load[call.stream.index] -= 1
+        if call.timer is not None:
+            call.timer.cancel()
+        if not call.future.done():
+            call.future.set_result(invocation)
+        if call.waiter is not None and not call.waiter.done():
+            call.waiter.set_result(None)
+
+    def _lost(self, stream: _Stream, exc: Exception) -> None:
+        """The worker died: retry what may be retried on a fresh one, answer the rest."""
+        stream.pool.restarted(stream.index)
+        for call in stream.calls:
+            if call.answered or call.stream is not stream:
+                continue
+            logger.warning("worker of call %r (%s) was lost on attempt %d: %s",
+                           call.call_id, call.tool.name, call.tries, exc)  # fmt: skip
+            if call.future.done():  # the caller stopped waiting
+                self._finish(call, _failed(_cancelled(call.tool.name)))
+            elif _may_retry(call) and call.tries <= self.backend.retries:
+                self._requeue(stream, call)
+            else:
+                self._finish(call, _failed(_worker_lost(call, exc)))
+
+    def _requeue(self, stream: _Stream, call: _Pending) -> None:
+        """Send a call of a dead worker to the next one up, within what is left of its
+        limit (a fresh wait when it has none)."""
+        stream.pool.load[stream.index] -= 1
+        call.stream = None
+        call.started = False
+        if call.timer is not None:  # it may be past its limit: its grace timer
+            call.timer.cancel()
+            call.timer = None
+        if call.time_limit is None:  # a fresh wait for a fresh worker
+            call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
+        self.submit(call)
+
+    def _expire(self, call: _Pending) -> None:
+        """The call's deadline: one still waiting for a worker fails now; one that runs
+        gets `grace` seconds more for its worker's own answer, then its worker goes."""
+        call.timer = None
+        if call.answered:
+            return
+        if call.stream is None:
+            self.waiting[call.pool].remove(call)
+            if not self.waiting[call.pool]:
+                del self.waiting[call.pool]
+            # A retry that outlived its limit timed out; a first try never started.
+            limit = call.time_limit
+            late = timeout_error(call.tool.name, limit) if call.tries and limit else None
+            self._finish(call, _failed(late or _no_worker(call)))
+        elif call.time_limit is not None:
+            loop = asyncio.get_running_loop()
+            call.timer = loop.call_later(self.backend.grace, self._overdue, call)
+
+    def _overdue(self, call: _Pending) -> None:
+        call.timer = None
+        if call.answered or call.stream is None:
+            return
+        assert call.time_limit is not None
+        stream = call.stream
+        self._finish(call, _failed(timeout_error(call.tool.name, call.time_limit), TimeoutError()))
+        self._restart(stream, "a call did not stop at its time limit")
+
+    def _restart(self, stream: _Stream | None, why: str) -> None:
+        import ray
+
+        if stream is None:
+            return
+        logger.warning("restarting a worker: %s", why)
+        ray.kill(stream.actor, no_restart=False)
+        stream.pool.restarted(stream.index)
+
+    async def stop(self, call: _Pending) -> None:
+        """The caller was cancelled: stop the call on its worker (kill the worker when the
+        call runs blocking code or does not stop within `grace`)."""
+        if call.answered:
+            return
+        if call.stream is None:
+            waiting = self.waiting.get(call.pool, [])
+            if call in waiting:
+                waiting.remove(call)
+                if not waiting:  # else `_send` polls for a worker for nobody, forever
+                    del self.waiting[call.pool]
+            self._finish(call, _failed(_cancelled(call.tool.name)))
+            return
+        stream = call.stream
+        call.waiter = asyncio.get_running_loop().create_future()
+        stream.actor.cancel.options(concurrency_group=CONTROL).remote(stream.batch, call.position)
+        done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
+        if _blocking(call.tool) or not done:
+            if not done:
+                self._finish(call, _failed(_cancelled(call.tool.name)))
+            self._restart(stream, "a cancelled call did not stop")
+
+
+def _gone(call: _Pending, stream: _Stream) -> bool:
+    """Whether a call asking to start on `stream` must not: it was answered, its caller
+    stopped waiting, or its worker died and it went elsewhere."""
+    return call.answered or call.future.done() or call.stream is not stream
+
+
+def _blocking(tool: Tool) -> bool:
+    """Whether the tool runs synchronous code in a thread, which only a process kill stops."""
+    from toolbridge.core.function_tool import FunctionTool
+
+    return isinstance(tool, FunctionTool) and not tool._is_async

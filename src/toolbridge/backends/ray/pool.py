@@ -1,0 +1,67 @@
+"""The workers of one resource shape: their actors, what each holds in flight, whether
+each is up (readiness probes polled without blocking), and which resources no node has."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+_RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+
+
+@dataclass(slots=True, eq=False)
+class _Pool:
+    """The actors that run the calls of one resource shape: what each holds in flight, the
+    process id of each actor's incarnation, and a readiness probe for each actor
+    (re)starting. Probes are Ray object refs polled without blocking: the pool outlives
+    any one event loop."""
+
+    actors: list[Any]
+    needs: Mapping[str, Any]
+    load: list[int] = field(init=False)
+    pids: list[int | None] = field(init=False)
+    probes: dict[int, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.load = [0] * len(self.actors)
+        self.pids = [None] * len(self.actors)
+        self.probes = {index: actor.ready.remote() for index, actor in enumerate(self.actors)}
+
+    def up(self) -> list[int]:
+        """The actors that answer now."""
+        if self.probes:
+            self._poll()
+        return [index for index in range(len(self.actors)) if index not in self.probes]
+
+    def restarted(self, index: int) -> None:
+        """The actor at `index` died or was killed: use it again once a new process answers."""
+        if index not in self.probes:
+            self.probes[index] = self.actors[index].ready.remote()
+
+    def _poll(self) -> None:
+        import ray
+        import ray.exceptions
+
+        for index, probe in list(self.probes.items()):
+            ready, _ = ray.wait([probe], timeout=0)
+            if not ready:
+                continue
+            try:
+                pid = ray.get(probe)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
+                pid = None
+            if pid is not None and pid != self.pids[index]:
+                self.pids[index] = pid
+                del self.probes[index]
+            else:  # the old incarnation answered, or none yet: ask again
+                self.probes[index] = self.actors[index].ready.remote()
+
+    def missing(self) -> list[str]:
+        """The resources this pool needs that no live node of the cluster has enough of."""
+        import ray
+
+        needs = {_RAY_KEYS.get(key, key): amount for key, amount in self.needs.items()}
+        alive = ray.nodes()  # type: ignore[no-untyped-call]
+        nodes = [node.get("Resources", {}) for node in alive if node.get("Alive")]
+        return [key for key, amount in needs.items() if all(n.get(key, 0) < amount for n in nodes)]

@@ -1,0 +1,120 @@
+"""What travels between the caller and its workers: the calls of a request with the
+picklable part of their contexts, the kinds of what a worker streams back, and an
+`Invocation` as plain data and back (a worker's exception arrives described, as a
+`RemoteToolException`, unless it can travel whole)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from toolbridge.core.errors import PolicyViolation
+from toolbridge.core.registry import Invocation
+from toolbridge.core.tool import ToolContext
+
+logger = logging.getLogger(__name__)
+
+CONTROL = "control"
+"""The workers' concurrency group for the caller's messages about running requests."""
+
+
+class RemoteToolException(Exception):
+    """Stands for an exception raised on a worker (its type name and message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """The picklable part of a `ToolContext`: what a worker needs to build and run tools."""
+
+    workspace: str
+    session: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    key: tuple[str, str, str] = field(init=False, compare=False)
+    """Which registry a worker runs its calls on: written once, not per call."""
+
+    def __post_init__(self) -> None:
+        config = json.dumps(self.config, sort_keys=True, default=repr)
+        object.__setattr__(self, "key", (self.workspace, self.session, config))
+
+    def tool_context(self) -> ToolContext:
+        from pathlib import Path
+
+        return ToolContext(workspace=Path(self.workspace), config=self.config, session=self.session)
+
+
+class _Call(NamedTuple):
+    """One call as it travels: the index of its context in the request, what to run, its
+    limit (named in a timeout) and budget (what is left of it), whether the caller listens
+    to its progress, and whether its tool waits for the caller's go once it has a slot
+    (the journal records it running first)."""
+
+    context: int
+    name: str
+    arguments: dict[str, Any]
+    call_id: str
+    time_limit: float | None
+    budget: float | None
+    progress: bool
+    gated: bool
+
+
+class _Request(NamedTuple):
+    """The calls one worker gets at once: serialised once, whatever their number."""
+
+    batch: int
+    contexts: tuple[_Context, ...]
+    calls: tuple[_Call, ...]
+
+
+# What a worker streams back, in chunks of (position in the request, kind, payload).
+# _STARTING: a gated call has its slot and waits for the caller's go.
+_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
+_Item = tuple[int, int, Any]
+
+
+def _wire(invocation: Invocation) -> tuple[Any, ...]:
+    """An invocation as it travels: the raw value as is when it is plain, else pickled here
+    (a value that cannot be pickled stays behind; the result still goes). An exception
+    travels described, except a `PolicyViolation`, which the caller's loop guard reads
+    (its `target`) as it does locally: that one travels whole."""
+    exception = invocation.exception
+    described = None
+    if exception is not None:
+        whole = None
+        if isinstance(exception, PolicyViolation):
+            try:
+                whole = pickle.dumps(exception)
+            except Exception:
+                logger.debug("policy violation %r cannot be pickled", exception, exc_info=True)
+        described = (type(exception).__name__, str(exception), whole)
+    value = invocation.value
+    if value is None or type(value) in (str, int, float, bool):
+        return invocation.result, invocation.error, described, value, False
+    try:
+        return invocation.result, invocation.error, described, pickle.dumps(value), True
+    except Exception:
+        return invocation.result, invocation.error, described, None, False
+
+
+def _invocation(wire: tuple[Any, ...]) -> Invocation:
+    result, error, described, value, pickled = wire
+    exception: BaseException | None = None
+    if described is not None:
+        name, text, whole = described
+        exception = _unpickled(whole) if whole is not None else None
+        if exception is None:
+            exception = RemoteToolException(f"{name}: {text}")
+    return Invocation(result, pickle.loads(value) if pickled else value, error, exception)
+
+
+def _unpickled(data: bytes) -> BaseException | None:
+    try:
+        found = pickle.loads(data)
+    except Exception:  # a class the caller does not have: described instead
+        logger.debug("a worker's exception cannot be unpickled here", exc_info=True)
+        return None
+    return found if isinstance(found, BaseException) else None

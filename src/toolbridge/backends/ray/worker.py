@@ -1,0 +1,265 @@
+"""The worker side: the Ray actor that builds the registry of a context from a
+`ToolSource` (keeping those it used last), runs the prepared calls of a request on it
+through the registry's own `run_prepared`, as a local run does, and streams back what
+they report and answer."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections import Counter, OrderedDict, deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from toolbridge.backends.ray.source import ToolSource
+from toolbridge.backends.ray.wire import (
+    _ANSWER,
+    _CANCELLED,
+    _FAILED,
+    _PROGRESS,
+    _STARTING,
+    _Call,
+    _Context,
+    _Item,
+    _Request,
+    _wire,
+)
+from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
+from toolbridge.core.tool import ToolResult
+from toolbridge.execution.progress import ToolProgress, set_progress_sink
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING_PROGRESS = 100
+"""Progress reports of one call a worker keeps while the caller has not taken them: past
+that, the oldest give way (the caller sees the latest, in order)."""
+
+
+class _Outbox:
+    """What the calls of one request have to send back until the stream takes it: each
+    call's progress (bounded by `MAX_PENDING_PROGRESS`), then its answer, in order."""
+
+    def __init__(self) -> None:
+        self.progress: dict[int, deque[tuple[float, float | None, str | None]]] = {}
+        self.answers: dict[int, tuple[int, Any]] = {}
+        self.starts: set[int] = set()  # gated calls that wait for the caller's go
+        self.ready: dict[int, None] = {}  # positions with something to send, in order
+        self.wake = asyncio.Event()
+
+    def report(self, position: int, progress: ToolProgress) -> None:
+        queued = self.progress.get(position)
+        if queued is None:
+            queued = self.progress[position] = deque(maxlen=MAX_PENDING_PROGRESS)
+        queued.append((progress.progress, progress.total, progress.message))
+        self.ready[position] = None
+        self.wake.set()
+
+    def answer(self, position: int, kind: int, payload: Any) -> None:
+        self.answers[position] = (kind, payload)
+        self.ready[position] = None
+        self.wake.set()
+
+    def starting(self, position: int) -> None:
+        """A gated call has its slot: ask the caller whether it may start."""
+        self.starts.add(position)
+        self.ready[position] = None
+        self.wake.set()
+
+    async def take(self) -> list[_Item]:
+        """Everything ready, once something is: a call's progress before its answer."""
+        await self.wake.wait()
+        self.wake.clear()
+        chunk: list[_Item] = []
+        for position in self.ready:
+            queued = self.progress.pop(position, None)
+            if queued:
+                chunk.extend((position, _PROGRESS, report) for report in queued)
+            if position in self.starts:
+                self.starts.discard(position)
+                chunk.append((position, _STARTING, None))
+            answer = self.answers.pop(position, None)
+            if answer is not None:
+                chunk.append((position, *answer))
+        self.ready.clear()
+        return chunk
+
+
+class _Worker:
+    """The actor: builds the registry of a context once (keeping the `max_contexts` used
+    last), runs requests of prepared calls on it, streaming back what they report and
+    answer."""
+
+    def __init__(self, source: ToolSource, max_calls: int, max_contexts: int) -> None:
+        self.source = source
+        self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
+        self.max_contexts = max_contexts
+        self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
+        self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
+        self.gates: dict[tuple[int, int], asyncio.Future[bool]] = {}  # the caller's go
+        self.loop: asyncio.AbstractEventLoop | None = None  # where requests run
+        self.in_use: Counter[tuple[str, str, str]] = Counter()  # calls per context
+
+    def ready(self) -> int:
+        """The process id of this incarnation: answers once the actor is up."""
+        return os.getpid()
+
+    async def run(self, request: _Request) -> AsyncIterator[list[_Item]]:
+        """Run every call of `request` concurrently; yield chunks until each has answered."""
+        self.loop = asyncio.get_running_loop()
+        outbox = _Outbox()
+        tasks = {
+            position: asyncio.create_task(
+                self._one(request.batch, request.contexts[call.context], call, position, outbox)
+            )
+            for position, call in enumerate(request.calls)
+        }
+        self.running[request.batch] = tasks
+        try:
+            left = len(tasks)
+            while left:
+                chunk = await outbox.take()
+                left -= sum(1 for _, kind, _ in chunk if kind not in (_PROGRESS, _STARTING))
+                yield chunk
+        finally:
+            del self.running[request.batch]
+            for task in tasks.values():
+                task.cancel()
+
+    async def answer(self, request: _Request) -> list[_Item]:
+        """`run` in one reply, for a request with nothing to stream (one call, no progress):
+        a plain actor call costs the caller less than a stream."""
+        return [item async for chunk in self.run(request) for item in chunk]
+
+    # `cancel` and `go` come in the actor's own CONTROL group (its own thread and loop), so
+    # that requests filling the worker cannot hold them up; they act on the requests' loop.
+
+    async def cancel(self, batch: int, position: int) -> None:
+        """Cancel one call of a running request (the caller stopped waiting for it)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._cancel, batch, position)
+
+    async def go(self, batch: int, verdicts: dict[int, bool]) -> None:
+        """The caller's answer to gated calls of a request: start (True) or never (False)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._go_now, batch, verdicts)
+
+    def _cancel(self, batch: int, position: int) -> None:
+        task = self.running.get(batch, {}).get(position)
+        if task is not None:
+            task.cancel()
+
+    def _go_now(self, batch: int, verdicts: dict[int, bool]) -> None:
+        for position, verdict in verdicts.items():
+            gate = self.gates.get((batch, position))
+            if gate is not None and not gate.done():
+                gate.set_result(verdict)
+
+    def _registry(self, key: tuple[str, str, str], context: _Context) -> ToolRegistry:
+        """The registry of `context`, built on first use. Past `max_contexts`, the one used
+        longest ago with no call running goes (a long-lived cluster serves many sessions);
+        one with calls running stays, so a session never has two sets of tools here."""
+        registry = self.registries.get(key)
+        if registry is not None:
+            self.registries.move_to_end(key)
+            return registry
+        registry = self.registries[key] = self.source.registry(context.tool_context())
+        while len(self.registries) > self.max_contexts:
+            idle = next((k for k in self.registries if k not in self.in_use), None)
+            if idle is None:  # every one runs calls: kept until one is idle
+                break
+            del self.registries[idle]
+        return registry
+
+    async def _one(
+        self, batch: int, context: _Context, call: _Call, position: int, outbox: _Outbox
+    ) -> None:
+        key = context.key
+        self.in_use[key] += 1
+        try:
+            registry = self._registry(key, context)
+            tool = registry.get(call.name)
+            if tool is None:
+                missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
+                outbox.answer(position, _FAILED, missing + " than the caller's registry")
+                return
+            if call.progress:  # this task's own context: no reset needed
+                set_progress_sink(functools.partial(outbox.report, position))
+            budget = call.budget
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            waits = call.gated or self.slots.locked()  # the wait is in the budget
+            if self.slots.locked():  # a full worker
+                if not await self._slot(budget):
+                    outbox.answer(position, _ANSWER, _timed_out(call))
+                    return
+            else:
+                await self.slots.acquire()  # free: no wait
+            try:
+                if call.gated:  # the journal records it running before it starts
+                    go = await self._go(batch, position, outbox, budget, began)
+                    if go is None:
+                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        return
+                    if not go:
+                        outbox.answer(position, _CANCELLED, None)  # the caller answered it
+                        return
+                if budget is not None and waits:
+                    budget -= loop.time() - began  # what waiting for a slot and a go left
+                    if budget <= 0:
+                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        return
+                invocation = await registry.run_prepared(
+                    PreparedCall(call.name, tool, call.arguments, None),
+                    call_id=call.call_id,
+                    time_limit=call.time_limit,
+                    budget=budget,
+                    approved=True,
+                )
+            finally:
+                self.slots.release()
+            outbox.answer(position, _ANSWER, _wire(invocation))
+        except asyncio.CancelledError:
+            outbox.answer(position, _CANCELLED, None)
+            raise
+        except BaseException as exc:  # building the tools failed, or a tool's SystemExit
+            logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
+            outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.in_use[key] -= 1
+            if not self.in_use[key]:
+                del self.in_use[key]
+
+    async def _slot(self, budget: float | None) -> bool:
+        """Wait for a free slot within `budget`: whether one came."""
+        try:
+            async with asyncio.timeout(budget):
+                await self.slots.acquire()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _go(
+        self, batch: int, position: int, outbox: _Outbox, budget: float | None, began: float
+    ) -> bool | None:
+        """Ask the caller whether a gated call may start; its answer, or None when none
+        came within the call's budget."""
+        gate: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.gates[(batch, position)] = gate
+        outbox.starting(position)
+        try:
+            left = None if budget is None else budget - (asyncio.get_running_loop().time() - began)
+            async with asyncio.timeout(left):
+                return await gate
+        except TimeoutError:
+            return None
+        finally:
+            del self.gates[(batch, position)]
+
+
+def _timed_out(call: _Call) -> tuple[Any, ...]:
+    """A call whose budget ran out before its tool started: the limit's own text."""
+    assert call.time_limit is not None
+    error = timeout_error(call.name, call.time_limit)
+    return _wire(Invocation(ToolResult.error(error), None, error, TimeoutError()))
