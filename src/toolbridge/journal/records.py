@@ -38,7 +38,7 @@ class JournalError(ToolbridgeError):
 
 class UnstorableKey(JournalError):
     """A claim whose session, call id or tool name (`part`) no database can hold: an error
-    of that call alone, raised before the database sees it (`check_storable`)."""
+    of that call alone, raised before the database sees it (`rows.check_storable`)."""
 
     def __init__(self, message: str, part: str) -> None:
         super().__init__(message)

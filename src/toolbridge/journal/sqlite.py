@@ -459,7 +459,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
         await asyncio.to_thread(self._thread.join)
 
 
-_OWNER = len(COLUMNS.split(","))  # where `_rows` puts the owner, after the stored columns
+_OWNER = len(COLUMNS.split(","))  # where a batch's rows (`sqlite_writer._rows`) hold the owner
 
 
 def _select(conn: sqlite3.Connection, key: CallKey) -> Any:
