@@ -11,7 +11,7 @@ finished for real. Reported: median ms per batch (wall clock) and CPU ms per bat
 (the writer thread and SQLite included; PostgreSQL's server is not), the overhead per
 call (SQLite) and per batch (PostgreSQL) above the executor alone, the load average
 before and after, and two floors measured in the same run with no executor. PostgreSQL's
-own time for a batch's rows: the journal's own statements (`postgres.write_sql`: the
+own time for a batch's rows: the journal's own statements (`postgres_sql.write_sql`: the
 claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
 where the tools run between them), with the rows the journal sends, from a bare psycopg
 connection into a copy of the journal's table; PostgreSQL's overhead is given as a
@@ -48,9 +48,9 @@ from toolbridge import (  # noqa: E402
 )
 from toolbridge.execution.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
-from toolbridge.journal.base import to_json  # noqa: E402
-from toolbridge.journal.postgres import write_sql  # noqa: E402
+from toolbridge.journal.postgres_sql import write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
+from toolbridge.journal.rows import to_json  # noqa: E402
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge.journal import CallKey, CallState, JournalError, open_journal
-from toolbridge.journal import postgres as pg_journal
-from toolbridge.journal import sqlite as sqlite_journal
+from toolbridge.journal import postgres_connection as pg_journal
+from toolbridge.journal import sqlite_file as sqlite_journal
 
 KEY = CallKey("s", "c", "h")
 

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from toolbridge.journal import CallKey, CallState, ClaimAction, JournalError, open_journal
-from toolbridge.journal import postgres as pg_journal
-from toolbridge.journal import sqlite as sqlite_journal
+from toolbridge.journal import postgres_connection as pg_journal
+from toolbridge.journal import sqlite_file as sqlite_journal
 
 ROWS = (
     "INSERT INTO toolbridge_calls VALUES ('s1', 'left', 'h', 'write_file', '{}', 'running', "

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from toolbridge.journal import CallKey, ClaimAction, JournalError, open_journal
-from toolbridge.journal.postgres import MIGRATIONS, SCHEMA_VERSION
+from toolbridge.journal.postgres_connection import MIGRATIONS, SCHEMA_VERSION
 
 
 async def test_a_batch_larger_than_the_servers_lock_table_is_claimed(postgres_url: str) -> None:

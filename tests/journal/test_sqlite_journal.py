@@ -20,8 +20,9 @@ from toolbridge.journal import (
     JournalError,
     SQLiteJournal,
 )
-from toolbridge.journal import sqlite as sqlite_journal
-from toolbridge.journal.sqlite import MIGRATIONS, SCHEMA_VERSION, _rows
+from toolbridge.journal import sqlite_file as sqlite_journal
+from toolbridge.journal.sqlite_file import MIGRATIONS, SCHEMA_VERSION
+from toolbridge.journal.sqlite_writer import _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
 KEY = CallKey("s1", "call-1", "hash-a")

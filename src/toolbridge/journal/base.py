@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import json
-import math
-import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
-from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry, JournalError
+from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry
 
-__all__ = ["SURROGATE", "CallJournal", "Durability", "check_limit", "check_prune", "to_json"]
+__all__ = ["CallJournal", "Durability", "check_limit", "check_prune", "deliver", "dropped_sessions"]
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -26,35 +23,6 @@ Durability = Literal["process", "power"]
 
 BUSY_POLL_START = 0.01
 BUSY_POLL_MAX = 0.25
-
-
-SURROGATE = re.compile("[\ud800-\udfff]")
-"""A lone surrogate: text decoded with ``surrogateescape``, never UTF-8."""
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON text for a stored value; anything JSON cannot hold is stored as its repr.
-
-    What JSON has no form for is stored in the nearest form it has, the same on every
-    backend, so the stored text is JSON any reader (jq, PostgreSQL's JSONB) accepts: NaN
-    and infinities by name (the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``), and
-    a lone surrogate (text decoded with ``surrogateescape``, such as a file name that is
-    not UTF-8) as U+FFFD, the character of undecodable text. A value with no JSON at all
-    (one that holds itself) is a `JournalError` of its own call.
-    """
-    try:
-        try:
-            text = _dumps(value)
-        except (ValueError, TypeError):  # NaN, an infinity, a key not text, or a loop
-            text = _dumps(_named_numbers(value))
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise JournalError(
-            f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
-            "(objects, arrays, text, numbers) that does not contain itself"
-        ) from None
-    if not text.isascii() and SURROGATE.search(text) is not None:
-        return SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def check_limit(limit: int | None) -> None:
@@ -70,41 +38,6 @@ def check_prune(older_than: float | None, keep_sessions: int | None) -> None:
         raise ValueError(f"older_than must be 0 or more seconds, not {older_than}")
     if keep_sessions is not None and keep_sessions < 0:
         raise ValueError(f"keep_sessions must be 0 or more, not {keep_sessions}")
-
-
-def _repr(value: Any) -> str:
-    """What JSON cannot hold, as its repr; a repr that fails is not the caller's problem
-    (a refused call's hostile arguments are still recorded)."""
-    try:
-        return repr(value)
-    except Exception as exc:
-        return f"<{type(value).__name__} object (its repr failed: {type(exc).__name__})>"
-
-
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), default=_repr, allow_nan=False
-)  # made once: `json.dumps` with options builds an encoder per call
-
-
-def _dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
-
-
-def _named_numbers(value: Any) -> Any:
-    """`value` with every NaN or infinite float replaced by its name, and every object
-    key JSON cannot hold (a tuple) by its repr."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {
-            key if isinstance(key, str | int | float | bool | None) else _repr(key): _named_numbers(
-                item
-            )
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_named_numbers(item) for item in value]
-    return value
 
 
 class CallJournal(abc.ABC):
@@ -271,3 +204,25 @@ class CallJournal(abc.ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def dropped_sessions(
+    journal: CallJournal, older_than: float | None, keep_sessions: int | None
+) -> list[str]:
+    """What `prune` is asked, checked (`check_prune`), and the sessions it drops: all but
+    the newest `keep_sessions` (none when it is None)."""
+    check_prune(older_than, keep_sessions)
+    sessions = await journal.sessions() if keep_sessions is not None else []
+    return [name for name, _ in sessions[keep_sessions or 0 :]]
+
+
+def deliver(future: asyncio.Future[Any], ok: bool, value: Any) -> bool:
+    """Hand a writer's answer to its caller (`value` is raised there unless `ok`); False
+    when the caller is gone (cancelled), so what the answer took is the writer's to undo."""
+    if future.cancelled():
+        return False
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+    return True

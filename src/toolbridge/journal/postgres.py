@@ -10,197 +10,63 @@ dies (its socket closes) or, over TCP, when keepalives find its host gone (set t
 25 s for this connection, not the system's two hours), so a running call whose owner
 holds no lock is known to be interrupted; one lock per journal, not one per call, so
 batches of any size fit the server's lock table.
+
+Connecting is `postgres_connection`'s job, the writer task `postgres_writer`'s and the
+batch statement `postgres_sql`'s; what a row holds, what a claim gets and which migrations
+are due are shared with the SQLite journal (`rows`, `claims`, `migrations`). This module
+keeps the journal's operations and their SQL.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
-import logging
 import os
-import re
-import secrets
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolbridge.journal.base import CallJournal, Durability, check_limit, check_prune, to_json
+from toolbridge.journal.base import CallJournal, Durability, check_limit, dropped_sessions
+from toolbridge.journal.claims import (
+    claimed_state,
+    not_owned,
+    proven,
+    started_at,
+)
+from toolbridge.journal.postgres_connection import open_connection
+from toolbridge.journal.postgres_writer import BatchWriter, Finish, Job, Release, Start
 from toolbridge.journal.records import (
-    COLUMNS,
-    LISTING_ORDER,
-    SESSIONS_QUERY,
     CallKey,
     CallState,
     Claim,
     ClaimAction,
     JournalEntry,
-    JournalError,
-    check_readable_as_is,
-    check_storable,
-    entry_from_row,
-    running_entry,
-    schema_version_of,
     session_in_use,
     session_lock_number,
+)
+from toolbridge.journal.rows import (
+    COLUMNS,
+    JSONB,
+    LISTING_ORDER,
+    SESSIONS_QUERY,
+    page_after,
 )
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresJournal"]
+__all__ = ["PostgresJournal"]
 
-logger = logging.getLogger(__name__)
-
-MIGRATIONS: tuple[str, ...] = (
-    # 1: calls
-    """
-    CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE toolbridge_calls (
-        session TEXT NOT NULL, call_id TEXT NOT NULL, args_hash TEXT NOT NULL,
-        tool TEXT NOT NULL, arguments JSONB NOT NULL, state TEXT NOT NULL,
-        attempt INTEGER NOT NULL, outcome JSONB, error_kind TEXT, approval JSONB,
-        created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION,
-        finished_at DOUBLE PRECISION,
-        PRIMARY KEY (session, call_id, args_hash)
-    );
-    """,
-    # 2: runs of the agent loop, and pruning by age without a full scan
-    """
-    CREATE TABLE toolbridge_runs (
-        session TEXT PRIMARY KEY, state JSONB NOT NULL, updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
-    """,
-    # 3: the owner of a running call in its row (version 2 held one advisory lock per call).
-    # A call left running by version 2 has no owner: it is found interrupted. Stop every
-    # process of the older version before the first one of this version opens the journal.
-    """
-    ALTER TABLE toolbridge_calls ADD COLUMN owner BIGINT;
-    """,
-    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
-    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
-    # read; no table changes. A version 3 process refuses the journal from here on, saying
-    # it was written by a newer toolbridge, rather than misreading those rows.
-    "",
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
-
-_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
-               ("tcp_keepalives_count", 3))  # fmt: skip
-"""The server's keepalives on a journal's connection: a lost host is noticed in ~25 s."""
-_MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
 _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held sessions
 
-_GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
 
-Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
-_OWNING = (ClaimAction.RUN, ClaimAction.INTERRUPTED)
-_KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
-_KEYS = "unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[])"
-
-
-_CLAIMED = (
-    f"INSERT INTO toolbridge_calls AS c ({COLUMNS}, owner) "
-    "SELECT s, c, h, t, a::jsonb, q, 1, NULL, NULL, p::jsonb, %(now)s, "
-    "CASE WHEN q = 'queued' THEN NULL ELSE %(now)s END, NULL, %(owner)s "
-    "FROM unnest(%(s)b::text[], %(c)b::text[], %(h)b::text[], %(t)b::text[], "
-    "%(a)b::text[], %(p)b::text[], %(q)b::text[]) AS u(s, c, h, t, a, p, q) "
-    "ON CONFLICT DO NOTHING RETURNING 1"
-)
-_STARTED = (
-    "UPDATE toolbridge_calls AS c SET state = 'running', started_at = %(now)s "
-    "FROM unnest(%(ss)b::text[], %(sc)b::text[], %(sh)b::text[]) AS u(s, c, h) "
-    f"WHERE {_KEY} AND c.owner = %(owner)s AND c.state = 'queued' RETURNING 1"
-)
-_FINISHED = (
-    "UPDATE toolbridge_calls AS c SET state = 'finished', outcome = u.o::jsonb, "
-    "error_kind = u.e, finished_at = %(now)s, owner = NULL "
-    "FROM unnest(%(fs)b::text[], %(fc)b::text[], %(fh)b::text[], %(fo)b::text[], "
-    f"%(fe)b::text[]) AS u(s, c, h, o, e) WHERE {_KEY} AND c.owner = %(owner)s RETURNING 1"
-)
-
-
-def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
-    """The one statement of a writer batch: its claims (one row per call, inserted unless
-    the call is stored already), its starts (queued calls marked running) and its
-    outcomes, those it has, in one round trip and one transaction. It answers how many
-    rows were claimed and how many finished; only those counts come back."""
-    parts = [f"{name} AS ({sql})" for name, sql, wanted in (
-        ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
-        ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip
-    claimed = "(SELECT count(*) FROM claimed)" if claims else "0"
-    finished = "(SELECT count(*) FROM finished)" if finishes else "0"
-    return f"WITH {', '.join(parts)} SELECT {claimed}, {finished}"
-
-
-@dataclass(slots=True)
-class _Claim:
-    key: CallKey
-    tool: str
-    arguments: Any
-    approval: Mapping[str, Any] | None
-    # As JSONB text, written by the caller: a value that cannot be stored fails its call only.
-    arguments_text: str
-    approval_text: str | None
-    queued: bool = False
-
-
-@dataclass(slots=True)
-class _Start:
-    key: CallKey
-
-
-@dataclass(slots=True)
-class _Finish:
-    key: CallKey
-    outcome_text: str
-    error_kind: str | None
-
-
-@dataclass(slots=True)
-class _Release:
-    """Let go of owned calls; `delete` also removes their rows, `requeue` marks them queued
-    again (claims nobody heard: new rows, and queued rows taken over)."""
-
-    keys: list[CallKey]
-    delete: bool = False
-    requeue: bool = False
-
-
-class _Unsent(Exception):
-    """The statement of a batch failed: nothing of it was written."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-_WRITES = (_Claim, _Start, _Finish)  # the operations a batch sends as one statement
-
-
-@dataclass(slots=True)
-class _Job:
-    op: _Claim | _Start | _Finish | _Release | Query
-    future: asyncio.Future[Any] | None
-
-
-class PostgresJournal(CallJournal):
+class PostgresJournal(BatchWriter, CallJournal):
     """A journal in a PostgreSQL database; open it with ``await PostgresJournal.connect(url)``."""
 
     def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
-        self._conn = conn
-        self._description = description
-        self._owner = owner
-        self._held: set[CallKey] = set()
-        self._last_now = 0.0  # see `_now`
-        self._from_queue: set[CallKey] = set()  # claims that took a queued row, until heard
+        super().__init__(conn, description=description, owner=owner)
         self._sessions: set[str] = set()  # runs held by `hold_session`
-        self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
-        self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
-        self._closed = False
         _OPEN_JOURNALS.add(self)
 
     @classmethod
@@ -211,361 +77,10 @@ class PostgresJournal(CallJournal):
 
         `create` False opens an existing journal only (to read or prune it): a database
         that holds none is a `JournalError`, and nothing is created in it."""
-        try:
-            import psycopg
-        except ImportError:
-            raise JournalError(
-                "the PostgreSQL journal needs psycopg: pip install 'toolbridge[postgres]'"
-            ) from None
-        description = _describe(conninfo)
-        try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-        except psycopg.Error as exc:
-            raise JournalError(f"cannot connect to the journal at {description}: {exc}") from None
-        try:
-            sync = "on" if durability == "power" else "off"
-            await conn.execute(f"SET synchronous_commit = {sync}")
-            # A host that dies (or is cut off) closes no socket: the server learns it from
-            # keepalives, and only then lets go of the owner lock (ignored on a Unix socket).
-            for setting, value in _KEEPALIVES:
-                await conn.execute(f"SET {setting} = {value}")
-            await _migrate(conn, description, create=create)
-            owner = await _take_owner_number(conn)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise _error(exc, description) from None
-        except BaseException:
-            await conn.close()
-            raise
+        conn, description, owner = await open_connection(
+            conninfo, durability=durability, create=create
+        )
         return cls(conn, description=description, owner=owner)
-
-    # --- the writer task -----------------------------------------------------------------
-
-    async def _submit(self, op: _Claim | _Start | _Finish | _Release | Query) -> Any:
-        if self._closed:
-            raise JournalError(f"the journal at {self._description} is closed")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._jobs.put_nowait(_Job(op, future))
-        return await future
-
-    async def _serve(self) -> None:
-        """Apply queued jobs batch by batch until `close` queues the end."""
-        while (first := await self._jobs.get()) is not None:
-            # Let the calls scheduled with this one queue theirs too: one batch, not two.
-            # While each turn of the loop brings more (the calls of a batch finishing one
-            # after another), wait one more turn: a round trip costs more than a turn.
-            waiting = -1
-            for _ in range(_GATHER_TURNS):
-                if self._jobs.qsize() == waiting:
-                    break
-                waiting = self._jobs.qsize()
-                await asyncio.sleep(0)
-            jobs = [first]
-            stop = False
-            while not self._jobs.empty():
-                job = self._jobs.get_nowait()
-                if job is None:
-                    stop = True
-                    break
-                jobs.append(job)
-            await self._run_batch(jobs)
-            if stop:
-                break
-
-    async def _run_batch(self, jobs: list[_Job]) -> None:
-        """Claims, starts and finishes in one statement, the rest one by one; a failure is
-        the answer of the jobs it concerns, never of the writer."""
-        writes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _WRITES)]
-        results: dict[int, tuple[bool, Any]] = {}
-        if writes:
-            await self._step(results, [i for i, _ in writes], self._write, [op for _, op in writes])
-        for index, job in enumerate(jobs):
-            op = job.op
-            if isinstance(op, _Release):
-                await self._step(results, [index], self._release, op)
-            elif not isinstance(op, _Claim | _Start | _Finish):
-                await self._step(results, [index], op, self._conn)
-        for index, job in enumerate(jobs):
-            if job.future is not None:
-                ok, value = results[index]
-                self._settle(job, ok, value)
-
-    async def _step(
-        self,
-        results: dict[int, tuple[bool, Any]],
-        indices: list[int],
-        work: Callable[[Any], Awaitable[Any]],
-        argument: Any,
-    ) -> None:
-        """Run `work` for the jobs at `indices`: a list answers each, anything else all."""
-        import psycopg
-
-        try:
-            answer = await work(argument)
-        except (psycopg.Error, ValueError, TypeError) as exc:
-            error = _error(exc, self._description)
-            results.update((index, (False, error)) for index in indices)
-        except JournalError as exc:  # refused before it wrote anything
-            results.update((index, (False, exc)) for index in indices)
-        else:
-            answers = answer if isinstance(argument, list) else [answer] * len(indices)
-            for index, value in zip(indices, answers, strict=True):
-                failed = isinstance(value, JournalError)
-                results[index] = (not failed, value)
-
-    def _settle(self, job: _Job, ok: bool, value: Any) -> None:
-        assert job.future is not None
-        requeue = False
-        if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
-            self._from_queue.discard(value.entry.key)
-            requeue = value.action is ClaimAction.RUN
-        if not job.future.cancelled():
-            if ok:
-                job.future.set_result(value)
-            else:
-                job.future.set_exception(value)
-        elif ok and isinstance(value, Claim) and value.action in _OWNING and not self._closed:
-            # Nobody heard the answer, so the call never ran: undo the claim (a queued row
-            # it took over is queued again, not deleted: its record stays).
-            delete = value.action is ClaimAction.RUN and not requeue
-            release = _Release([value.entry.key], delete=delete, requeue=requeue)
-            self._jobs.put_nowait(_Job(release, None))
-
-    def _now(self) -> float:
-        """The time of a batch, distinct from every earlier batch's of this journal: rows a
-        statement wrote are told apart by it (with the owner) without ``RETURNING``."""
-        now = max(time.time(), self._last_now + 1e-6)
-        self._last_now = now
-        return now
-
-    async def _write(self, ops: list[_Claim | _Start | _Finish]) -> list[Any]:
-        """The claims, starts and finishes of a batch in one statement (`write_sql`), the
-        answers in their order. Its counts say whether every claim went in and every
-        outcome was stored (the common case); only otherwise are rows read. If it fails
-        and held more than one kind, each kind is sent again on its own, so a failure is
-        the answer of the operations it concerns (the failed statement changed nothing)."""
-        claims = [op for op in ops if isinstance(op, _Claim)]
-        starts = [op for op in ops if isinstance(op, _Start)]
-        finishes = [op for op in ops if isinstance(op, _Finish)]
-        groups = [group for group in (claims, starts, finishes) if group]
-        try:
-            answers = await self._write_once(claims, starts, finishes)
-        except _Unsent as unsent:
-            if len(groups) == 1:
-                raise unsent.error from None
-            logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
-                        self._description, unsent.error)  # fmt: skip
-            answers = {}
-            parts: list[tuple[list[_Claim], list[_Start], list[_Finish]]] = [
-                (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
-            for part in parts:
-                group: list[Any] = [*part[0], *part[1], *part[2]]
-                if not group:
-                    continue
-                try:
-                    answers.update(await self._write_once(*part))
-                except _Unsent as alone:
-                    failed = _error(alone.error, self._description)
-                    answers.update((id(op), failed) for op in group)
-        return [answers[id(op)] for op in ops]
-
-    async def _write_once(
-        self, claims: list[_Claim], starts: list[_Start], finishes: list[_Finish]
-    ) -> dict[int, Any]:
-        """`_write` as one statement: the answers by `id` of each operation; `_Unsent`
-        when the statement itself failed (so it changed nothing)."""
-        import psycopg
-
-        held = self._held
-        now = self._now()
-        starting = [op.key for op in starts if op.key in held]
-        owned = [op for op in finishes if op.key in held]
-        params = self._write_params(claims, starting, owned, now)
-        answers: dict[int, Any] = {}
-        done: set[CallKey] = set()
-        if claims or starting or owned:
-            sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
-            try:
-                cursor = await self._conn.execute(sql, params)
-                row = await cursor.fetchone()
-            except (psycopg.Error, ValueError, TypeError) as exc:
-                raise _Unsent(exc) from None
-            claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
-            if owned:  # stored: a failure to read which ones is the error of these alone
-                try:
-                    done = await self._finished(owned, finished, now)
-                except psycopg.Error as exc:
-                    failed = _error(exc, self._description)
-                    answers.update((id(finish), failed) for finish in owned)
-            if claims and claimed == len(claims):  # every claim inserted (no key twice)
-                for op in claims:
-                    held.add(op.key)
-                    entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
-                                          queued=op.queued)  # fmt: skip
-                    answers[id(op)] = Claim(ClaimAction.RUN, entry)
-            elif claims:
-                try:
-                    contested: list[Any] = await self._contested(claims, now)
-                except psycopg.Error as exc:
-                    contested = [_error(exc, self._description)] * len(claims)
-                answers.update(zip(map(id, claims), contested, strict=True))
-        for start in starts:
-            answers[id(start)] = None if start.key in held else _not_owned(start.key)
-        for finish in finishes:
-            if id(finish) not in answers:
-                answers[id(finish)] = None if finish.key in done else _not_owned(finish.key)
-        return answers
-
-    async def _contested(self, ops: list[_Claim], now: float) -> list[Claim | JournalError]:
-        """Claims some of which met a stored call: the rows this batch inserted (this
-        journal's owner and this batch's time) run; of the others, replay, busy (a live
-        owner runs it), or take over an interrupted one (its owner died, or let go of it);
-        a record that cannot be read is the error of its own claim."""
-        rows = await self._owned_rows([op.key for op in ops])
-        owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
-        alive = await self._alive(owners)
-        answers: list[Claim | JournalError] = []
-        for op in ops:
-            entry, owner = rows.get(op.key, (None, None))
-            if isinstance(entry, JournalError):
-                answers.append(entry)
-            elif entry is None:  # removed since the insert (an unheard claim undone): ask again
-                busy = running_entry(op.key, op.tool, op.arguments, op.approval, now)
-                answers.append(Claim(ClaimAction.BUSY, busy))
-            elif (
-                owner == self._owner and entry.created_at == now and op.key not in self._held
-            ):  # inserted by this batch: the first claim of a key runs it, a repeat is busy
-                self._held.add(op.key)
-                answers.append(
-                    Claim(
-                        ClaimAction.RUN,
-                        running_entry(
-                            op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
-                        ),
-                    )
-                )
-            elif entry.state is CallState.FINISHED:
-                answers.append(Claim(ClaimAction.REPLAY, entry))
-            elif op.key in self._held or owner in alive:
-                answers.append(Claim(ClaimAction.BUSY, entry))
-            elif entry.state is CallState.QUEUED:  # it never started: run it, same attempt
-                taken = await self._take_over(op.key, owner, "queued", op.queued)
-                if taken is not None:
-                    self._from_queue.add(op.key)  # an unheard claim queues it again
-                action = ClaimAction.RUN if taken is not None else ClaimAction.BUSY
-                answers.append(Claim(action, taken or entry))
-            elif (taken := await self._take_over(op.key, owner)) is not None:
-                answers.append(Claim(ClaimAction.INTERRUPTED, taken))
-            else:  # another process took it over first
-                answers.append(Claim(ClaimAction.BUSY, entry))
-        return answers
-
-    async def _owned_rows(
-        self, keys: list[CallKey]
-    ) -> dict[CallKey, tuple[JournalEntry | JournalError, int | None]]:
-        cursor = await self._conn.execute(
-            f"SELECT {_qualified(COLUMNS)}, c.owner FROM {_KEYS} AS u(s, c, h) "
-            f"JOIN toolbridge_calls AS c ON {_KEY}",
-            _key_columns(keys),
-        )
-        found: dict[CallKey, tuple[JournalEntry | JournalError, int | None]] = {}
-        for row in await cursor.fetchall():
-            try:
-                entry: JournalEntry | JournalError = entry_from_row(row, _as_is)
-            except JournalError as exc:
-                entry = exc
-            found[CallKey(row[0], row[1], row[2])] = (entry, row[-1])
-        return found
-
-    async def _alive(self, owners: set[int]) -> set[int]:
-        """The owners among `owners` whose journal is open: their lock cannot be taken
-        (taken for the statement only when it can, so a dead owner stays free)."""
-        if not owners:
-            return set()
-        cursor = await self._conn.execute(
-            "SELECT o FROM unnest(%b::bigint[]) AS u(o) WHERE NOT pg_try_advisory_xact_lock(o)",
-            (sorted(owners),),
-        )
-        return {row[0] for row in await cursor.fetchall()}
-
-    async def _take_over(
-        self, key: CallKey, owner: int | None, state: str = "running", queued: bool = True
-    ) -> JournalEntry | None:
-        """Own a call in `state` whose owner is gone, unless another process did it first;
-        a queued one is marked running unless it is `queued` again."""
-        start = "" if state == "running" or queued else ", state = 'running', started_at = %s"
-        cursor = await self._conn.execute(
-            f"UPDATE toolbridge_calls SET owner = %s{start} WHERE session = %s AND "
-            "call_id = %s AND args_hash = %s AND state = %s AND owner IS NOT DISTINCT FROM %s "
-            f"RETURNING {COLUMNS}",
-            (self._owner, *([time.time()] if start else []), *key, state, owner),
-        )
-        row = await cursor.fetchone()
-        if row is None:
-            return None
-        self._held.add(key)
-        return entry_from_row(row, _as_is)
-
-    def _write_params(
-        self, claims: list[_Claim], starting: list[CallKey], owned: list[_Finish], now: float
-    ) -> dict[str, Any]:
-        """The parameters of `write_sql`: each column an array, built in one pass."""
-        params: dict[str, Any] = {"now": now, "owner": self._owner}
-        if claims:
-            sessions, ids, digests, tools, texts, approvals, states = _columns(7)
-            for op in claims:
-                key = op.key
-                sessions.append(key.session)
-                ids.append(key.call_id)
-                digests.append(key.args_hash)
-                tools.append(op.tool)
-                texts.append(op.arguments_text)
-                approvals.append(op.approval_text)
-                states.append("queued" if op.queued else "running")
-            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
-        if starting:
-            params.update(_key_columns(starting, "s"))
-        if owned:
-            params.update(_key_columns([op.key for op in owned], "f"))
-            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
-        return params
-
-    async def _finished(self, owned: list[_Finish], count: int, now: float) -> set[CallKey]:
-        """Let go of the calls whose outcome the batch stored: all of them when `count`
-        says so, else those the rows of this batch's time show finished."""
-        if count == len(owned):
-            done = {op.key for op in owned}
-        else:  # a repeat, or a row another process took: which ones are stored?
-            cursor = await self._conn.execute(
-                f"SELECT c.session, c.call_id, c.args_hash FROM {_KEYS} AS u(s, c, h) "
-                f"JOIN toolbridge_calls AS c ON {_KEY} WHERE c.state = 'finished' "
-                "AND c.finished_at = %(now)s",
-                {"now": now, **_key_columns([op.key for op in owned])},
-            )
-            done = {CallKey(*row) for row in await cursor.fetchall()}
-        self._held -= done
-        return done
-
-    async def _release(self, op: _Release) -> None:
-        """Let go of owned calls: they stay running without an owner (so are found
-        interrupted), or, for claims nobody heard, their new rows go."""
-        keys = [key for key in dict.fromkeys(op.keys) if key in self._held]
-        self._held.difference_update(keys)
-        if not keys:
-            return
-        change = (
-            "DELETE FROM toolbridge_calls AS c USING"
-            if op.delete
-            else "UPDATE toolbridge_calls AS c SET owner = NULL, state = 'queued', "
-            "started_at = NULL FROM"
-            if op.requeue
-            else "UPDATE toolbridge_calls AS c SET owner = NULL FROM"
-        )
-        await self._conn.execute(
-            f"{change} {_KEYS} AS u(s, c, h) WHERE {_KEY} AND c.owner = %(owner)s "
-            "AND c.state IN ('queued', 'running')",
-            {"owner": self._owner, **_key_columns(keys)},
-        )
 
     # --- operations ------------------------------------------------------------------------
 
@@ -578,30 +93,28 @@ class PostgresJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        check_storable(key, tool, nul=False)
-        texts = _jsonb(arguments), _jsonb(approval) if approval else None
-        result: Claim = await self._submit(_Claim(key, tool, arguments, approval, *texts, queued))
+        call = JSONB.new_call(key, tool, arguments, approval, queued=queued)
+        result: Claim = await self._submit(call)
         return result
 
     async def start(self, key: CallKey) -> None:
-        error = await self._submit(_Start(key))
+        error = await self._submit(Start(key))
         assert error is None
 
     async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         async def op(conn: AsyncConnection[Any]) -> JournalEntry:
             if key not in self._held:
-                raise _not_owned(key)
+                raise not_owned(key)
             cursor = await conn.execute(
                 "UPDATE toolbridge_calls SET attempt = attempt + 1, state = %s, started_at = %s "
                 "WHERE session = %s AND call_id = %s AND args_hash = %s AND owner = %s "
                 f"RETURNING {COLUMNS}",
-                ("queued" if queued else "running", None if queued else time.time(), *key,
-                 self._owner),
+                (claimed_state(queued), started_at(queued, time.time()), *key, self._owner),
             )  # fmt: skip
             row = await cursor.fetchone()
             if row is None:
-                raise _not_owned(key)
-            return entry_from_row(row, _as_is)
+                raise not_owned(key)
+            return JSONB.entry(row)
 
         result: JournalEntry = await self._submit(op)
         return result
@@ -613,7 +126,7 @@ class PostgresJournal(CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> JournalEntry | None:
-        approval_text = _jsonb(approval) if approval else None
+        approval_text = JSONB.approval(approval)
 
         async def op(conn: AsyncConnection[Any]) -> Claim | None:
             if key in self._held:
@@ -626,9 +139,9 @@ class PostgresJournal(CallJournal):
                 "AND args_hash = %s AND state = 'finished' AND error_kind = 'interrupted' "
                 f"RETURNING {COLUMNS}",
                 (
-                    "queued" if queued else "running",
+                    claimed_state(queued),
                     approval_text,
-                    None if queued else time.time(),
+                    started_at(queued, time.time()),
                     self._owner,
                     key.session,
                     key.call_id,
@@ -640,7 +153,7 @@ class PostgresJournal(CallJournal):
                 return None
             self._held.add(key)
             # An owned, interrupted claim: if nobody hears it, `_settle` lets it go (running).
-            return Claim(ClaimAction.INTERRUPTED, entry_from_row(row, _as_is))
+            return Claim(ClaimAction.INTERRUPTED, JSONB.entry(row))
 
         claim: Claim | None = await self._submit(op)
         return claim.entry if claim is not None else None
@@ -648,11 +161,11 @@ class PostgresJournal(CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        error = await self._submit(_Finish(key, _jsonb(outcome), error_kind))
+        error = await self._submit(Finish(key, JSONB.dumps(outcome), error_kind))
         assert error is None
 
     async def abandon(self, key: CallKey) -> None:
-        await self._submit(_Release([key]))
+        await self._submit(Release([key]))
 
     async def refuse(
         self,
@@ -663,8 +176,7 @@ class PostgresJournal(CallJournal):
         *,
         error_kind: str | None,
     ) -> None:
-        check_storable(key, tool, nul=False)
-        texts = _jsonb(arguments), _jsonb(outcome)
+        texts = JSONB.refusal(key, tool, arguments, outcome)
 
         async def op(conn: AsyncConnection[Any]) -> None:
             now = time.time()
@@ -679,7 +191,7 @@ class PostgresJournal(CallJournal):
     async def _seen(self, rows: list[Any]) -> list[JournalEntry]:
         """Entries of rows with their owner (last), as a reader can prove them: a running
         call whose owner's lock is gone (and not this journal's) is interrupted."""
-        entries = [entry_from_row(row, _as_is) for row in rows]
+        entries = [JSONB.entry(row) for row in rows]
         owners = {
             row[-1]
             for row, entry in zip(rows, entries, strict=True)
@@ -687,11 +199,7 @@ class PostgresJournal(CallJournal):
         }
         alive = await self._alive(owners)
         return [
-            replace(entry, state=CallState.INTERRUPTED)
-            if entry.state is CallState.RUNNING
-            and entry.key not in self._held
-            and row[-1] not in alive
-            else entry
+            proven(entry, row[-1], held=self._held, alive=alive.__contains__)
             for row, entry in zip(rows, entries, strict=True)
         ]
 
@@ -719,9 +227,7 @@ class PostgresJournal(CallJournal):
         page = "" if after is None else f"AND ({LISTING_ORDER}) > (%(t)s, %(as)s, %(ac)s, %(ah)s) "
         params: dict[str, Any] = {"s": session, "n": limit}
         if after is not None:
-            key = after.key
-            params.update(t=after.created_at, **{"as": key.session, "ac": key.call_id,
-                                                 "ah": key.args_hash})  # fmt: skip
+            params.update(zip(("t", "as", "ac", "ah"), page_after(after), strict=True))
 
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
@@ -778,10 +284,10 @@ class PostgresJournal(CallJournal):
                 "SELECT pg_advisory_unlock(%s, %s)", (_SESSION_LOCKS, _int4(session))
             )
 
-        self._jobs.put_nowait(_Job(op, None))  # if it fails, the lock goes with the connection
+        self._jobs.put_nowait(Job(op, None))  # if it fails, the lock goes with the connection
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
-        text = _jsonb(state)
+        text = JSONB.dumps(state)
 
         async def op(conn: AsyncConnection[Any]) -> None:
             await conn.execute(
@@ -814,9 +320,7 @@ class PostgresJournal(CallJournal):
     async def prune(
         self, *, older_than: float | None = None, keep_sessions: int | None = None
     ) -> int:
-        check_prune(older_than, keep_sessions)
-        sessions = await self.sessions() if keep_sessions is not None else []
-        dropped = [name for name, _ in sessions[keep_sessions or 0 :]]
+        dropped = await dropped_sessions(self, older_than, keep_sessions)
 
         async def op(conn: AsyncConnection[Any]) -> int:
             deleted = 0
@@ -848,6 +352,12 @@ class PostgresJournal(CallJournal):
         self._closed = True
         self._jobs.put_nowait(None)
         await self._writer
+        import psycopg
+
+        # Owned calls are interrupted from now on, not once the server has seen the close
+        # (a broken connection holds nothing: the server drops its locks with it).
+        with contextlib.suppress(psycopg.Error):
+            await self._conn.execute("SELECT pg_advisory_unlock_all()")
         await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
         _OPEN_JOURNALS.discard(self)
 
@@ -871,135 +381,6 @@ def _forget_connections_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_connections_in_child)
-
-
-async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
-        row = await cursor.fetchone()
-        version = 0
-        if row is not None and row[0]:
-            cursor = await conn.execute(
-                "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
-            )
-            found = await cursor.fetchone()
-            version = schema_version_of(found[0] if found else None, f"at {description}")
-        if version == 0 and not create:
-            raise JournalError(
-                f"the database at {description} holds no toolbridge journal (nothing was "
-                "created). Check the connection string."
-            )
-        if version > SCHEMA_VERSION:
-            raise JournalError(
-                f"the journal at {description} was written by a newer toolbridge (schema "
-                f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
-                "toolbridge, or give this one another database."
-            )
-        if not create and version < SCHEMA_VERSION:  # read as it is
-            check_readable_as_is(version, f"at {description}")
-            return
-        for number in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in (s.strip() for s in MIGRATIONS[number - 1].split(";")):
-                if statement:
-                    await conn.execute(statement)
-        if version < SCHEMA_VERSION:
-            await conn.execute(
-                "INSERT INTO toolbridge_meta VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
-            if version:
-                logger.info("journal %s: schema migrated from %d", description, version)
-
-
-def _describe(conninfo: str) -> str:
-    """The connection string without its password, for messages."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-        parts = conninfo_to_dict(conninfo)
-        parts.pop("password", None)
-        return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
-    except Exception:
-        return "(the configured PostgreSQL database)"
-
-
-def _error(exc: Exception, description: str) -> JournalError:
-    text = str(exc).strip()
-    if "No space left" in text or "disk full" in text:
-        return JournalError(
-            f"the disk of the journal database at {description} is full ({text}); the call "
-            "was not recorded. Free space, then retry."
-        )
-    if "permission denied" in text or "must be owner" in text:
-        return JournalError(
-            f"the journal at {description} is not writable by this database user ({text}). "
-            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
-            "a user that has them."
-        )
-    if "read-only transaction" in text:
-        return JournalError(
-            f"the journal at {description} is on a read-only server ({text}): connect to "
-            "the primary, not a standby."
-        )
-    return JournalError(
-        f"the journal at {description} failed: {text}. Check that the server is up and "
-        "reachable, then retry."
-    )
-
-
-def _not_owned(key: CallKey) -> JournalError:
-    return JournalError(
-        f"call {key.call_id!r} of session {key.session!r} is not owned by this journal: "
-        "claim it first (its outcome was not recorded)"
-    )
-
-
-async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
-    """A random owner number this connection holds the advisory lock of until it closes."""
-    while True:
-        owner = secrets.randbits(63)
-        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (owner,))
-        row = await cursor.fetchone()
-        if row is not None and row[0]:
-            return owner
-
-
-def _key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, list[str]]:
-    return {
-        f"{prefix}s": [key.session for key in keys],
-        f"{prefix}c": [key.call_id for key in keys],
-        f"{prefix}h": [key.args_hash for key in keys],
-    }
-
-
-def _columns(count: int) -> tuple[list[Any], ...]:
-    """`count` new lists, one per column."""
-    return tuple([] for _ in range(count))
-
-
-_NUL_ESCAPE = re.compile(r"(\\+)u0000")
-
-
-def _jsonb(value: Any) -> str:
-    """`to_json` text that JSONB accepts: NUL (``\\u0000``, which JSONB refuses in a
-    string) as U+FFFD, like lone surrogates."""
-    text = to_json(value)
-    if "\\u0000" in text:
-        # An odd run of backslashes before u0000 is the escape of NUL; an even run is
-        # escaped backslashes followed by the letters "u0000".
-        return _NUL_ESCAPE.sub(lambda m: m[0] if len(m[1]) % 2 == 0 else m[1] + "ufffd", text)
-    return text
-
-
-def _qualified(columns: str) -> str:
-    return ", ".join(f"c.{name.strip()}" for name in columns.split(","))
-
-
-def _as_is(value: Any) -> Any:
-    """JSONB arrives decoded."""
-    return value
 
 
 def _int4(session: str) -> int:

@@ -22,7 +22,8 @@ from typing import Any
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
 from toolbridge.execution.approval import arguments_digest
-from toolbridge.journal.base import CallJournal, to_json
+from toolbridge.journal.base import CallJournal
+from toolbridge.journal.claims import interrupted
 from toolbridge.journal.records import (
     STARTED,
     CallKey,
@@ -30,9 +31,9 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalError,
     UnstorableKey,
-    interrupted,
     refused_key,
 )
+from toolbridge.journal.rows import to_json
 
 __all__ = [
     "JOURNAL_METADATA_KEY",

@@ -11,18 +11,14 @@ from __future__ import annotations
 import enum
 import hashlib
 import secrets
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.core.errors import ErrorKind, ToolbridgeError
+from toolbridge.core.errors import ToolbridgeError
 
 __all__ = [
-    "COLUMNS",
-    "LISTING_ORDER",
     "REFUSED_PREFIX",
-    "SESSIONS_QUERY",
     "STARTED",
     "CallKey",
     "CallState",
@@ -32,13 +28,7 @@ __all__ = [
     "JournalError",
     "SessionInUse",
     "UnstorableKey",
-    "check_readable_as_is",
-    "check_storable",
-    "entry_from_row",
-    "interrupted",
     "refused_key",
-    "running_entry",
-    "schema_version_of",
 ]
 
 
@@ -48,7 +38,7 @@ class JournalError(ToolbridgeError):
 
 class UnstorableKey(JournalError):
     """A claim whose session, call id or tool name (`part`) no database can hold: an error
-    of that call alone, raised before the database sees it (`check_storable`)."""
+    of that call alone, raised before the database sees it (`rows.check_storable`)."""
 
     def __init__(self, message: str, part: str) -> None:
         super().__init__(message)
@@ -123,97 +113,9 @@ class JournalEntry:
     finished_at: float | None
 
 
-COLUMNS = (
-    "session, call_id, args_hash, tool, arguments, state, attempt, outcome, error_kind, "
-    "approval, created_at, started_at, finished_at"
-)
-"""The stored columns of a call, in the order `entry_from_row` reads them."""
-
-LISTING_ORDER = "created_at, session, call_id, args_hash"
-"""The order of a listing (oldest first), the same on both backends; a page goes on after
-the last entry of the one before by comparing these columns as a row."""
-
-SESSIONS_QUERY = (
-    "SELECT session, MAX(t) FROM ("
-    " SELECT session, COALESCE(finished_at, started_at, created_at) AS t"
-    " FROM toolbridge_calls"
-    " UNION ALL SELECT session, updated_at FROM toolbridge_runs"
-    ") AS activity GROUP BY session ORDER BY MAX(t) DESC, session"
-)
-"""Every session with a call or a run, newest change first: the same SQL on both backends."""
-
-
-def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
-    """A `JournalEntry` from a row of `COLUMNS`; `decode` turns a stored JSON value into data
-    (SQLite stores text, PostgreSQL's JSONB arrives decoded). A row damaged on disk is a
-    `JournalError` naming the call, never a crash of the journal's writer."""
-    try:
-        return _entry(row, decode)
-    except (ValueError, TypeError) as exc:
-        raise JournalError(
-            f"the journal holds a record of call {row[1]!r} (session {row[0]!r}) it cannot "
-            f"read ({exc}); the file was damaged or edited. Remove that row, or move the "
-            "journal aside to start a new one."
-        ) from None
-
-
-def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
-    return JournalEntry(
-        key=CallKey(row[0], row[1], row[2]),
-        tool=row[3],
-        arguments=decode(row[4]),
-        state=CallState(row[5]),
-        attempt=int(row[6]),
-        outcome=decode(row[7]) if row[7] is not None else None,
-        error_kind=row[8],
-        approval=decode(row[9]) if row[9] is not None else None,
-        created_at=float(row[10]),
-        started_at=float(row[11]) if row[11] is not None else None,
-        finished_at=float(row[12]) if row[12] is not None else None,
-    )
-
-
-LONGEST_KEY_TEXT = 1000
-"""The most characters of a session, call id or tool name a claim stores (both backends):
-PostgreSQL's index holds about 2.7 kB a row, and one call over it would fail its batch."""
-
-
-def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
-    """Refuse, before it reaches the database, a claim whose session, call id or tool name
-    the database cannot store: a lone surrogate (text decoded with ``surrogateescape``)
-    is never UTF-8, and PostgreSQL's text holds no NUL (`nul` False). Storing it changed
-    would let two calls share one record, so it is an error of that claim alone."""
-    for part, text in (("session", key.session), ("call id", key.call_id), ("tool name", tool)):
-        if not isinstance(text, str):  # hostile input the type hints did not stop
-            raise UnstorableKey(
-                f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
-                f"journal: its {part} is not text ({type(text).__name__}). Use a string.",
-                part,
-            )
-        if len(text) > LONGEST_KEY_TEXT:  # PostgreSQL's index holds about 2.7 kB a row
-            raise UnstorableKey(
-                f"call {key.call_id[:40]!r}... of session "
-                f"{key.session[:40]!r} cannot be stored in the journal: its {part} is "
-                f"{len(text)} characters long, and the journal keeps at most "
-                f"{LONGEST_KEY_TEXT} in a key. Use a shorter {part}.",
-                part,
-            )
-        if text.isascii() and (nul or "\x00" not in text):
-            continue
-        if not nul and "\x00" in text:
-            problem = "holds NUL, which this database cannot store"
-        else:
-            try:
-                text.encode("utf-8")
-                continue
-            except UnicodeEncodeError:
-                problem = "is not valid Unicode (a lone surrogate: text decoded from bytes "
-                problem += "that are not UTF-8)"
-        raise UnstorableKey(
-            f"call {key.call_id!r} of session {key.session!r} cannot be stored in the "
-            f"journal: its {part} {problem}. Use text that is valid UTF-8.",
-            part,
-        )
+def journal_closed(where: str) -> JournalError:
+    """The error of an operation on a closed journal (`where`: its file, or "at" its server)."""
+    return JournalError(f"the journal {where} is closed")
 
 
 def session_in_use(session: str) -> SessionInUse:
@@ -229,33 +131,6 @@ def session_lock_number(session: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 4
 
 
-def interrupted(entry: JournalEntry | None) -> bool:
-    """Whether `entry` is a call finished as interrupted: the only kind a retry reopens."""
-    return (
-        entry is not None
-        and entry.state is CallState.FINISHED
-        and entry.error_kind == ErrorKind.INTERRUPTED
-    )
-
-
-def running_entry(
-    key: CallKey,
-    tool: str,
-    arguments: Any,
-    approval: Mapping[str, Any] | None = None,
-    now: float | None = None,
-    *,
-    queued: bool = False,
-) -> JournalEntry:
-    """The entry of a call claimed now: running (or `queued`), first attempt, no outcome."""
-    now = time.time() if now is None else now
-    if queued:
-        return JournalEntry(key, tool, arguments, CallState.QUEUED, 1, None, None, approval,
-                            now, None, None)  # fmt: skip
-    return JournalEntry(key, tool, arguments, CallState.RUNNING, 1, None, None, approval, now,
-                        now, None)  # fmt: skip
-
-
 REFUSED_PREFIX = "refused-"
 """How the key of a refused call's record starts where a digest of arguments would be: it
 never meets a claim (whose digest is hex), so a refusal never answers a later call."""
@@ -264,44 +139,6 @@ never meets a claim (whose digest is hex), so a refusal never answers a later ca
 def refused_key(session: str, call_id: str) -> CallKey:
     """The key of one refusal's record: each refusal is a record of its own."""
     return CallKey(session, call_id, REFUSED_PREFIX + secrets.token_hex(8))
-
-
-READABLE_AS_IS = 3
-"""The oldest schema version read without migrating it: version 3 has every table and
-column of version 4, which added states only."""
-
-
-def check_readable_as_is(version: int, where: str) -> None:
-    """A journal opened only to read (``create=False``) is never migrated: a write by a read
-    command would make the older processes still using it refuse it as newer. Refuse one
-    too old to read as it is (a `JournalError` naming `where`)."""
-    if version < READABLE_AS_IS:
-        raise JournalError(
-            f"the journal {where} is schema version {version}, written by an older "
-            "toolbridge, and a command that only reads it does not migrate it. Stop the "
-            "older processes that use it, then open it once with this toolbridge to write "
-            "(a run with this journal migrates it)."
-        )
-
-
-def schema_version_of(value: Any, where: str) -> int:
-    """The stored schema version (None: its row is missing, which every version of the
-    journal writes with its tables); a damaged one is a `JournalError` naming `where`."""
-    try:
-        version = int(value)
-    except (TypeError, ValueError):
-        version = -1
-    if version < 1:
-        found = (
-            "has no schema version"
-            if value is None
-            else (f"its schema version is {value!r}, not a version number")
-        )
-        raise JournalError(
-            f"the journal {where} is damaged: {found}. Restore it from a backup, or move "
-            "it aside to start a new one (calls it recorded can then run again)."
-        )
-    return version
 
 
 @dataclass(frozen=True, slots=True)

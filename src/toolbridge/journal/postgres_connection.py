@@ -1,0 +1,175 @@
+"""Connecting to a PostgreSQL journal: the session settings, the tables created or migrated
+under a lock, an owner number taken, and each way that fails said as a `JournalError` that
+says what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from toolbridge.journal.base import Durability
+from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.records import JournalError
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "describe", "open_connection", "server_error"]
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: calls
+    """
+    CREATE TABLE toolbridge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE toolbridge_calls (
+        session TEXT NOT NULL, call_id TEXT NOT NULL, args_hash TEXT NOT NULL,
+        tool TEXT NOT NULL, arguments JSONB NOT NULL, state TEXT NOT NULL,
+        attempt INTEGER NOT NULL, outcome JSONB, error_kind TEXT, approval JSONB,
+        created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION,
+        finished_at DOUBLE PRECISION,
+        PRIMARY KEY (session, call_id, args_hash)
+    );
+    """,
+    # 2: runs of the agent loop, and pruning by age without a full scan
+    """
+    CREATE TABLE toolbridge_runs (
+        session TEXT PRIMARY KEY, state JSONB NOT NULL, updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX toolbridge_calls_by_time ON toolbridge_calls (created_at);
+    """,
+    # 3: the owner of a running call in its row (version 2 held one advisory lock per call).
+    # A call left running by version 2 has no owner: it is found interrupted. Stop every
+    # process of the older version before the first one of this version opens the journal.
+    """
+    ALTER TABLE toolbridge_calls ADD COLUMN owner BIGINT;
+    """,
+    # 4: the states "queued" (claimed, waiting for a slot: its tool has not started) and
+    # "refused" (refused before it ran, recorded for the audit), which version 3 cannot
+    # read; no table changes. A version 3 process refuses the journal from here on, saying
+    # it was written by a newer toolbridge, rather than misreading those rows.
+    "",
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The layout this toolbridge writes; older ones are migrated, newer ones refused."""
+
+_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
+               ("tcp_keepalives_count", 3))  # fmt: skip
+"""The server's keepalives on a journal's connection: a lost host is noticed in ~25 s."""
+_MIGRATION_LOCK = 0x746F6F6C62726467  # 'toolbrdg': one migrating process at a time
+
+
+async def open_connection(
+    conninfo: str, *, durability: Durability, create: bool
+) -> tuple[AsyncConnection[Any], str, int]:
+    """A connection to the journal at `conninfo`, its tables created or migrated, and this
+    journal's owner number locked on it; with the description of the database for
+    messages (no password)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise JournalError(
+            "the PostgreSQL journal needs psycopg: pip install 'toolbridge[postgres]'"
+        ) from None
+    description = describe(conninfo)
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+    except psycopg.Error as exc:
+        raise JournalError(f"cannot connect to the journal at {description}: {exc}") from None
+    try:
+        sync = "on" if durability == "power" else "off"
+        await conn.execute(f"SET synchronous_commit = {sync}")
+        # A host that dies (or is cut off) closes no socket: the server learns it from
+        # keepalives, and only then lets go of the owner lock (ignored on a Unix socket).
+        for setting, value in _KEEPALIVES:
+            await conn.execute(f"SET {setting} = {value}")
+        await _migrate(conn, description, create=create)
+        owner = await _take_owner_number(conn)
+    except psycopg.Error as exc:
+        await conn.close()
+        raise server_error(exc, description) from None
+    except BaseException:
+        await conn.close()
+        raise
+    return conn, description, owner
+
+
+async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
+        row = await cursor.fetchone()
+        version = 0
+        if row is not None and row[0]:
+            cursor = await conn.execute(
+                "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
+            )
+            found = await cursor.fetchone()
+            version = schema_version_of(found[0] if found else None, f"at {description}")
+        if version == 0 and not create:
+            raise JournalError(
+                f"the database at {description} holds no toolbridge journal (nothing was "
+                "created). Check the connection string."
+            )
+        due = migrations_due(version, MIGRATIONS, create=create, where=f"at {description}",
+                             instead="another database")  # fmt: skip
+        for number in due:
+            for statement in statements(MIGRATIONS[number - 1]):
+                await conn.execute(statement)
+        if due:
+            await conn.execute(
+                "INSERT INTO toolbridge_meta VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+            if version:
+                logger.info("journal %s: schema migrated from %d", description, version)
+
+
+def describe(conninfo: str) -> str:
+    """The connection string without its password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        parts = conninfo_to_dict(conninfo)
+        parts.pop("password", None)
+        return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
+    except Exception:
+        return "(the configured PostgreSQL database)"
+
+
+def server_error(exc: Exception, description: str) -> JournalError:
+    """What the server's (or the driver's) `exc` means for the journal at `description`."""
+    text = str(exc).strip()
+    if "No space left" in text or "disk full" in text:
+        return JournalError(
+            f"the disk of the journal database at {description} is full ({text}); the call "
+            "was not recorded. Free space, then retry."
+        )
+    if "permission denied" in text or "must be owner" in text:
+        return JournalError(
+            f"the journal at {description} is not writable by this database user ({text}). "
+            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
+            "a user that has them."
+        )
+    if "read-only transaction" in text:
+        return JournalError(
+            f"the journal at {description} is on a read-only server ({text}): connect to "
+            "the primary, not a standby."
+        )
+    return JournalError(
+        f"the journal at {description} failed: {text}. Check that the server is up and "
+        "reachable, then retry."
+    )
+
+
+async def _take_owner_number(conn: AsyncConnection[Any]) -> int:
+    """A random owner number this connection holds the advisory lock of until it closes."""
+    while True:
+        owner = secrets.randbits(63)
+        cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (owner,))
+        row = await cursor.fetchone()
+        if row is not None and row[0]:
+            return owner

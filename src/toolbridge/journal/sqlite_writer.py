@@ -1,0 +1,294 @@
+"""The SQLite journal's writer: the operations submitted in one tick of an event loop,
+applied at its end in one transaction (group commit).
+
+With durability "process" a commit is a write to the WAL with no fsync, so the batch
+runs right there on the loop when the database is free (no thread hand-off, which on a
+busy machine cost more than the work). When another process holds the write lock, or
+with durability "power" (an fsync per commit), the batch goes to a writer thread instead,
+and the loop does not wait. Ownership changes only once a batch has committed; a job's
+failure is its own; an answer nobody heard is undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolbridge.journal.base import Durability, deliver
+from toolbridge.journal.records import CallKey, JournalError, journal_closed
+from toolbridge.journal.rows import COLUMNS
+from toolbridge.journal.sqlite_file import BUSY_TIMEOUT_MS, database_error
+from toolbridge.journal.sqlite_owners import Owner
+
+__all__ = ["GroupCommit", "Job", "Op", "Undo"]
+
+logger = logging.getLogger(__name__)
+
+Op = Callable[[sqlite3.Connection], Any]
+Undo = Callable[[sqlite3.Connection, Any], None]
+
+
+@dataclass(slots=True)
+class Job:
+    """One operation and where its answer goes; `undo` runs if nobody is left to hear it."""
+
+    op: Op
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any] | None
+    undo: Undo | None = None
+    claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
+
+
+def _undo(job: Job, answer: Any) -> Job:
+    """The job that undoes what `job` did, whose `answer` nobody heard."""
+    undo = job.undo
+    assert undo is not None
+    return Job(lambda conn: undo(conn, answer), job.loop, None)
+
+
+class GroupCommit:
+    """The writer of a `SQLiteJournal`: jobs gathered per tick, applied a batch at a time.
+
+    Its journal opens `_conn` and `_owner`, says how a write begins (`_begin`) and starts
+    the thread that runs `_serve`."""
+
+    path: Path
+    _conn: sqlite3.Connection
+    _owner: Owner
+    _begin: str
+
+    def __init__(self, durability: Durability) -> None:
+        self._jobs: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
+        # One batch at a time (on the loop or the writer thread); batches handed to the
+        # thread and not done yet (none: a batch may run on the loop without overtaking).
+        self._writing = threading.Lock()
+        self._handed = 0
+        self._handed_lock = threading.Lock()
+        self._inline = durability == "process"
+        # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
+        self._pending: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+        self._closed = False
+        # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
+        # finished calls to store.
+        self._rows: dict[CallKey, Any] = {}
+        self._inserts: list[tuple[Any, ...]] = []
+        self._finishes: list[tuple[Any, ...]] = []
+        self._starts: list[tuple[Any, ...]] = []
+        self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
+        self._let_go: list[CallKey] = []  # not owned once this batch commits
+
+    async def _submit(
+        self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
+    ) -> Any:
+        if self._closed:
+            raise journal_closed(str(self.path))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        pending = self._pending.get(loop)
+        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
+            pending = self._pending[loop] = []
+            loop.call_soon(self._hand_over, loop)
+        pending.append(Job(op, loop, future, undo, claims))
+        return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        # One batch per tick, not one per call: the 200 claims of a batch are one commit.
+        jobs = self._pending.pop(loop, None)
+        if not jobs:  # (`close` may have handed them over already)
+            return
+        if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
+            try:  # the database is ours: no thread hand-off (see the module docstring)
+                if self._handed == 0 and self._run_batch(jobs, inline=True):
+                    return
+            finally:
+                self._writing.release()
+        self._put(jobs)
+
+    def _put(self, jobs: list[Job]) -> None:
+        """Hand `jobs` to the writer thread."""
+        with self._handed_lock:
+            self._handed += 1
+        self._jobs.put(jobs)
+
+    def _serve(self) -> None:
+        while (first := self._jobs.get()) is not None:
+            jobs = list(first)
+            handed = 1
+            stop = False
+            while True:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                jobs.extend(more)
+                handed += 1
+            try:
+                with self._writing:
+                    # The loop's batches do not wait for another process: this one may.
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                    try:
+                        self._run_batch(jobs)
+                    finally:
+                        if self._inline:
+                            self._conn.execute("PRAGMA busy_timeout = 0")
+            except Exception as exc:  # a dead thread would leave every caller waiting
+                logger.exception("journal batch failed on %s", self.path)
+                error = JournalError(f"the journal {self.path} failed: {exc!r}")
+                self._answer([(job, False, error) for job in jobs if job.future is not None])
+            finally:
+                with self._handed_lock:
+                    self._handed -= handed
+            if stop:
+                break
+        with self._writing:  # not under a batch another event loop runs
+            self._conn.close()
+        self._owner.close()
+
+    def _begin_at_once(self) -> bool:
+        """Begin a write transaction if no other process holds the write lock (no wait:
+        the connection's busy timeout is 0 outside the writer thread)."""
+        try:
+            self._conn.execute(self._begin)
+        except sqlite3.Error:
+            return False  # busy, or failing: the writer thread tries, and says why
+        return True
+
+    def _run_batch(self, jobs: list[Job], *, inline: bool = False) -> bool:
+        """Apply `jobs` in one transaction; ownership changes only once it has committed.
+
+        `inline` (on the event loop): False, with nothing done, when another process holds
+        the write lock (the writer thread waits for it, not the loop)."""
+        if inline and not self._begin_at_once():
+            return False
+        held = self._owner.held
+        self._taken.clear()
+        self._let_go.clear()
+        self._inserts.clear()
+        self._finishes.clear()
+        self._starts.clear()
+        results: list[tuple[bool, Any]] = []
+        try:
+            if not inline:
+                self._conn.execute(self._begin)
+            self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
+            for job in jobs:
+                taken = len(self._taken)
+                try:
+                    results.append((True, job.op(self._conn)))
+                except sqlite3.Error:
+                    raise
+                except Exception as exc:  # one job's failure is its own, never the thread's
+                    held.difference_update(self._taken[taken:])
+                    del self._taken[taken:]
+                    if not isinstance(exc, JournalError):
+                        logger.exception("journal operation failed on %s", self.path)
+                        exc = JournalError(f"the journal {self.path} failed: {exc!r}")
+                    results.append((False, exc))
+            if self._inserts:
+                self._conn.executemany(_INSERT, self._inserts)
+            if self._starts:
+                self._conn.executemany(_START, self._starts)
+            if self._finishes:
+                self._conn.executemany(_FINISH, self._finishes)
+            self._conn.execute("COMMIT")
+        except Exception as exc:  # the batch is undone as a whole, and so is what it took
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            held.difference_update(self._taken)
+            if isinstance(exc, sqlite3.Error):
+                error = database_error(self.path, exc, "record calls")
+            else:
+                logger.exception("journal batch failed on %s", self.path)
+                error = JournalError(f"the journal {self.path} failed: {exc!r}")
+            results = [(False, error)] * len(jobs)
+        else:
+            held.difference_update(self._let_go)
+        answers = [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
+                   if job.future is not None]  # fmt: skip
+        if inline and _runs_here(jobs[0].loop):  # every job's loop (`_hand_over`): no wake-up
+            self._settle_all(answers)
+        else:
+            self._answer(answers)
+        return True
+
+    def _answer(self, answers: list[tuple[Job, bool, Any]]) -> None:
+        """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
+        A loop closed meanwhile (its ``asyncio.run`` ended) hears nothing: what its jobs
+        took is undone here, and the writer goes on serving the other loops."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
+        for answer in answers:
+            by_loop.setdefault(answer[0].loop, []).append(answer)
+        for loop, batch in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(self._settle_all, batch)
+            except RuntimeError:  # the loop is closed
+                for job, ok, value in batch:
+                    if ok and job.undo is not None:
+                        self._put([_undo(job, value)])
+
+    def _settle_all(self, answers: list[tuple[Job, bool, Any]]) -> None:
+        for job, ok, value in answers:
+            self._settle(job, ok, value)
+
+    def _settle(self, job: Job, ok: bool, value: Any) -> None:
+        """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
+        assert job.future is not None
+        if not deliver(job.future, ok, value) and ok and job.undo is not None and not self._closed:
+            self._put([_undo(job, value)])
+
+
+_INSERT = (
+    f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?, ?, NULL, ?)"
+)
+_START = (
+    "UPDATE toolbridge_calls SET state = 'running', started_at = ? "
+    "WHERE session = ? AND call_id = ? AND args_hash = ? AND state = 'queued'"
+)
+_FINISH = (
+    "UPDATE toolbridge_calls SET state = 'finished', outcome = ?, error_kind = ?, "
+    "finished_at = ?, owner = NULL WHERE session = ? AND call_id = ? AND args_hash = ?"
+)
+_ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
+
+
+_JOINED_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(",")) + ", c.owner"
+
+
+def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
+    """The stored rows of `keys`, read with a few statements instead of one per key.
+
+    The keys are joined to the table (one primary-key search each); ``(...) IN (VALUES
+    ...)`` would scan the whole table, so a claim would slow down as the journal grows.
+    """
+    found: dict[CallKey, Any] = {}
+    for start in range(0, len(keys), _ROWS_AT_ONCE):
+        chunk = keys[start : start + _ROWS_AT_ONCE]
+        values = ", ".join(["(?, ?, ?)"] * len(chunk))
+        params = [part for key in chunk for part in (key.session, key.call_id, key.args_hash)]
+        for row in conn.execute(
+            f"SELECT {_JOINED_COLUMNS} FROM (VALUES {values}) AS k "
+            "CROSS JOIN toolbridge_calls AS c ON c.session = k.column1 "
+            "AND c.call_id = k.column2 AND c.args_hash = k.column3",
+            params,
+        ):
+            found[CallKey(row[0], row[1], row[2])] = row
+    return found
+
+
+def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether `loop` is the loop running in this thread (its futures can be set here)."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
