@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-raced check venv clean fuzz prerequisites
+.PHONY: run test test-raced check venv clean fuzz fuzz-ci prerequisites
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,13 @@ test: venv prerequisites
 test-raced: venv prerequisites
 	@VENV=$(VENV) bash .ci/raced
 
-# The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
-# tens of minutes; `make test` runs the same tests with a fixed budget, 300 examples at most.
+# The fuzz suite on its own with CI's budget (tests/fuzz/conftest.py): 300 examples per
+# target, about a minute of CPU; .ci/run runs it after `make test`, which runs the same
+# targets with 100 examples each.
+fuzz-ci: venv
+	TOOLBRIDGE_FUZZ=ci $(BIN)/python -m pytest tests/fuzz -q -n $(TEST_WORKERS)
+
+# The fuzz suite with the long profile: 20,000 examples per target, tens of minutes.
 # A long target may pass the 300 s per-test hang guard of `make test` by design: it is off here.
 fuzz: venv prerequisites
 	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics --timeout=0
