@@ -34,9 +34,14 @@ prerequisites:
 # in TEST_WORKERS pytest-xdist workers, one per core (one test after another, it leaves a
 # core idle while it waits for real processes and servers to start); tests sharing one
 # costly runtime stay in one worker (tests/conftest.py). TEST_WORKERS=0: in this process.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (into the git-ignored
+# __pycache__/ folders): the suite starts hundreds of Python processes (the CLI, MCP
+# servers, guide pages, Ray workers), and without .pyc files each one compiled the
+# package's sources again (0.25 s of CPU of a 0.75 s `toolbridge tools`), and each worker
+# rewrote every test module's asserts again.
 TEST_WORKERS ?= 2
 test: venv prerequisites
-	@$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
+	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
 
 # The tests that once raced, 3 times in a row beside a CPU burner on every core (.ci/raced;
