@@ -8,8 +8,9 @@ imports, a terminal (``tty_input`` runs one here too), closed or missing streams
 the console-script entry (`toolbridge.cli.main`).
 
 Each run is isolated as a process would be: the workspace is the current directory,
-the plugins in ``site`` are importable for that run only and forgotten after it, and the
-logging and SIGINT state a command sets up is put back.
+the plugins in ``site`` are importable for that run only (``PYTHONPATH`` names them for
+what the command starts) and forgotten after it, and the logging and SIGINT state a
+command sets up is put back.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ class InProcessCli(Cli):
         saved_sigint = signal.getsignal(signal.SIGINT)
         saved_cwd = os.getcwd()
         saved_path = list(sys.path)
+        saved_pythonpath = os.environ.get("PYTHONPATH")
         modules_before = set(sys.modules)
         os.chdir(cwd or self.workspace)
         sys.path.insert(0, str(self.site))
+        os.environ["PYTHONPATH"] = str(self.site)  # as `Cli` gives it, for what the command starts
         importlib.invalidate_caches()  # entry points and modules are looked up afresh
         try:
             result = CliRunner().invoke(
@@ -56,6 +59,10 @@ class InProcessCli(Cli):
         finally:
             os.chdir(saved_cwd)
             sys.path[:] = saved_path
+            if saved_pythonpath is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved_pythonpath
             for name in set(sys.modules) - modules_before:
                 if _under(sys.modules[name], self.site):
                     del sys.modules[name]  # the next test's plugin of the same name is new
