@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-raced check venv clean fuzz prerequisites
+.PHONY: run test test-raced check venv clean fuzz fuzz-ci prerequisites
 
 $(BIN)/toolbridge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +34,14 @@ prerequisites:
 # in TEST_WORKERS pytest-xdist workers, one per core (one test after another, it leaves a
 # core idle while it waits for real processes and servers to start); tests sharing one
 # costly runtime stay in one worker (tests/conftest.py). TEST_WORKERS=0: in this process.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (into the git-ignored
+# __pycache__/ folders): the suite starts hundreds of Python processes (the CLI, MCP
+# servers, guide pages, Ray workers), and without .pyc files each one compiled the
+# package's sources again (0.25 s of CPU of a 0.75 s `toolbridge tools`), and each worker
+# rewrote every test module's asserts again.
 TEST_WORKERS ?= 2
 test: venv prerequisites
-	@$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
+	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$status
 
 # The tests that once raced, 3 times in a row beside a CPU burner on every core (.ci/raced;
@@ -44,8 +49,13 @@ test: venv prerequisites
 test-raced: venv prerequisites
 	@VENV=$(VENV) bash .ci/raced
 
-# The fuzz suite with the long profile (tests/fuzz/conftest.py): 20,000 examples per target,
-# tens of minutes; `make test` runs the same tests with a fixed budget, 300 examples at most.
+# The fuzz suite on its own with CI's budget (tests/fuzz/conftest.py): 300 examples per
+# target, about a minute of CPU; .ci/run runs it after `make test`, which runs the same
+# targets with 100 examples each.
+fuzz-ci: venv
+	TOOLBRIDGE_FUZZ=ci $(BIN)/python -m pytest tests/fuzz -q -n $(TEST_WORKERS)
+
+# The fuzz suite with the long profile: 20,000 examples per target, tens of minutes.
 # A long target may pass the 300 s per-test hang guard of `make test` by design: it is off here.
 fuzz: venv prerequisites
 	TOOLBRIDGE_FUZZ=long $(BIN)/python -m pytest tests/fuzz -q --hypothesis-show-statistics --timeout=0

@@ -86,6 +86,16 @@ def cli(workspace: Path, tmp_path: Path) -> Cli:
     return Cli(workspace, site)
 
 
+@pytest.fixture
+def cli_in_process(workspace: Path, tmp_path: Path) -> Cli:
+    """`cli`, run inside this process (tests/cli/in_process.py says when that is the same)."""
+    from tests.cli.in_process import InProcessCli
+
+    site = tmp_path / "site"
+    site.mkdir()
+    return InProcessCli(workspace, site)
+
+
 def assert_one_line_error(done: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
     """Exit `code`, nothing on stdout, one ``Error:`` line on stderr naming `parts`."""
     assert done.returncode == code, (done.returncode, done.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.cli.conftest import EXAMPLES, Cli
 
 from toolbridge import (
@@ -24,6 +25,14 @@ from toolbridge import (
 from toolbridge.cli.approval import Verdict, run_calls
 from toolbridge.execution.approval import arguments_digest
 from toolbridge.journal import CallKey, SQLiteJournal
+
+
+@pytest.fixture
+def cli(cli_in_process: Cli) -> Cli:
+    """These tests check what a command prints and its exit code: run in this process
+    (tests/cli/in_process.py), the same command gives the same output for less CPU."""
+    return cli_in_process
+
 
 PLUGIN = """
     import asyncio

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.cli.conftest import Cli
+
+
+@pytest.fixture
+def cli(cli_in_process: Cli) -> Cli:
+    """These tests check what a command prints and its exit code: run in this process
+    (tests/cli/in_process.py), the same command gives the same output for less CPU."""
+    return cli_in_process
 
 
 def test_call_reads_a_range_in_the_current_directory(cli: Cli) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.cli.conftest import EXAMPLES, Cli, assert_one_line_error
+
+
+@pytest.fixture
+def cli(cli_in_process: Cli) -> Cli:
+    """These tests check what a command prints and its exit code: run in this process
+    (tests/cli/in_process.py), the same command gives the same output for less CPU."""
+    return cli_in_process
 
 
 def test_exec_runs_a_provider_response_and_answers_in_its_format(cli: Cli) -> None:

@@ -14,6 +14,13 @@ from toolbridge.cli.inputs import MAX_INPUT_BYTES
 from toolbridge.formats.wire import MAX_DEPTH
 
 
+@pytest.fixture
+def cli(cli_in_process: Cli) -> Cli:
+    """These tests check what a command prints and its exit code: run in this process
+    (tests/cli/in_process.py), the same command gives the same output for less CPU."""
+    return cli_in_process
+
+
 def nested_array(depth: int) -> str:
     return "[" * depth + "]" * depth
 

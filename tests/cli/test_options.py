@@ -7,10 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.cli.conftest import EXAMPLES, Cli, assert_one_line_error
 
 from toolbridge import ToolContext, ToolLoader, __version__
 from toolbridge.formats import PROVIDER_FORMATS, provider_format
+
+
+@pytest.fixture
+def cli(cli_in_process: Cli) -> Cli:
+    """These tests check what a command prints and its exit code: run in this process
+    (tests/cli/in_process.py), the same command gives the same output for less CPU."""
+    return cli_in_process
+
 
 EXAMPLE = (EXAMPLES / "anthropic_response.json").read_text()
 
