@@ -283,6 +283,28 @@ def _run_call(server: socket.socket, wake: int, request: dict[str, object], fds:
         os._exit(125)
 
 
+def _kill_strays(calls: set[int]) -> bool:
+    """Reap what ended, kill every child that is not a running call supervisor (the
+    descendants of one killed on purpose); True if there were any."""
+    for pid, _ in _reap():
+        calls.discard(pid)
+    strays = set(_children()) - calls
+    for stray in strays:
+        _kill(stray)  # its own children come back here as it dies
+    return bool(strays)
+
+
+def _sweep(wake: int, calls: set[int]) -> None:
+    """Before the server ends: kill its strays until none is left. They come back one
+    level at a time (each as its parent dies); a server that left at once let the rest
+    live on."""
+    for _ in range(100):  # at most about 10 s: a stray that SIGKILL does not end is stuck
+        if not _kill_strays(calls):
+            break
+        if select.select([wake], [], [], 0.1)[0]:  # a child ended, or 0.1 s passed
+            os.read(wake, 4096)
+
+
 def serve() -> None:
     """Fork a call supervisor per request until end-of-file; kill strays handed to us."""
     _become_subreaper()
@@ -301,6 +323,7 @@ def serve() -> None:
                 continue
             received = _receive(server)
             if received is None:  # toolbridge closed the tool, or died
+                _sweep(wake, calls)
                 os._exit(0)
             request, fds = received
             if len(fds) in (2, 3):
@@ -308,10 +331,7 @@ def serve() -> None:
             else:  # not a request toolbridge sends: drop it
                 for extra in fds:
                     os.close(extra)
-        for pid, _ in _reap():
-            calls.discard(pid)
-        for stray in set(_children()) - calls:  # descendants of a call supervisor killed
-            _kill(stray)  # on purpose; their own children come back here as they die
+        _kill_strays(calls)  # descendants of a call supervisor killed on purpose
 
 
 if __name__ == "__main__":
