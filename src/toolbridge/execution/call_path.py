@@ -181,7 +181,13 @@ class CallPath:
                     elif self._limit is not None:
                         async with self._limit:
                             # Claimed queued: running in the journal only once it starts.
-                            unrecorded = await self._start_recording(recording)
+                            try:
+                                unrecorded = await self._start_recording(recording)
+                            except BaseException:
+                                if recording is not None:  # stopped before its tool started
+                                    await asyncio.shield(self._unclaim(recording))
+                                    recording = None
+                                raise
                             start = self._started(batch, call)
                             if unrecorded is not None:
                                 invocation = _answered(tool.name, ToolResult.error(unrecorded))
@@ -301,6 +307,10 @@ class CallPath:
             return None
         assert self._journal is not None
         return await self._journal.start(recording)
+
+    async def _unclaim(self, recording: Recording) -> None:
+        assert self._journal is not None
+        await self._journal.unclaim(recording)
 
     async def _abandon(self, recording: Recording) -> None:
         assert self._journal is not None

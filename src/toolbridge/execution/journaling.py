@@ -156,6 +156,15 @@ class Journaling:
             logger.error("call %r ran but was not journaled: %s", outcome.call.id, exc)
             outcome.result.metadata[JOURNAL_METADATA_KEY] = {"recorded": False, "error": str(exc)}
 
+    async def unclaim(self, recording: Recording) -> None:
+        """Let go of a call stopped before its tool started: queued again, no owner."""
+        try:
+            await self.recorder.journal.unclaim(recording.key)
+        except ToolbridgeError as exc:
+            logger.error(
+                "could not let go of call %r in the journal: %s", recording.key.call_id, exc
+            )
+
     async def abandon(self, recording: Recording) -> None:
         """Mark a call stopped mid-way (it may have partly run) or never started."""
         try:

@@ -130,6 +130,12 @@ class CallJournal(abc.ABC):
         It stays running in the journal, so the next claim finds it interrupted.
         """
 
+    async def unclaim(self, key: CallKey) -> None:
+        """Let go of an owned call whose tool never started (its run was stopped first): it
+        is queued again with no owner, so the next claim runs it as the same attempt. This
+        default abandons it instead (found interrupted); both backends queue it again."""
+        await self.abandon(key)
+
     @abc.abstractmethod
     async def entry(self, key: CallKey) -> JournalEntry | None:
         """The stored call `key`, if any."""

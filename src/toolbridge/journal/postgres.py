@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import CallJournal, Durability, check_limit, dropped_sessions
 from toolbridge.journal.claims import (
+    LetGo,
     claimed_state,
     not_owned,
     proven,
@@ -166,6 +167,9 @@ class PostgresJournal(BatchWriter, CallJournal):
 
     async def abandon(self, key: CallKey) -> None:
         await self._submit(Release([key]))
+
+    async def unclaim(self, key: CallKey) -> None:
+        await self._submit(Release([key], LetGo.REQUEUE))
 
     async def refuse(
         self,

@@ -121,7 +121,18 @@ class BatchWriter:
             raise journal_closed(f"at {self._description}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._jobs.put_nowait(Job(op, future))
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Stopped just as its answer came (set, so `_settle` delivered it): nobody acts
+            # on the claim, so it is let go of (queued again: a row it inserted stays, never run).
+            heard = future.done() and not future.cancelled() and future.exception() is None
+            claim = future.result() if heard else None
+            if isinstance(claim, Claim) and not self._closed:
+                how = unheard(claim, inserted=False)
+                if how is not None:
+                    self._jobs.put_nowait(Job(Release([claim.entry.key], how), None))
+            raise
 
     async def _serve(self) -> None:
         """Apply queued jobs batch by batch until `close` queues the end."""

@@ -229,6 +229,13 @@ class SQLiteJournal(GroupCommit, CallJournal):
 
         await self._submit(op)
 
+    async def unclaim(self, key: CallKey) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            if key in self._owner.held:
+                self._let_go_of(conn, key, LetGo.REQUEUE)
+
+        await self._submit(op)
+
     async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         def op(conn: sqlite3.Connection) -> JournalEntry:
             self._require_owned(key)

@@ -95,8 +95,17 @@ class GroupCommit:
         if pending is None:  # the first job of this tick: hand the tick's jobs over after it
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        pending.append(Job(op, loop, future, undo, claims))
-        return await future
+        job = Job(op, loop, future, undo, claims)
+        pending.append(job)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Stopped just as its answer came (set, so `_settle` delivered it): nobody acts
+            # on it, so it is undone here.
+            heard = future.done() and not future.cancelled() and future.exception() is None
+            if undo is not None and heard and not self._closed:
+                self._put([_undo(job, future.result())])
+            raise
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         # One batch per tick, not one per call: the 200 claims of a batch are one commit.
