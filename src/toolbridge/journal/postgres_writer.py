@@ -99,6 +99,9 @@ class Job:
 
     op: NewCall | Start | Finish | Release | Query
     future: asyncio.Future[Any] | None
+    inserted: bool = True
+    """Set with the answer: whether a claim that runs the call inserted its row (False:
+    it took a queued one), which says how to undo it if its caller never hears it."""
 
 
 class BatchWriter:
@@ -120,16 +123,18 @@ class BatchWriter:
         if self._closed:
             raise journal_closed(f"at {self._description}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._jobs.put_nowait(Job(op, future))
+        job = Job(op, future)
+        self._jobs.put_nowait(job)
         try:
             return await future
         except asyncio.CancelledError:
             # Stopped just as its answer came (set, so `_settle` delivered it): nobody acts
-            # on the claim, so it is let go of (queued again: a row it inserted stays, never run).
+            # on the claim, so it is undone as `_settle` would have (its new row deleted, a
+            # queued row it took queued again).
             heard = future.done() and not future.cancelled() and future.exception() is None
             claim = future.result() if heard else None
             if isinstance(claim, Claim) and not self._closed:
-                how = unheard(claim, inserted=False)
+                how = unheard(claim, inserted=job.inserted)
                 if how is not None:
                     self._jobs.put_nowait(Job(Release([claim.entry.key], how), None))
             raise
@@ -205,6 +210,7 @@ class BatchWriter:
         if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
             self._from_queue.discard(value.entry.key)
             from_queue = True
+            job.inserted = False
         if (
             not deliver(job.future, ok, value)
             and ok
