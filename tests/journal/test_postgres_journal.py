@@ -93,8 +93,10 @@ async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_in
         # queue holds every finish.
         await until(lambda: is_sleeping(conn, pid), "the writer never ran pg_sleep")
         finishes = [asyncio.ensure_future(journal.finish(key, {"text": "ok"})) for key in keys]
-        queued = journal._jobs  # type: ignore[attr-defined]
-        await until(lambda: queued.qsize() == len(keys), "the finishes never queued")
+        await until(
+            lambda: len(journal._jobs) == len(keys),  # type: ignore[attr-defined]
+            "the finishes never queued",
+        )
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
     answers = await asyncio.wait_for(asyncio.gather(slow, *finishes, return_exceptions=True), 20)
     assert all(isinstance(answer, JournalError) for answer in answers), answers

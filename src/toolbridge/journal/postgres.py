@@ -288,7 +288,7 @@ class PostgresJournal(BatchWriter, CallJournal):
                 "SELECT pg_advisory_unlock(%s, %s)", (_SESSION_LOCKS, _int4(session))
             )
 
-        self._jobs.put_nowait(Job(op, None))  # if it fails, the lock goes with the connection
+        self._queue(Job(op, None))  # if it fails, the lock goes with the connection
 
     async def save_run(self, session: str, state: Mapping[str, Any]) -> None:
         text = JSONB.dumps(state)
@@ -353,9 +353,7 @@ class PostgresJournal(BatchWriter, CallJournal):
     async def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._jobs.put_nowait(None)
-        await self._writer
+        await self._stop()
         import psycopg
 
         # Owned calls are interrupted from now on, not once the server has seen the close

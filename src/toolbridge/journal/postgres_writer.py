@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from toolbridge.journal.base import deliver
 from toolbridge.journal.claims import (
@@ -44,7 +44,7 @@ __all__ = ["BatchWriter", "Finish", "Job", "Query", "Release", "Start"]
 
 logger = logging.getLogger(__name__)
 
-_GATHER_TURNS = 16  # at most this many turns of the loop gather one batch
+_FIRST_WRITE = 0.001  # seconds: what a batch's statement is taken to cost before one ran
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 """An operation run on its own: a function of the connection."""
@@ -82,8 +82,6 @@ class _Unsent(Exception):
         self.error = error
 
 
-_WRITES = (NewCall, Start, Finish)  # the operations a batch sends as one statement
-
 _LET_GO = {
     LetGo.DELETE: "DELETE FROM toolbridge_calls AS c USING",
     LetGo.REQUEUE: "UPDATE toolbridge_calls AS c SET owner = NULL, state = 'queued', "
@@ -93,15 +91,21 @@ _LET_GO = {
 """How `_release` lets go of calls (see `LetGo`)."""
 
 
-@dataclass(slots=True)
-class Job:
+Operation = NewCall | Start | Finish | Release | Query
+Op = TypeVar("Op", bound=Operation)
+
+
+class Job(Generic[Op]):
     """One operation and where its answer goes (None: nobody waits for it)."""
 
-    op: NewCall | Start | Finish | Release | Query
-    future: asyncio.Future[Any] | None
-    inserted: bool = True
-    """Set with the answer: whether a claim that runs the call inserted its row (False:
-    it took a queued one), which says how to undo it if its caller never hears it."""
+    __slots__ = ("future", "inserted", "op")
+
+    def __init__(self, op: Op, future: asyncio.Future[Any] | None) -> None:
+        self.op = op
+        self.future = future
+        self.inserted = True
+        """Whether a claim that runs its call inserted the row (False: it took a queued
+        one): how to undo the claim if its caller never hears the answer."""
 
 
 class BatchWriter:
@@ -109,22 +113,42 @@ class BatchWriter:
     and the task that applies queued operations to them."""
 
     def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
+        import psycopg
+
         self._conn = conn
         self._description = description
         self._owner = owner
+        self._errors = (psycopg.Error, ValueError, TypeError)  # what a statement may raise
+        self._errors_read = (psycopg.Error, JournalError)  # what reading rows may raise
         self._held: set[CallKey] = set()
         self._last_now = 0.0  # see `_now`
-        self._from_queue: set[CallKey] = set()  # claims that took a queued row, until heard
-        self._jobs: asyncio.Queue[Job | None] = asyncio.Queue()
-        self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
+        self._write_time = _FIRST_WRITE  # how long the last batch's statement took
+        self._loop = asyncio.get_running_loop()
+        self._jobs: list[Job[Any]] = []  # queued for the next batch
+        self._answers: list[tuple[Job[Any], bool, Any]] = []  # of the batch being applied
+        self._idle: asyncio.Future[None] | None = None  # the writer waits on it for a job
         self._closed = False
+        self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
 
-    async def _submit(self, op: NewCall | Start | Finish | Release | Query) -> Any:
+    def _queue(self, job: Job[Any]) -> None:
+        """Queue `job` for the next batch."""
+        self._jobs.append(job)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the writer if it waits for a job."""
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
+
+    async def _submit(self, op: Operation) -> Any:
         if self._closed:
             raise journal_closed(f"at {self._description}")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = self._loop.create_future()
         job = Job(op, future)
-        self._jobs.put_nowait(job)
+        self._queue(job)
         try:
             return await future
         except asyncio.CancelledError:
@@ -136,89 +160,93 @@ class BatchWriter:
             if isinstance(claim, Claim) and not self._closed:
                 how = unheard(claim, inserted=job.inserted)
                 if how is not None:
-                    self._jobs.put_nowait(Job(Release([claim.entry.key], how), None))
+                    self._queue(Job(Release([claim.entry.key], how), None))
             raise
 
+    async def _stop(self) -> None:
+        """Take no more jobs, apply those queued, and end the writer task."""
+        self._closed = True
+        self._wake()
+        await self._writer
+
     async def _serve(self) -> None:
-        """Apply queued jobs batch by batch until `close` queues the end."""
-        while (first := await self._jobs.get()) is not None:
+        """Apply queued jobs batch by batch until `_stop`."""
+        while True:
+            if not self._jobs:
+                if self._closed:
+                    return
+                self._idle = self._loop.create_future()
+                await self._idle
+                continue
             # Let the calls scheduled with this one queue theirs too: one batch, not two.
             # While each turn of the loop brings more (the calls of a batch finishing one
-            # after another), wait one more turn: a round trip costs more than a turn.
-            waiting = -1
-            for _ in range(_GATHER_TURNS):
-                if self._jobs.qsize() == waiting:
-                    break
-                waiting = self._jobs.qsize()
+            # after another), wait one more turn, for at most as long as the last statement
+            # took: a job that came just after it was sent would wait that long behind it.
+            waiting, until = -1, self._loop.time() + self._write_time
+            while len(self._jobs) != waiting and (waiting < 0 or self._loop.time() < until):
+                waiting = len(self._jobs)
                 await asyncio.sleep(0)
-            jobs = [first]
-            stop = False
-            while not self._jobs.empty():
-                job = self._jobs.get_nowait()
-                if job is None:
-                    stop = True
-                    break
-                jobs.append(job)
+            jobs, self._jobs = self._jobs, []
             await self._run_batch(jobs)
-            if stop:
-                break
 
-    async def _run_batch(self, jobs: list[Job]) -> None:
-        """Claims, starts and finishes in one statement, the rest one by one; a failure is
-        the answer of the jobs it concerns, never of the writer."""
-        writes = [(i, job.op) for i, job in enumerate(jobs) if isinstance(job.op, _WRITES)]
-        results: dict[int, tuple[bool, Any]] = {}
-        if writes:
-            await self._step(results, [i for i, _ in writes], self._write, [op for _, op in writes])
-        for index, job in enumerate(jobs):
-            op = job.op
-            if isinstance(op, Release):
-                await self._step(results, [index], self._release, op)
-            elif not isinstance(op, NewCall | Start | Finish):
-                await self._step(results, [index], op, self._conn)
-        for index, job in enumerate(jobs):
-            if job.future is not None:
-                ok, value = results[index]
-                self._settle(job, ok, value)
+    async def _run_batch(self, jobs: list[Job[Any]]) -> None:
+        """Claims, starts and finishes in one statement, the rest one by one, in order; a
+        failure is the answer of the jobs it concerns, never of the writer."""
+        claims: list[Job[NewCall]] = []
+        starts: list[Job[Start]] = []
+        finishes: list[Job[Finish]] = []
+        others: list[Job[Release | Query]] = []
+        for job in jobs:
+            kind = type(job.op)
+            if kind is NewCall:
+                claims.append(job)
+            elif kind is Finish:
+                finishes.append(job)
+            elif kind is Start:
+                starts.append(job)
+            else:
+                others.append(job)
+        if claims or starts or finishes:  # first, as one statement
+            await self._write(claims, starts, finishes)
+        for other in others:
+            op = other.op
+            try:
+                value = await (self._release(op) if isinstance(op, Release) else op(self._conn))
+            except self._errors as exc:
+                self._fail([other], exc)
+            except JournalError as exc:  # refused before it wrote anything
+                self._answer(other, False, exc)
+            else:
+                self._answer(other, not isinstance(value, JournalError), value)
+        answers, self._answers = self._answers, []
+        for job, ok, value in answers:
+            self._settle(job, ok, value)
 
-    async def _step(
-        self,
-        results: dict[int, tuple[bool, Any]],
-        indices: list[int],
-        work: Callable[[Any], Awaitable[Any]],
-        argument: Any,
-    ) -> None:
-        """Run `work` for the jobs at `indices`: a list answers each, anything else all."""
-        import psycopg
+    def _answer(self, job: Job[Any], ok: bool, value: Any) -> None:
+        """Note the answer of `job`: the batch's answers are handed over once it is done."""
+        self._answers.append((job, ok, value))
 
-        try:
-            answer = await work(argument)
-        except (psycopg.Error, ValueError, TypeError) as exc:
-            error = server_error(exc, self._description)
-            results.update((index, (False, error)) for index in indices)
-        except JournalError as exc:  # refused before it wrote anything
-            results.update((index, (False, exc)) for index in indices)
-        else:
-            answers = answer if isinstance(argument, list) else [answer] * len(indices)
-            for index, value in zip(indices, answers, strict=True):
-                failed = isinstance(value, JournalError)
-                results[index] = (not failed, value)
-
-    def _settle(self, job: Job, ok: bool, value: Any) -> None:
-        assert job.future is not None
-        from_queue = False
-        if ok and isinstance(value, Claim) and value.entry.key in self._from_queue:
-            self._from_queue.discard(value.entry.key)
-            from_queue = True
-            job.inserted = False
+    def _settle(self, job: Job[Any], ok: bool, value: Any) -> None:
+        """Hand `value` to whoever waits for `job`; when nobody is left to hear a claim,
+        its call never ran, so the claim is undone."""
+        future = job.future
         if (
-            not deliver(job.future, ok, value)
+            future is not None
+            and not deliver(future, ok, value)
             and ok
-            and isinstance(value, Claim)
+            and type(value) is Claim
             and not self._closed
-            and (how := unheard(value, inserted=not from_queue)) is not None
-        ):  # nobody heard the answer, so the call never ran: undo the claim
-            self._jobs.put_nowait(Job(Release([value.entry.key], how), None))
+            and (how := unheard(value, inserted=job.inserted)) is not None
+        ):
+            self._queue(Job(Release([value.entry.key], how), None))
+
+    def _fail(self, jobs: list[Job[Any]], error: Exception) -> None:
+        """Answer each of `jobs` with what `error` means for the journal."""
+        failed = (
+            error if isinstance(error, JournalError) else server_error(error, self._description)
+        )
+        for job in jobs:
+            self._answer(job, False, failed)
 
     def _now(self) -> float:
         """The time of a batch, distinct from every earlier batch's of this journal: rows a
@@ -227,94 +255,95 @@ class BatchWriter:
         self._last_now = now
         return now
 
-    async def _write(self, ops: list[NewCall | Start | Finish]) -> list[Any]:
-        """The claims, starts and finishes of a batch in one statement (`write_sql`), the
-        answers in their order. Its counts say whether every claim went in and every
-        outcome was stored (the common case); only otherwise are rows read. If it fails
-        and held more than one kind, each kind is sent again on its own, so a failure is
-        the answer of the operations it concerns (the failed statement changed nothing)."""
-        claims = [op for op in ops if isinstance(op, NewCall)]
-        starts = [op for op in ops if isinstance(op, Start)]
-        finishes = [op for op in ops if isinstance(op, Finish)]
-        groups = [group for group in (claims, starts, finishes) if group]
+    async def _write(
+        self, claims: list[Job[NewCall]], starts: list[Job[Start]], finishes: list[Job[Finish]]
+    ) -> None:
+        """The claims, starts and finishes of a batch in one statement (`write_sql`), each
+        answered. Its counts say whether every claim went in and every outcome was stored
+        (the common case); only otherwise are rows read. If it fails and held more than
+        one kind, each kind is sent again on its own, so a failure is the answer of the
+        operations it concerns (the failed statement changed nothing)."""
         try:
-            answers = await self._write_once(claims, starts, finishes)
+            await self._write_once(claims, starts, finishes)
         except _Unsent as unsent:
+            groups: list[list[Job[Any]]] = [g for g in (claims, starts, finishes) if g]
             if len(groups) == 1:
-                raise unsent.error from None
+                self._fail(groups[0], unsent.error)
+                return
             logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
                         self._description, unsent.error)  # fmt: skip
-            answers = {}
-            parts: list[tuple[list[NewCall], list[Start], list[Finish]]] = [
+            parts: list[tuple[list[Job[NewCall]], list[Job[Start]], list[Job[Finish]]]] = [
                 (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
             for part in parts:
-                group: list[Any] = [*part[0], *part[1], *part[2]]
-                if not group:
-                    continue
-                try:
-                    answers.update(await self._write_once(*part))
-                except _Unsent as alone:
-                    failed = server_error(alone.error, self._description)
-                    answers.update((id(op), failed) for op in group)
-        return [answers[id(op)] for op in ops]
+                group: list[Job[Any]] = [*part[0], *part[1], *part[2]]
+                if group:
+                    try:
+                        await self._write_once(*part)
+                    except _Unsent as alone:
+                        self._fail(group, alone.error)
 
     async def _write_once(
-        self, claims: list[NewCall], starts: list[Start], finishes: list[Finish]
-    ) -> dict[int, Any]:
-        """`_write` as one statement: the answers by `id` of each operation; `_Unsent`
+        self, claims: list[Job[NewCall]], starts: list[Job[Start]], finishes: list[Job[Finish]]
+    ) -> None:
+        """`_write` as one statement, each job answered; `_Unsent`, with none answered,
         when the statement itself failed (so it changed nothing)."""
-        import psycopg
-
         held = self._held
         now = self._now()
-        starting = [op.key for op in starts if op.key in held]
-        owned = [op for op in finishes if op.key in held]
-        params = self._write_params(claims, starting, owned, now)
-        answers: dict[int, Any] = {}
+        starting = [job for job in starts if job.op.key in held]
+        owned = [job for job in finishes if job.op.key in held]
         done: set[CallKey] = set()
+        contested: list[Claim | JournalError] | None = None
         if claims or starting or owned:
+            params = self._write_params(claims, starting, owned, now)
             sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
+            sent = self._loop.time()
             try:
                 cursor = await self._conn.execute(sql, params)
                 row = await cursor.fetchone()
-            except (psycopg.Error, ValueError, TypeError) as exc:
+            except self._errors as exc:
                 raise _Unsent(exc) from None
+            self._write_time = self._loop.time() - sent
             claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
             if owned:  # stored: a failure to read which ones is the error of these alone
                 try:
                     done = await self._finished(owned, finished, now)
-                except psycopg.Error as exc:
-                    failed = server_error(exc, self._description)
-                    answers.update((id(finish), failed) for finish in owned)
-            if claims and claimed == len(claims):  # every claim inserted (no key twice)
-                for op in claims:
-                    held.add(op.key)
-                    entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
-                                          queued=op.queued)  # fmt: skip
-                    answers[id(op)] = Claim(ClaimAction.RUN, entry)
-            elif claims:
+                except self._errors_read as exc:
+                    self._fail(owned, exc)
+                    finishes = [job for job in finishes if job.op.key not in held]
+            if claims and claimed != len(claims):  # some met a stored call, or a key twice
                 try:
-                    contested: list[Any] = await self._contested(claims, now)
-                except psycopg.Error as exc:
-                    contested = [server_error(exc, self._description)] * len(claims)
-                answers.update(zip(map(id, claims), contested, strict=True))
+                    contested = await self._contested(claims, now)
+                except self._errors_read as exc:  # a record it cannot read, say
+                    self._fail(claims, exc)
+                    claims = []
+        if contested is None:  # every claim inserted its row: each runs its call
+            for job in claims:
+                op = job.op
+                held.add(op.key)
+                entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
+                                      queued=op.queued)  # fmt: skip
+                self._answer(job, True, Claim(ClaimAction.RUN, entry))
+        else:
+            for job, answer in zip(claims, contested, strict=True):
+                self._answer(job, not isinstance(answer, JournalError), answer)
         for start in starts:
-            answers[id(start)] = None if start.key in held else not_owned(start.key)
+            key = start.op.key
+            self._answer(start, key in held, None if key in held else not_owned(key))
         for finish in finishes:
-            if id(finish) not in answers:
-                answers[id(finish)] = None if finish.key in done else not_owned(finish.key)
-        return answers
+            key = finish.op.key
+            self._answer(finish, key in done, None if key in done else not_owned(key))
 
-    async def _contested(self, ops: list[NewCall], now: float) -> list[Claim | JournalError]:
+    async def _contested(self, jobs: list[Job[NewCall]], now: float) -> list[Claim | JournalError]:
         """Claims some of which met a stored call: the rows this batch inserted (this
         journal's owner and this batch's time) run; of the others, replay, busy (a live
         owner runs it), or take over an interrupted one (its owner died, or let go of it);
         a record that cannot be read is the error of its own claim."""
-        rows = await self._owned_rows([op.key for op in ops])
+        rows = await self._owned_rows([job.op.key for job in jobs])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
         answers: list[Claim | JournalError] = []
-        for op in ops:
+        for job in jobs:
+            op = job.op
             entry, owner = rows.get(op.key, (None, None))
             if isinstance(entry, JournalError):
                 answers.append(entry)
@@ -340,7 +369,7 @@ class BatchWriter:
             elif action is ClaimAction.RUN:  # it was queued, never started: same attempt
                 taken = await self._take_over(op.key, owner, "queued", op.queued)
                 if taken is not None:
-                    self._from_queue.add(op.key)  # an unheard claim queues it again
+                    job.inserted = False  # an unheard claim queues it again
                 action = ClaimAction.RUN if taken is not None else ClaimAction.BUSY
                 answers.append(Claim(action, taken or entry))
             elif (taken := await self._take_over(op.key, owner)) is not None:
@@ -396,13 +425,18 @@ class BatchWriter:
         return JSONB.entry(row)
 
     def _write_params(
-        self, claims: list[NewCall], starting: list[CallKey], owned: list[Finish], now: float
+        self,
+        claims: list[Job[NewCall]],
+        starting: list[Job[Start]],
+        owned: list[Job[Finish]],
+        now: float,
     ) -> dict[str, Any]:
         """The parameters of `write_sql`: each column an array, built in one pass."""
         params: dict[str, Any] = {"now": now, "owner": self._owner}
         if claims:
             sessions, ids, digests, tools, texts, approvals, states = _columns(7)
-            for op in claims:
+            for job in claims:
+                op = job.op
                 key = op.key
                 sessions.append(key.session)
                 ids.append(key.call_id)
@@ -413,23 +447,31 @@ class BatchWriter:
                 states.append(claimed_state(op.queued))
             params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
         if starting:
-            params.update(key_columns(starting, "s"))
+            params.update(key_columns([job.op.key for job in starting], "s"))
         if owned:
-            params.update(key_columns([op.key for op in owned], "f"))
-            params.update(fo=[op.outcome_text for op in owned], fe=[op.error_kind for op in owned])
+            sessions, ids, digests, outcomes, kinds = _columns(5)
+            for done in owned:
+                finish = done.op
+                key = finish.key
+                sessions.append(key.session)
+                ids.append(key.call_id)
+                digests.append(key.args_hash)
+                outcomes.append(finish.outcome_text)
+                kinds.append(finish.error_kind)
+            params.update(fs=sessions, fc=ids, fh=digests, fo=outcomes, fe=kinds)
         return params
 
-    async def _finished(self, owned: list[Finish], count: int, now: float) -> set[CallKey]:
+    async def _finished(self, owned: list[Job[Finish]], count: int, now: float) -> set[CallKey]:
         """Let go of the calls whose outcome the batch stored: all of them when `count`
         says so, else those the rows of this batch's time show finished."""
         if count == len(owned):
-            done = {op.key for op in owned}
+            done = {job.op.key for job in owned}
         else:  # a repeat, or a row another process took: which ones are stored?
             cursor = await self._conn.execute(
                 f"SELECT c.session, c.call_id, c.args_hash FROM {KEYS} AS u(s, c, h) "
                 f"JOIN toolbridge_calls AS c ON {KEY} WHERE c.state = 'finished' "
                 "AND c.finished_at = %(now)s",
-                {"now": now, **key_columns([op.key for op in owned])},
+                {"now": now, **key_columns([job.op.key for job in owned])},
             )
             done = {CallKey(*row) for row in await cursor.fetchall()}
         self._held -= done
