@@ -292,18 +292,23 @@ class BatchWriter:
         starting = [job for job in starts if job.op.key in held]
         owned = [job for job in finishes if job.op.key in held]
         done: set[CallKey] = set()
+        ran: list[Claim] = []  # the answers if every claim inserted its row
         contested: list[Claim | JournalError] | None = None
         if claims or starting or owned:
             params = self._write_params(claims, starting, owned, now)
             sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
             sent = self._loop.time()
             try:
-                cursor = await self._conn.execute(sql, params)
-                row = await cursor.fetchone()
+                if claims:  # their answers are built while the server works
+                    statement = self._loop.create_task(self._counts(sql, params))
+                    await asyncio.sleep(0)  # sent
+                    ran = [_ran(job.op, now) for job in claims]
+                    claimed, finished = await statement
+                else:
+                    claimed, finished = await self._counts(sql, params)
             except self._errors as exc:
                 raise _Unsent(exc) from None
             self._write_time = self._loop.time() - sent
-            claimed, finished = (int(row[0]), int(row[1])) if row is not None else (-1, -1)
             if owned:  # stored: a failure to read which ones is the error of these alone
                 try:
                     done = await self._finished(owned, finished, now)
@@ -315,14 +320,11 @@ class BatchWriter:
                     contested = await self._contested(claims, now)
                 except self._errors_read as exc:  # a record it cannot read, say
                     self._fail(claims, exc)
-                    claims = []
+                    claims, ran = [], []
         if contested is None:  # every claim inserted its row: each runs its call
-            for job in claims:
-                op = job.op
-                held.add(op.key)
-                entry = running_entry(op.key, op.tool, op.arguments, op.approval, now,
-                                      queued=op.queued)  # fmt: skip
-                self._answer(job, True, Claim(ClaimAction.RUN, entry))
+            for job, claim in zip(claims, ran, strict=True):
+                held.add(job.op.key)
+                self._answer(job, True, claim)
         else:
             for job, answer in zip(claims, contested, strict=True):
                 self._answer(job, not isinstance(answer, JournalError), answer)
@@ -332,6 +334,12 @@ class BatchWriter:
         for finish in finishes:
             key = finish.op.key
             self._answer(finish, key in done, None if key in done else not_owned(key))
+
+    async def _counts(self, sql: str, params: dict[str, Any]) -> tuple[int, int]:
+        """Run a batch's statement: how many rows it claimed and how many it finished."""
+        cursor = await self._conn.execute(sql, params)
+        row = await cursor.fetchone()
+        return (int(row[0]), int(row[1])) if row is not None else (-1, -1)
 
     async def _contested(self, jobs: list[Job[NewCall]], now: float) -> list[Claim | JournalError]:
         """Claims some of which met a stored call: the rows this batch inserted (this
@@ -354,14 +362,7 @@ class BatchWriter:
                 owner == self._owner and entry.created_at == now and op.key not in self._held
             ):  # inserted by this batch: the first claim of a key runs it, a repeat is busy
                 self._held.add(op.key)
-                answers.append(
-                    Claim(
-                        ClaimAction.RUN,
-                        running_entry(
-                            op.key, op.tool, op.arguments, op.approval, now, queued=op.queued
-                        ),
-                    )
-                )
+                answers.append(_ran(op, now))
             elif (
                 action := claim_action(entry, owner, held=self._held, alive=alive.__contains__)
             ) in (ClaimAction.REPLAY, ClaimAction.BUSY):
@@ -494,3 +495,9 @@ class BatchWriter:
 def _columns(count: int) -> tuple[list[Any], ...]:
     """`count` new lists, one per column."""
     return tuple([] for _ in range(count))
+
+
+def _ran(op: NewCall, now: float) -> Claim:
+    """The answer of a claim whose row the batch inserted: it runs the call, first attempt."""
+    entry = running_entry(op.key, op.tool, op.arguments, op.approval, now, queued=op.queued)
+    return Claim(ClaimAction.RUN, entry)
