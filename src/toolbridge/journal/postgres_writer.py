@@ -45,6 +45,7 @@ __all__ = ["BatchWriter", "Finish", "Job", "Query", "Release", "Start"]
 logger = logging.getLogger(__name__)
 
 _FIRST_WRITE = 0.001  # seconds: what a batch's statement is taken to cost before one ran
+_LONGEST_GATHER = 0.005  # seconds: however long the last statement took
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 """An operation run on its own: a function of the connection."""
@@ -181,8 +182,10 @@ class BatchWriter:
             # Let the calls scheduled with this one queue theirs too: one batch, not two.
             # While each turn of the loop brings more (the calls of a batch finishing one
             # after another), wait one more turn, for at most as long as the last statement
-            # took: a job that came just after it was sent would wait that long behind it.
-            waiting, until = -1, self._loop.time() + self._write_time
+            # took (a job that came just after it was sent would wait that long behind it),
+            # and never more than a few milliseconds (one slow statement is no rule).
+            waiting = -1
+            until = self._loop.time() + min(self._write_time, _LONGEST_GATHER)
             while len(self._jobs) != waiting and (waiting < 0 or self._loop.time() < until):
                 waiting = len(self._jobs)
                 await asyncio.sleep(0)
