@@ -145,6 +145,7 @@ class BatchWriter:
                 idle.set_result(None)
 
     async def _submit(self, op: Operation) -> Any:
+        """Queue `op` for the writer and wait for its answer."""
         if self._closed:
             raise journal_closed(f"at {self._description}")
         future: asyncio.Future[Any] = self._loop.create_future()
