@@ -8,9 +8,13 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+from tests.journal.waiting import until
+
 from toolbridge import (
     ErrorKind,
     EventType,
+    Outcomes,
+    OutcomeStatus,
     ToolCallRequest,
     ToolContext,
     ToolEvent,
@@ -102,3 +106,34 @@ async def test_together_outcomes_that_cannot_be_stored_are_said_and_let_go(
     with contextlib.closing(sqlite3.connect(small_disk / "j.sqlite3")) as conn:
         rows = set(conn.execute("SELECT call_id, state, attempt FROM toolbridge_calls"))
     assert rows == {(f"c{i}", "finished", 2) for i in range(3)}
+
+
+async def test_a_stopped_together_run_keeps_the_outcomes_already_stored(workspace: Path) -> None:
+    # Two calls finish (stored) while a third waits; the run is stopped. The two that
+    # finished keep their outcomes, the third is cancelled: what a stop answers does not
+    # depend on whether its calls shared one wait for the journal.
+    path = workspace / "j.sqlite3"
+    release = asyncio.Event()
+
+    @tool(read_only=True)
+    async def step(n: int) -> int:
+        """Answer `n`; n == 0 waits to be released."""
+        if n == 0:
+            await release.wait()
+        return n
+
+    registry = ToolRegistry([step], context=ToolContext(workspace=workspace, session="s"))
+    async with SQLiteJournal(path) as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        into = Outcomes()
+        calls = [ToolCallRequest(f"c{i}", "step", {"n": i}) for i in range(3)]
+        run = asyncio.ensure_future(executor.run(calls, into=into))
+        both_stored = {"c0": "running", "c1": "finished", "c2": "finished"}
+        await until(lambda: stored_states(path) == both_stored, "c1 and c2 were never stored")
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+    by_id = {outcome.call.id: outcome for outcome in into}
+    assert by_id["c1"].ok and by_id["c1"].result.text == "1"
+    assert by_id["c2"].ok and by_id["c2"].result.text == "2"
+    assert by_id["c0"].status is OutcomeStatus.CANCELLED

@@ -129,22 +129,27 @@ class CallPath:
         With a journal, and nothing that watches outcomes settle (hooks, listeners), each
         call hands its outcome to the journal and ends; the run then waits once for them
         all to be stored and settles them: one wait, not one per call. An outcome is
-        still stored before anyone sees it, and one of a stopped run that is not yet
-        stored is settled as cancelled, as when its own call waits for it.
+        still stored before anyone sees it; when the run is stopped, an outcome already
+        stored is settled and one not yet stored is cancelled, as when its own call
+        waits for it.
         """
         stores: list[_Store] | None = None
         if self._journal is not None and self._plain_settle and not batch.listeners:
             stores = []
         try:
             await run_together([self.execute(batch, i, p, stores) for i, p in run])
-        except BaseException:
-            for store in stores or ():  # stored or not, their failure is said in the log
-                store.storing.add_done_callback(_retrieve)
+            for store in stores or ():
+                assert self._journal is not None
+                await self._journal.stored(store.recording, store.outcome, store.storing)
+                batch.outcomes[store.index] = store.outcome
+        except BaseException:  # stopped: what is stored already is settled, the rest cancelled
+            for store in stores or ():
+                storing = store.storing
+                if not storing.done() or storing.cancelled() or storing.exception() is not None:
+                    storing.add_done_callback(_retrieve)  # its failure is said in the log
+                elif batch.outcomes[store.index] is None:
+                    batch.outcomes[store.index] = store.outcome
             raise
-        for store in stores or ():
-            assert self._journal is not None
-            await self._journal.stored(store.recording, store.outcome, store.storing)
-            batch.outcomes[store.index] = store.outcome
 
     async def execute(  # noqa: PLR0915 - one frame per call: the hot path is not split
         self,
