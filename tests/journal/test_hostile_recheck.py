@@ -45,7 +45,7 @@ async def test_a_missing_schema_version_row_is_a_damaged_journal_not_a_migration
     await make_journal(journal_target)
     delete_version_row(journal_target)
     for create in (True, False):
-        with pytest.raises(JournalError, match="damaged: has no schema version") as raised:
+        with pytest.raises(JournalError, match="damaged: it has no schema version") as raised:
             await open_journal(journal_target, create=create)
         assert "already exists" not in str(raised.value)
         assert "move it aside" in str(raised.value)
@@ -62,7 +62,7 @@ def test_the_cli_says_a_journal_without_its_version_row_is_damaged(tmp_path: Pat
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
-    assert "damaged: has no schema version" in done.stderr
+    assert "damaged: it has no schema version" in done.stderr
 
 
 async def test_reading_a_version_3_journal_leaves_it_version_3(journal_target: str) -> None:

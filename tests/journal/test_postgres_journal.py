@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
 import pytest
+from tests.journal.waiting import until
 
 from toolbridge.journal import CallKey, ClaimAction, JournalError, open_journal
 from toolbridge.journal.postgres_connection import MIGRATIONS, SCHEMA_VERSION
@@ -107,14 +107,6 @@ async def test_a_connection_lost_mid_batch_answers_every_call_and_leaves_them_in
     async with await open_journal(postgres_url) as reopened:
         claims = [await reopened.claim(key, "t", {}) for key in keys]
     assert {claim.action for claim in claims} == {ClaimAction.INTERRUPTED}
-
-
-async def until(check: Callable[[], bool], failure: str) -> None:
-    """Wait until `check()` holds (30 s: a bound against hangs, not a timing assertion)."""
-    end = asyncio.get_running_loop().time() + 30
-    while not check():
-        assert asyncio.get_running_loop().time() < end, failure
-        await asyncio.sleep(0.02)
 
 
 def is_sleeping(conn: psycopg.Connection[Any], pid: int) -> bool:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.backends import CallRunner, StartHook
@@ -44,7 +45,7 @@ from toolbridge.execution.progress import (
     set_progress_sink,
 )
 from toolbridge.execution.result_shaping import ResultCap, replace_result
-from toolbridge.execution.scheduling import Stopped, ToolBatch, emit
+from toolbridge.execution.scheduling import Stopped, ToolBatch, emit, run_together
 from toolbridge.execution.tracing import CallTracer
 
 if TYPE_CHECKING:
@@ -122,10 +123,44 @@ class CallPath:
             return failed_outcome(call, prepared.error, prepared.repairs)
         return prepared
 
+    async def execute_together(self, batch: ToolBatch, run: list[tuple[int, PreparedCall]]) -> None:
+        """Run the calls of `run` at once and settle their outcomes.
+
+        With a journal, and nothing that watches outcomes settle (hooks, listeners), each
+        call hands its outcome to the journal and ends; the run then waits once for them
+        all to be stored and settles them: one wait, not one per call. An outcome is
+        still stored before anyone sees it; when the run is stopped, an outcome already
+        stored is settled and one not yet stored is cancelled, as when its own call
+        waits for it.
+        """
+        stores: list[_Store] | None = None
+        if self._journal is not None and self._plain_settle and not batch.listeners:
+            stores = []
+        try:
+            await run_together([self.execute(batch, i, p, stores) for i, p in run])
+            for store in stores or ():
+                assert self._journal is not None
+                await self._journal.stored(store.recording, store.outcome, store.storing)
+                batch.outcomes[store.index] = store.outcome
+        except BaseException:  # stopped: what is stored already is settled, the rest cancelled
+            for store in stores or ():
+                storing = store.storing
+                if not storing.done() or storing.cancelled() or storing.exception() is not None:
+                    storing.add_done_callback(_retrieve)  # its failure is said in the log
+                elif batch.outcomes[store.index] is None:
+                    batch.outcomes[store.index] = store.outcome
+            raise
+
     async def execute(  # noqa: PLR0915 - one frame per call: the hot path is not split
-        self, batch: ToolBatch, index: int, prepared: PreparedCall
+        self,
+        batch: ToolBatch,
+        index: int,
+        prepared: PreparedCall,
+        stores: list[_Store] | None = None,
     ) -> None:
-        """Run one admitted call and settle its outcome (one coroutine: this is per call).
+        """Run one admitted call and settle its outcome (one coroutine: this is per call);
+        `stores`: where it leaves its outcome on its way into the journal (see
+        `execute_together`), instead of waiting for it.
 
         Only a stop propagates: `CancelledError`, and `KeyboardInterrupt`/`SystemExit`
         wrapped in `Stopped` (so that a concurrent group can stop its siblings first).
@@ -226,6 +261,11 @@ class CallPath:
                 raise
             if recording is not None:
                 assert journal is not None
+                if stores is not None:
+                    stores.append(
+                        _Store(index, recording, outcome, journal.store(recording, outcome))
+                    )
+                    return
                 await journal.record(recording, outcome)
             if self._plain_settle and not batch.listeners:
                 batch.outcomes[index] = outcome
@@ -435,6 +475,22 @@ class CallPath:
                 await safe_hook(hook.on_error, outcome)
         if batch.listeners:
             emit(batch.listeners, finished_event(outcome))
+
+
+@dataclass(frozen=True, slots=True)
+class _Store:
+    """The outcome of a call that ran together with others, on its way into the journal."""
+
+    index: int
+    recording: Recording
+    outcome: ToolOutcome
+    storing: asyncio.Future[None]
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    """Log why an outcome nobody waits for any more (its run was stopped) was not stored."""
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        logger.error("a call's outcome was not journaled (its run was stopped): %s", exc)
 
 
 def _answered(tool_name: str, result: ToolResult) -> Invocation:

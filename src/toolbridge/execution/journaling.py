@@ -10,6 +10,7 @@ The journal package loads only when a journal is given.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -148,9 +149,21 @@ class Journaling:
 
     async def record(self, recording: Recording, outcome: ToolOutcome) -> None:
         """Store the outcome before anyone sees it; a journal failure is said, not hidden."""
+        await self.stored(recording, outcome, self.store(recording, outcome))
+
+    def store(self, recording: Recording, outcome: ToolOutcome) -> asyncio.Future[None]:
+        """Start storing the outcome: wait for it with `stored` before anyone sees it."""
+        return self.recorder.finish_soon(recording, outcome.result)
+
+    async def stored(
+        self, recording: Recording, outcome: ToolOutcome, storing: asyncio.Future[None]
+    ) -> None:
+        """Wait until `store` has stored the outcome. A journal failure (the disk is full)
+        is said on the outcome and in the log, not hidden, and the call is let go."""
         try:
-            await self.recorder.finish(recording, outcome.result)
-        except ToolbridgeError as exc:  # a JournalError: the disk is full, say
+            await storing
+        except ToolbridgeError as exc:
+            await self.recorder.unfinished(recording)
             from toolbridge.journal.recorder import JOURNAL_METADATA_KEY
 
             logger.error("call %r ran but was not journaled: %s", outcome.call.id, exc)

@@ -45,6 +45,7 @@ __all__ = [
     "emit",
     "invalid_id_error",
     "run_batch",
+    "run_together",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,10 @@ class BatchCalls(Protocol):
     def admit(self, call: ToolCallRequest) -> PreparedCall | ToolOutcome: ...
 
     async def execute(self, batch: ToolBatch, index: int, prepared: PreparedCall) -> None: ...
+
+    async def execute_together(
+        self, batch: ToolBatch, run: list[tuple[int, PreparedCall]]
+    ) -> None: ...
 
     async def refuse(
         self, batch: ToolBatch, index: int, outcome: ToolOutcome, arguments: Any
@@ -287,7 +292,7 @@ async def run_batch(
             await gate.acquire(exclusive)
         try:
             if mode is _Mode.TOGETHER and len(run) > 1:
-                await _together([calls.execute(batch, i, p) for i, p in run])
+                await calls.execute_together(batch, run)
                 continue
             for position, (index, prepared) in enumerate(run):
                 if batch.fatal_index < index:
@@ -316,7 +321,7 @@ async def _skip(batch: ToolBatch, calls: BatchCalls, group: list[tuple[int, Prep
         await calls.refuse(batch, index, outcome, prepared.arguments)  # it never ran
 
 
-async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:
+async def run_together(calls: list[Coroutine[Any, Any, None]]) -> None:
     """Run `calls` concurrently. If one stops the run, cancel the others and wait for them
     before the stop goes on: no call is left running."""
     loop = asyncio.get_running_loop()

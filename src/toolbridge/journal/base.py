@@ -123,6 +123,15 @@ class CallJournal(abc.ABC):
     ) -> None:
         """Store the outcome of an owned call; durable (see `Durability`) when this returns."""
 
+    def finish_soon(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> asyncio.Future[None]:
+        """`finish`, started now: a future done once the outcome is durable (or failed with
+        the `JournalError` that says why it is not). Called on the event loop. Calls that
+        run together hand their outcomes over this way and are waited for once; a backend
+        that gathers writes overrides it to queue the write without a task of its own."""
+        return asyncio.ensure_future(self.finish(key, outcome, error_kind=error_kind))
+
     @abc.abstractmethod
     async def abandon(self, key: CallKey) -> None:
         """Give up an owned call without an outcome (it was cancelled and may have partly run).

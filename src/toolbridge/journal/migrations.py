@@ -49,7 +49,7 @@ def schema_version_of(value: Any, where: str) -> int:
         version = -1
     if version < 1:
         found = (
-            "has no schema version"
+            "it has no schema version"
             if value is None
             else (f"its schema version is {value!r}, not a version number")
         )

@@ -225,19 +225,37 @@ class CallRecorder:
 
     async def finish(self, recording: Recording, result: ToolResult) -> None:
         """Store `result` as the outcome; durable when this returns. A journal failure is
-        raised (the caller decides whether the run can go on), and the call is let go:
-        it ran and its outcome is lost, so the next claim finds it interrupted rather
-        than waiting for this process to finish it."""
+        raised (the caller decides whether the run can go on), and the call is let go
+        (`unfinished`)."""
         try:
             await self.journal.finish(
                 recording.key, result_to_json(result), error_kind=result.error_kind
             )
         except JournalError:
-            try:
-                await self.journal.abandon(recording.key)
-            except JournalError as exc:
-                logger.error("could not mark call %r interrupted: %s", recording.key.call_id, exc)
+            await self.unfinished(recording)
             raise
+
+    def finish_soon(self, recording: Recording, result: ToolResult) -> asyncio.Future[None]:
+        """`finish`, started now, as a future to wait for later (`CallJournal.finish_soon`);
+        when it fails, let go of the call with `unfinished`. A result that cannot be
+        stored, or a closed journal, is a future failed with that `JournalError`."""
+        try:
+            return self.journal.finish_soon(
+                recording.key, result_to_json(result), error_kind=result.error_kind
+            )
+        except JournalError as exc:
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+
+    async def unfinished(self, recording: Recording) -> None:
+        """Let go of a call whose outcome could not be stored: it ran and its outcome is
+        lost, so the next claim finds it interrupted rather than waiting for this process
+        to finish it."""
+        try:
+            await self.journal.abandon(recording.key)
+        except JournalError as exc:
+            logger.error("could not mark call %r interrupted: %s", recording.key.call_id, exc)
 
     async def abandon(self, recording: Recording) -> None:
         """The call was stopped mid-way: leave it interrupted for whoever claims it next."""

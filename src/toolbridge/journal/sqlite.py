@@ -285,6 +285,11 @@ class SQLiteJournal(GroupCommit, CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
+        await self.finish_soon(key, outcome, error_kind=error_kind)
+
+    def finish_soon(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> asyncio.Future[None]:
         outcome_text = TEXT.dumps(outcome)
 
         def op(conn: sqlite3.Connection) -> None:
@@ -294,7 +299,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )
             self._let_go.append(key)
 
-        await self._submit(op)
+        future: asyncio.Future[None] | None = self._queue(op).future
+        assert future is not None
+        return future
 
     async def refuse(
         self,

@@ -87,25 +87,31 @@ class GroupCommit:
     async def _submit(
         self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
     ) -> Any:
-        if self._closed:
-            raise journal_closed(str(self.path))
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        pending = self._pending.get(loop)
-        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
-            pending = self._pending[loop] = []
-            loop.call_soon(self._hand_over, loop)
-        job = Job(op, loop, future, undo, claims)
-        pending.append(job)
+        job = self._queue(op, undo, claims)
+        assert job.future is not None
         try:
-            return await future
+            return await job.future
         except asyncio.CancelledError:
             # Stopped just as its answer came (set, so `_settle` delivered it): nobody acts
             # on it, so it is undone here.
+            future = job.future
             heard = future.done() and not future.cancelled() and future.exception() is None
             if undo is not None and heard and not self._closed:
                 self._put([_undo(job, future.result())])
             raise
+
+    def _queue(self, op: Op, undo: Undo | None = None, claims: CallKey | None = None) -> Job:
+        """Add `op` to this tick's jobs (handed to the writer at the end of the tick)."""
+        if self._closed:
+            raise journal_closed(str(self.path))
+        loop = asyncio.get_running_loop()
+        pending = self._pending.get(loop)
+        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
+            pending = self._pending[loop] = []
+            loop.call_soon(self._hand_over, loop)
+        job = Job(op, loop, loop.create_future(), undo, claims)
+        pending.append(job)
+        return job
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         # One batch per tick, not one per call: the 200 claims of a batch are one commit.
