@@ -19,6 +19,7 @@ keeps the journal's operations and their SQL.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -162,8 +163,16 @@ class PostgresJournal(BatchWriter, CallJournal):
     async def finish(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> None:
-        error = await self._submit(Finish(key, JSONB.dumps(outcome), error_kind))
-        assert error is None
+        await self.finish_soon(key, outcome, error_kind=error_kind)
+
+    def finish_soon(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> asyncio.Future[None]:
+        future: asyncio.Future[None] | None = self._submit_soon(
+            Finish(key, JSONB.dumps(outcome), error_kind)
+        ).future
+        assert future is not None
+        return future
 
     async def abandon(self, key: CallKey) -> None:
         await self._submit(Release([key]))

@@ -144,13 +144,19 @@ class BatchWriter:
             if not idle.done():
                 idle.set_result(None)
 
-    async def _submit(self, op: Operation) -> Any:
-        """Queue `op` for the writer and wait for its answer."""
+    def _submit_soon(self, op: Operation) -> Job[Any]:
+        """Queue `op` for the writer: its job, whose future gets the answer."""
         if self._closed:
             raise journal_closed(f"at {self._description}")
-        future: asyncio.Future[Any] = self._loop.create_future()
-        job = Job(op, future)
+        job = Job(op, self._loop.create_future())
         self._queue(job)
+        return job
+
+    async def _submit(self, op: Operation) -> Any:
+        """Queue `op` for the writer and wait for its answer."""
+        job = self._submit_soon(op)
+        future = job.future
+        assert future is not None
         try:
             return await future
         except asyncio.CancelledError:
