@@ -6,6 +6,7 @@ by its time limit, by cancellation, or by its worker's death (retried when it ma
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from typing import Any, Protocol
@@ -28,7 +29,9 @@ from toolbridge.backends.ray.wire import (
     _Call,
     _invocation,
     _Item,
+    _packed,
     _Request,
+    _unpacked,
 )
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.registry import Invocation, timeout_error
@@ -114,10 +117,13 @@ class _Dispatcher:
         unique = {call.context.key: call.context for call in calls}
         request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
         try:
+            packed = _packed(request)
             if len(calls) == 1 and calls[0].sink is None and calls[0].on_start is None:
-                refs = stream.actor.answer.remote(request)
-            else:
-                refs = stream.actor.run.options(num_returns="streaming").remote(request)
+                # One call, nothing to stream: one reply, awaited without a task of its own.
+                reply = asyncio.wrap_future(stream.actor.answer.remote(packed).future())
+                reply.add_done_callback(functools.partial(self._replied, stream))
+                return
+            refs = stream.actor.run.options(num_returns="streaming").remote(packed)
         except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
             logger.exception("sending %d calls to a worker failed", len(calls))
             self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
@@ -126,26 +132,36 @@ class _Dispatcher:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    def _replied(self, stream: _Stream, reply: asyncio.Future[bytes]) -> None:
+        """The one reply of a request of one call (see `_receive`)."""
+        try:
+            self._chunk(stream, _unpacked(reply.result()))
+        except Exception as exc:
+            self._broke(stream, exc)
+        self._fail(stream, "its request ended without an answer")
+
     async def _receive(self, stream: _Stream, refs: Any) -> None:
         """Deliver what the stream brings; when it breaks, settle the calls it still had."""
-        import ray
+        try:
+            async for ref in refs:
+                self._chunk(stream, _unpacked(await ref))
+        except Exception as exc:
+            self._broke(stream, exc)
+        self._fail(stream, "its request ended without an answer")
+
+    def _broke(self, stream: _Stream, exc: Exception) -> None:
+        """A request's answers stopped coming: retry or answer the calls it still had."""
         import ray.exceptions
 
-        try:
-            if isinstance(refs, ray.ObjectRef):
-                self._chunk(stream, await refs)
-            else:
-                async for ref in refs:
-                    self._chunk(stream, await ref)
-        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+        if isinstance(exc, ray.exceptions.RayActorError | ray.exceptions.ActorUnavailableError):
             self._lost(stream, exc)
-        except ray.exceptions.RayTaskError as exc:  # the worker failed outside any tool
+        elif isinstance(exc, ray.exceptions.RayTaskError):  # the worker failed outside tools
             logger.error("a worker failed on a request of %d calls: %s", len(stream.calls), exc)
             self._fail(stream, repr(exc.cause))
-        except Exception as exc:  # Ray's transport, or a fault here: said, never a hang
-            logger.exception("receiving the answers of %d calls failed", len(stream.calls))
+        else:  # Ray's transport, or a fault here: said, never a hang
+            logger.error("receiving the answers of %d calls failed", len(stream.calls),
+                         exc_info=exc)  # fmt: skip
             self._fail(stream, f"{type(exc).__name__}: {exc}")
-        self._fail(stream, "its request ended without an answer")
 
     def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
         starting: list[_Pending] = []

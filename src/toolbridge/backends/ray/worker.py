@@ -23,7 +23,9 @@ from toolbridge.backends.ray.wire import (
     _Call,
     _Context,
     _Item,
+    _packed,
     _Request,
+    _unpacked,
     _wire,
 )
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
@@ -114,8 +116,19 @@ class _Worker:
         """The process id of this incarnation: answers once the actor is up."""
         return os.getpid()
 
-    async def run(self, request: _Request) -> AsyncIterator[list[_Item]]:
-        """Run every call of `request` concurrently; yield chunks until each has answered."""
+    async def run(self, packed: bytes) -> AsyncIterator[bytes]:
+        """Run every call of a request concurrently; yield chunks until each has answered
+        (both packed: see `_packed`)."""
+        async for chunk in self._run(_unpacked(packed)):
+            yield _packed(chunk)
+
+    async def answer(self, packed: bytes) -> bytes:
+        """`run` in one reply, for a request with nothing to stream (one call, no progress):
+        a plain actor call costs the caller less than a stream."""
+        request = _unpacked(packed)
+        return _packed([item async for chunk in self._run(request) for item in chunk])
+
+    async def _run(self, request: _Request) -> AsyncIterator[list[_Item]]:
         self.loop = asyncio.get_running_loop()
         outbox = _Outbox()
         tasks = {
@@ -134,11 +147,6 @@ class _Worker:
             del self.running[request.batch]
             for task in tasks.values():
                 task.cancel()
-
-    async def answer(self, request: _Request) -> list[_Item]:
-        """`run` in one reply, for a request with nothing to stream (one call, no progress):
-        a plain actor call costs the caller less than a stream."""
-        return [item async for chunk in self.run(request) for item in chunk]
 
     # `cancel` and `go` come in the actor's own CONTROL group (its own thread and loop), so
     # that requests filling the worker cannot hold them up; they act on the requests' loop.
