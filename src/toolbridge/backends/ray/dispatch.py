@@ -171,11 +171,11 @@ class _Dispatcher:
                 continue
             if kind != _STARTING:
                 self._deliver(call, kind, payload)
-            elif call.on_start is None or call.answered:
+            elif call.on_start is None:
                 continue
-            elif call.on_start.gated:  # it waits for the caller's go
+            elif call.on_start.gated:  # it waits for the caller's go (a no, if answered)
                 starting.append(call)
-            else:  # its tool starts now (though the caller may have stopped waiting)
+            elif not call.answered:  # its tool starts now (the caller may have stopped waiting)
                 call.on_start.started()
         if starting:
             task = asyncio.get_running_loop().create_task(self._start(stream, starting))
