@@ -144,8 +144,8 @@ async def test_a_stop_at_any_point_of_the_starts_leaves_no_started_call_queued(
 
 
 class SlowToStart(SQLiteJournal):
-    """A real SQLite journal on a slow disk: recording a start takes twice the limit of
-    the `quick` tool."""
+    """A real SQLite journal on a slow disk: recording a start takes longer than the
+    `quick` tool's whole limit (3 s)."""
 
     async def start(self, key: CallKey) -> None:
         await asyncio.sleep(4.0)
