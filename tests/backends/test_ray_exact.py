@@ -18,7 +18,7 @@ from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecut
 from toolbridge.backends import ExecutionBackend, LocalBackend
 from toolbridge.backends.ray import RayBackend, ToolSource
 from toolbridge.execution.outcomes import ToolEvent
-from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
+from toolbridge.journal import CallJournal, CallKey, CallState, JournalError, SQLiteJournal
 
 SOURCE = ToolSource("exact_tools:build")
 WAIT = 30.0  # seconds before an awaited effect counts as never coming (a hang guard)
@@ -320,3 +320,39 @@ async def test_a_call_id_that_is_not_text_reads_the_same_on_both_backends(
     else:
         assert [row[2] for row in rows["local"]] == ["one in time", "1 steps"]
     assert rows["ray"] == rows["local"]
+
+
+class CannotStart(SQLiteJournal):
+    """A real SQLite journal whose disk fills up as a call starts: the start is not
+    recorded, so the call must not run."""
+
+    full = True
+
+    async def start(self, key: CallKey) -> None:
+        if self.full:
+            raise JournalError(f"{self.path}: the disk is full; free some space")
+        await super().start(key)
+
+
+async def test_a_call_whose_start_cannot_be_recorded_never_runs_on_either_backend(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    texts = {}
+    for name, backend, limit in (("local", LocalBackend(), 1), ("ray", ray_backend, None)):
+        batch = [ToolCallRequest("a", "effect", {"label": name})]
+        async with CannotStart(workspace / f"{name}.sqlite3") as journal:
+            executor = executor_for(workspace, backend, max_concurrency=limit, journal=journal)
+            [refused] = await asyncio.wait_for(executor.run(batch), WAIT)
+            [entry] = await journal.entries(session="s")
+            assert entry.state is CallState.QUEUED, entry  # it never started
+            assert name not in lines_of(workspace / "effects.txt")
+            journal.full = False  # space again: it runs, as its first attempt
+            executor = executor_for(workspace, backend, max_concurrency=limit, journal=journal)
+            [ran] = await asyncio.wait_for(executor.run(batch), WAIT)
+            [entry] = await journal.entries(session="s")
+        assert ran.ok, ran.result.text
+        assert (entry.state, entry.attempt) == (CallState.FINISHED, 1)
+        texts[name] = refused.result.text.replace(name, "<name>")
+    assert "the call was not run: its journal cannot record it" in texts["local"]
+    assert texts["ray"] == texts["local"]
+    assert lines_of(workspace / "effects.txt") == ["local", "ray"]
