@@ -1,5 +1,6 @@
 """The Ray backend keeps the local backend's promises exactly: a run stopped between a
-call's running mark and its worker's go leaves the call queued (its tool never started);
+call's running mark and its worker's go leaves the call queued (its tool never started),
+on SQLite and on a real PostgreSQL server;
 the journal's time to record a start is not the call's; `call_started` comes when the
 tool starts, so both backends give each call the same events; a worker's second outcome
 for a call is ignored; a call id that is not text reads the same on both backends."""
@@ -7,7 +8,9 @@ for a call is ignored; a call id that is not text reads the same on both backend
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,11 @@ from toolbridge.backends import ExecutionBackend, LocalBackend
 from toolbridge.backends.ray import RayBackend, ToolSource
 from toolbridge.execution.outcomes import ToolEvent
 from toolbridge.journal import CallJournal, CallKey, CallState, JournalError, SQLiteJournal
+from toolbridge.journal.postgres import PostgresJournal
 
 SOURCE = ToolSource("exact_tools:build")
 WAIT = 30.0  # seconds before an awaited effect counts as never coming (a hang guard)
+DATABASES = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +66,10 @@ async def until(check: Any, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
-class StopsAtStart(SQLiteJournal):
-    """A real SQLite journal that cancels `run` once it has stored the `nth` running mark,
-    after `turns` more turns of the event loop: the run stops wherever that lands, between
-    the mark and the worker's go included."""
+class StopsAtStart(CallJournal):
+    """A real journal that cancels `run` once it has stored the `nth` running mark, after
+    `turns` more turns of the event loop: the run stops wherever that lands, between the
+    mark and the worker's go included."""
 
     run: asyncio.Future[Any] | None = None
     nth = 1
@@ -86,11 +91,49 @@ class StopsAtStart(SQLiteJournal):
             later(turns)
 
 
+class SQLiteStopsAtStart(StopsAtStart, SQLiteJournal):
+    pass
+
+
+class PostgresStopsAtStart(StopsAtStart, PostgresJournal):
+    pass
+
+
+@pytest.fixture(scope="module")
+def postgres_cluster() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (as the journal tests start one)."""
+    from tests.journal.conftest import throwaway_cluster
+
+    with throwaway_cluster() as conninfo:
+        yield conninfo
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def journal_target(request: pytest.FixtureRequest, workspace: Path) -> str:
+    """Where a journal lives: a SQLite file, or a fresh database on a real PostgreSQL."""
+    if request.param == "sqlite":
+        return str(workspace / "journal.sqlite3")
+    import psycopg
+
+    server = request.getfixturevalue("postgres_cluster")
+    name = f"ray_{os.getpid()}_{next(DATABASES)}"
+    with psycopg.connect(f"{server} dbname=postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = dict(part.split("=", 1) for part in server.split())
+    return f"postgresql://{parts['user']}@/{name}?host={parts['host']}&port={parts['port']}"
+
+
+async def stopping_journal(target: str) -> StopsAtStart:
+    if target.startswith("postgresql://"):
+        return await PostgresStopsAtStart.connect(target)
+    return SQLiteStopsAtStart(target)
+
+
 async def test_a_run_stopped_between_the_running_mark_and_the_go_leaves_the_call_queued(
-    workspace: Path, ray_backend: RayBackend
+    workspace: Path, ray_backend: RayBackend, journal_target: str
 ) -> None:
     batch = [ToolCallRequest("a", "effect", {"label": "a"})]
-    async with StopsAtStart(workspace / "journal.sqlite3") as journal:
+    async with await stopping_journal(journal_target) as journal:
         executor = executor_for(workspace, ray_backend, journal=journal)
         run = asyncio.ensure_future(executor.run(batch))
         journal.run = run  # cancelled as soon as "a" is marked running, before its go
@@ -110,12 +153,12 @@ async def test_a_run_stopped_between_the_running_mark_and_the_go_leaves_the_call
 
 @pytest.mark.parametrize("nth", [1, 2, 4])
 async def test_a_stop_at_any_point_of_the_starts_leaves_no_started_call_queued(
-    workspace: Path, ray_backend: RayBackend, nth: int
+    workspace: Path, ray_backend: RayBackend, nth: int, journal_target: str
 ) -> None:
     """Stopped after the nth running mark and 0, 1, 2, ... more turns of the loop: a call
     left queued never ran (and runs on the next claim as attempt 1); a call that may have
     started is interrupted, never queued; no call runs twice."""
-    async with StopsAtStart(workspace / "journal.sqlite3") as journal:
+    async with await stopping_journal(journal_target) as journal:
         for turns in range(8):
             session = f"s{turns}"
             labels = [f"{turns}-{i}" for i in range(4)]
