@@ -111,6 +111,12 @@ async def steps(count: int) -> str:
     return f"{count} steps"
 
 
+@tool(read_only=True)
+async def call_id_seen() -> str:
+    """The call id the tool sees, as it was given (any value: a model's id may be a number)."""
+    return repr(current_context().call_id)
+
+
 @tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
 class NeedsQuantum(Tool):
     """Needs a resource no node of the test cluster has."""
@@ -135,6 +141,6 @@ class NeedsQuantumNoLimit(NeedsQuantum):
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
-        wait_forever, pid, long_text, steps, cancels_itself,
+        wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
         NeedsQuantum(), NeedsQuantumNoLimit(),
     ]  # fmt: skip

@@ -6,15 +6,16 @@ same `Invocation` the registry would. `LocalBackend` (the default) runs it in th
 process; `toolbridge.backends.ray.RayBackend` runs it on a Ray cluster.
 
 A backend whose calls may wait after they are handed over (for a worker, or a slot on
-one) says so with ``defers_start = True``: the executor then passes `on_start`, which the
-backend awaits just before the tool starts, so the call journal records a call as running
+one) says so with ``defers_start = True``: the executor then passes `on_start` (a
+`StartHook`), which the backend awaits just before the tool starts and tells when it
+starts, so the call journal records a call as running, and the `call_started` event comes,
 only once its tool really starts.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Protocol
 
 from toolbridge.core.errors import ToolError
@@ -22,9 +23,24 @@ from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry
 
 __all__ = ["CallRunner", "ExecutionBackend", "LocalBackend", "StartHook"]
 
-StartHook = Callable[[], Awaitable[ToolError | None]]
-"""Awaited by a backend that `defers_start` just before the call's tool starts; a
-`ToolError` means: do not start it (the executor answers the call with that error)."""
+
+class StartHook(Protocol):
+    """The executor's side of a call's start, given as `on_start` to a backend that
+    `defers_start` (only when someone listens: a journal, or event listeners).
+
+    When `gated`, the backend awaits the hook once the call has its place (a worker's
+    slot), just before its tool starts, and starts it only on None (the journal records
+    the call running first); a `ToolError` means: do not start it (the executor answers
+    the call with that error). The backend calls `started()` when the tool starts (for a
+    gated call: as its go is sent, the point from which it may run); a call the backend
+    was stopped from starting before then is let go of, not found interrupted."""
+
+    @property
+    def gated(self) -> bool: ...
+
+    def __call__(self) -> Awaitable[ToolError | None]: ...
+
+    def started(self) -> None: ...
 
 
 class CallRunner(Protocol):

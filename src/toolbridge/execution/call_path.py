@@ -208,11 +208,20 @@ class CallPath:
                     if answer is not None:
                         start = self._started(batch, call)
                         invocation = _answered(tool.name, answer)
-                    elif recording is not None and self._defers_start:
-                        start = self._started(batch, call)
-                        invocation, recording = await self._run_deferred(
-                            tool.name, call.id, prepared, time_limit, recording
-                        )
+                    elif self._defers_start and (recording is not None or batch.listeners):
+                        deferred = _DeferredStart(self, batch, call, recording)
+                        try:
+                            invocation = await self._run_deferred(
+                                tool.name, call.id, prepared, time_limit, deferred
+                            )
+                        except BaseException:
+                            if recording is not None and not deferred.went:  # never started
+                                await asyncio.shield(self._unclaim(recording))
+                                recording = None
+                            raise
+                        start = deferred.start
+                        if deferred.unrecorded is not None:
+                            recording = None  # left queued: it runs once that can be recorded
                     elif self._limit is not None:
                         async with self._limit:
                             # Claimed queued: running in the journal only once it starts.
@@ -362,26 +371,21 @@ class CallPath:
         call_id: str,
         prepared: PreparedCall,
         time_limit: float | None,
-        recording: Recording,
-    ) -> tuple[Invocation, Recording | None]:
-        """Run a journaled call on a backend that starts it later (on a worker): the journal
-        marks it running when the backend says its tool starts. A call whose start the
-        journal cannot record never starts: left queued, answered with that error."""
-        unrecorded: ToolError | None = None
-
-        async def on_start() -> ToolError | None:
-            nonlocal unrecorded
-            unrecorded = await self._start_recording(recording)
-            return unrecorded
-
+        deferred: _DeferredStart,
+    ) -> Invocation:
+        """Run a call on a backend that starts it later (on a worker): the journal marks it
+        running, and `call_started` comes, when the backend says its tool starts. A call
+        whose start the journal cannot record never starts: left queued, answered with
+        that error."""
         async with self._limit or contextlib.nullcontext():
             invocation = await self._run_prepared(
-                tool_name, call_id, prepared, time_limit, on_start=on_start
+                tool_name, call_id, prepared, time_limit, on_start=deferred
             )
-        if unrecorded is None:
-            return invocation, recording
-        await self._abandon(recording)
-        return _answered(tool_name, ToolResult.error(unrecorded)), None
+        if deferred.unrecorded is None:
+            return invocation
+        assert deferred.recording is not None
+        await self._abandon(deferred.recording)
+        return _answered(tool_name, ToolResult.error(deferred.unrecorded))
 
     async def _run_prepared(
         self,
@@ -499,3 +503,38 @@ def _answered(tool_name: str, result: ToolResult) -> Invocation:
     if result.is_error:
         error = ToolError(result.error_kind or ErrorKind.EXECUTION_ERROR, result.text)
     return Invocation(result, None, error, None)
+
+
+class _DeferredStart:
+    """A call's start on a backend that defers it (its `StartHook`): the journal marks it
+    running when its worker has a slot for it (`gated`: only a journaled call waits for
+    that), and `call_started` comes, with the clock read, when the backend starts it.
+    `went`: the backend may have started it (a stop then leaves it interrupted in the
+    journal; before that, the call is let go of: queued again, no owner)."""
+
+    __slots__ = ("batch", "call", "path", "recorded", "recording", "start", "unrecorded", "went")
+
+    def __init__(
+        self, path: CallPath, batch: ToolBatch, call: ToolCallRequest, recording: Recording | None
+    ) -> None:
+        self.path, self.batch, self.call, self.recording = path, batch, call, recording
+        self.recorded = False
+        self.went = False
+        self.unrecorded: ToolError | None = None
+        self.start = time.perf_counter()  # until it starts: since it was handed over
+
+    @property
+    def gated(self) -> bool:
+        return self.recording is not None and self.recording.queued
+
+    async def __call__(self) -> ToolError | None:
+        if self.recorded:  # asked again on another worker: its start is in the journal
+            return None
+        self.unrecorded = await self.path._start_recording(self.recording)
+        self.recorded = self.unrecorded is None
+        return self.unrecorded
+
+    def started(self) -> None:
+        if not self.went:  # once, even when a dead worker's call starts again elsewhere
+            self.went = True
+            self.start = self.path._started(self.batch, self.call)

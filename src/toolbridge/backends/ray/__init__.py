@@ -11,14 +11,17 @@ The calls that reach the backend together (one scheduling group of one or many
 executors) go to each worker in one request; the worker streams back chunks of what
 finished, and the progress its calls reported, as it happens.
 
-A journaled call (the executor passes `on_start`) waits on its worker, once it has a
-slot there, for the caller's go: the journal records it running first, so a call queued
-on a busy worker is still queued in the journal, and one whose worker died before it
-started goes to the next worker. A worker keeps the registries of the contexts it used
-last (`contexts_per_worker`), not of every session it ever served.
+A journaled call (the executor passes a gated `on_start`) waits on its worker, once it
+has a slot there, for the caller's go: the journal records it running first, so a call
+queued on a busy worker is still queued in the journal, one whose worker died before it
+started goes to the next worker, and one whose run stopped before its go was sent is let
+go of (queued again). The executor hears when each call starts (its `call_started`).
+A worker keeps the registries of the contexts it used last (`contexts_per_worker`), not
+of every session it ever served.
 
-A call's time limit starts when it reaches the backend, so waiting for a worker counts;
-the worker stops the call at the limit. A call that runs blocking code, or whose worker
+A call's time limit starts when it reaches the backend, so waiting for a worker counts,
+but not the journal's time to record its start (its clock stops meanwhile); the worker
+stops the call at the limit. A call that runs blocking code, or whose worker
 does not answer within `grace` seconds after the limit, has its worker killed and
 restarted. A call whose worker died is answered with a ``worker_lost`` error, after
 retries on a fresh worker when its tool is read-only or idempotent.

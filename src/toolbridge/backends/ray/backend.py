@@ -92,11 +92,13 @@ class RayBackend:
             on_start: StartHook | None = None,
         ) -> Invocation:
             if getattr(prepared.tool, "caller_side", False):  # e.g. the pager: state is here
-                refusal = None if on_start is None else await on_start()
-                if refusal is not None:
-                    return _failed(refusal)
+                if on_start is not None:
+                    refusal = await on_start() if on_start.gated else None
+                    if refusal is not None:
+                        return _failed(refusal)
+                    on_start.started()
                 return await here(prepared, call_id=call_id, time_limit=time_limit)
-            return await self.run(prepared, context, call_id or "", time_limit, on_start)
+            return await self.run(prepared, context, call_id, time_limit, on_start)
 
         return run
 
@@ -146,7 +148,7 @@ class RayBackend:
         self,
         prepared: PreparedCall,
         context: _Context,
-        call_id: str,
+        call_id: str | None,
         time_limit: float | None,
         on_start: StartHook | None = None,
     ) -> Invocation:

@@ -23,18 +23,19 @@ class _Pending:
     pool: _Pool
     context: _Context
     arguments: dict[str, Any]
-    call_id: str
+    call_id: str | None  # as the caller gave it (any value a local run would pass)
     time_limit: float | None
     deadline: float  # loop time: the end of its limit, or of the wait for a worker
     sink: ProgressSink | None
     future: asyncio.Future[Invocation]
     retryable: bool
-    on_start: StartHook | None = None  # the journal's: a worker waits for its verdict
+    on_start: StartHook | None = None  # the executor's: told of the start (gated: asked)
     started: bool = False  # told to start (it may have): no longer safe to send elsewhere
     tries: int = 0
     stream: _Stream | None = None  # where it runs (None: waiting for a worker)
     position: int = 0
     answered: bool = False
+    reported: bool = False  # its worker gave its outcome (a second one is a fault: ignored)
     timer: asyncio.TimerHandle | None = None
     waiter: asyncio.Future[None] | None = None  # set by a caller waiting for it to stop
 
@@ -56,4 +57,5 @@ class _Stream:
 def _may_retry(call: _Pending) -> bool:
     """Whether a call of a dead worker may go to another: its tool is safe to run again,
     or it never started (the journal heard of no start)."""
-    return call.retryable or (call.on_start is not None and not call.started)
+    gated = call.on_start is not None and call.on_start.gated
+    return call.retryable or (gated and not call.started)

@@ -6,6 +6,7 @@ by its time limit, by cancellation, or by its worker's death (retried when it ma
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from typing import Any, Protocol
@@ -28,7 +29,9 @@ from toolbridge.backends.ray.wire import (
     _Call,
     _invocation,
     _Item,
+    _packed,
     _Request,
+    _unpacked,
 )
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.registry import Invocation, timeout_error
@@ -58,6 +61,8 @@ class _Dispatcher:
         self.flush: asyncio.Handle | None = None
         self.retry_delay = 0.01
         self.tasks: set[asyncio.Task[None]] = set()
+        self.cancels: dict[_Stream, list[int]] = {}  # calls to stop, per request
+        self.cancel_flush: asyncio.Handle | None = None
 
     def submit(self, call: _Pending) -> None:
         self.waiting.setdefault(call.pool, []).append(call)
@@ -100,19 +105,25 @@ class _Dispatcher:
             call.tries += 1
             context = contexts.setdefault(call.context.key, len(contexts))
             budget = None if call.time_limit is None else call.deadline - now
+            hook = call.on_start
+            gated = hook is not None and hook.gated
+            told = hook is not None and not gated
             wire.append(
                 _Call(
                     context, call.tool.name, call.arguments, call.call_id, call.time_limit,
-                    budget, call.sink is not None, call.on_start is not None,
+                    budget, call.sink is not None, gated, told,
                 )
             )  # fmt: skip
         unique = {call.context.key: call.context for call in calls}
         request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
         try:
+            packed = _packed(request)
             if len(calls) == 1 and calls[0].sink is None and calls[0].on_start is None:
-                refs = stream.actor.answer.remote(request)
-            else:
-                refs = stream.actor.run.options(num_returns="streaming").remote(request)
+                # One call, nothing to stream: one reply, awaited without a task of its own.
+                reply = asyncio.wrap_future(stream.actor.answer.remote(packed).future())
+                reply.add_done_callback(functools.partial(self._replied, stream))
+                return
+            refs = stream.actor.run.options(num_returns="streaming").remote(packed)
         except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
             logger.exception("sending %d calls to a worker failed", len(calls))
             self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
@@ -121,26 +132,36 @@ class _Dispatcher:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    def _replied(self, stream: _Stream, reply: asyncio.Future[bytes]) -> None:
+        """The one reply of a request of one call (see `_receive`)."""
+        try:
+            self._chunk(stream, _unpacked(reply.result()))
+        except Exception as exc:
+            self._broke(stream, exc)
+        self._fail(stream, "its request ended without an answer")
+
     async def _receive(self, stream: _Stream, refs: Any) -> None:
         """Deliver what the stream brings; when it breaks, settle the calls it still had."""
-        import ray
+        try:
+            async for ref in refs:
+                self._chunk(stream, _unpacked(await ref))
+        except Exception as exc:
+            self._broke(stream, exc)
+        self._fail(stream, "its request ended without an answer")
+
+    def _broke(self, stream: _Stream, exc: Exception) -> None:
+        """A request's answers stopped coming: retry or answer the calls it still had."""
         import ray.exceptions
 
-        try:
-            if isinstance(refs, ray.ObjectRef):
-                self._chunk(stream, await refs)
-            else:
-                async for ref in refs:
-                    self._chunk(stream, await ref)
-        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+        if isinstance(exc, ray.exceptions.RayActorError | ray.exceptions.ActorUnavailableError):
             self._lost(stream, exc)
-        except ray.exceptions.RayTaskError as exc:  # the worker failed outside any tool
+        elif isinstance(exc, ray.exceptions.RayTaskError):  # the worker failed outside tools
             logger.error("a worker failed on a request of %d calls: %s", len(stream.calls), exc)
             self._fail(stream, repr(exc.cause))
-        except Exception as exc:  # Ray's transport, or a fault here: said, never a hang
-            logger.exception("receiving the answers of %d calls failed", len(stream.calls))
+        else:  # Ray's transport, or a fault here: said, never a hang
+            logger.error("receiving the answers of %d calls failed", len(stream.calls),
+                         exc_info=exc)  # fmt: skip
             self._fail(stream, f"{type(exc).__name__}: {exc}")
-        self._fail(stream, "its request ended without an answer")
 
     def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
         starting: list[_Pending] = []
@@ -148,10 +169,14 @@ class _Dispatcher:
             call = stream.calls[position]
             if call.stream is not stream:  # since retried elsewhere
                 continue
-            if kind == _STARTING:
-                starting.append(call)
-            else:
+            if kind != _STARTING:
                 self._deliver(call, kind, payload)
+            elif call.on_start is None:
+                continue
+            elif call.on_start.gated:  # it waits for the caller's go (a no, if answered)
+                starting.append(call)
+            elif not call.answered:  # its tool starts now (the caller may have stopped waiting)
+                call.on_start.started()
         if starting:
             task = asyncio.get_running_loop().create_task(self._start(stream, starting))
             self.tasks.add(task)
@@ -160,17 +185,35 @@ class _Dispatcher:
     async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
         """Calls that have a slot on their worker: the journal records each running, then
         the worker hears in one message which may start. A call whose start cannot be
-        recorded is answered here with the journal's error and never starts."""
+        recorded is answered here with the journal's error and never starts. The time the
+        journal takes is not the calls': their clocks stop meanwhile, and the worker
+        hears how long they stopped (a local call's limit starts once its start is
+        recorded, too)."""
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
+        for call in calls:
+            if call.timer is not None:
+                call.timer.cancel()
+                call.timer = None
         verdicts = await asyncio.gather(*(self._verdict(call, stream) for call in calls))
-        go: dict[int, bool] = {}
+        stopped = loop.time() - asked
+        go: dict[int, float | None] = {}
         for call, refusal in zip(calls, verdicts, strict=True):
-            if _gone(call, stream):  # stopped, or its worker died meanwhile
-                go[call.position] = False
+            on_start = call.on_start
+            assert on_start is not None
+            if _gone(call, stream):  # stopped, or its worker died meanwhile: never started
+                go[call.position] = None
             elif refusal is not None:
-                go[call.position] = False
+                go[call.position] = None
                 self._finish(call, _failed(refusal))
             else:
-                go[call.position] = call.started = True
+                go[call.position] = stopped
+                call.started = True
+                on_start.started()
+            if call.timer is None and not call.answered:
+                if call.stream is stream:
+                    call.deadline += stopped
+                call.timer = loop.call_at(call.deadline, self._expire, call)
         try:
             stream.actor.go.options(concurrency_group=CONTROL).remote(stream.batch, go)
         except Exception as exc:  # Ray's transport: the stream breaks too, and says so
@@ -193,6 +236,14 @@ class _Dispatcher:
                 self._deliver(call, _FAILED, cause)
 
     def _deliver(self, call: _Pending, kind: int, payload: Any) -> None:
+        if kind != _PROGRESS:
+            if call.reported:  # a worker's fault: the first outcome stands
+                logger.warning(
+                    "ignored a second outcome (kind %d) from the worker for call %r (%s): "
+                    "the first stands", kind, call.call_id, call.tool.name,
+                )  # fmt: skip
+                return
+            call.reported = True
         if call.answered:
             return
         if kind == _PROGRESS:
@@ -248,6 +299,7 @@ class _Dispatcher:
         stream.pool.load[stream.index] -= 1
         call.stream = None
         call.started = False
+        call.reported = False
         if call.timer is not None:  # it may be past its limit: its grace timer
             call.timer.cancel()
             call.timer = None
@@ -306,12 +358,31 @@ class _Dispatcher:
             return
         stream = call.stream
         call.waiter = asyncio.get_running_loop().create_future()
-        stream.actor.cancel.options(concurrency_group=CONTROL).remote(stream.batch, call.position)
+        self._cancel_soon(stream, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
         if _blocking(call.tool) or not done:
             if not done:
                 self._finish(call, _failed(_cancelled(call.tool.name)))
             self._restart(stream, "a cancelled call did not stop")
+
+    def _cancel_soon(self, stream: _Stream, position: int) -> None:
+        """Stop a call on its worker together with the others stopped in this turn of the
+        loop (a stopped run's calls): in one message, so that a call waiting for a slot
+        on the worker is stopped before another's cancellation frees one."""
+        self.cancels.setdefault(stream, []).append(position)
+        if self.cancel_flush is None:
+            self.cancel_flush = asyncio.get_running_loop().call_soon(self._send_cancels)
+
+    def _send_cancels(self) -> None:
+        self.cancel_flush = None
+        cancels, self.cancels = self.cancels, {}
+        for stream, positions in cancels.items():
+            try:
+                stream.actor.cancel.options(concurrency_group=CONTROL).remote(
+                    stream.batch, positions
+                )
+            except Exception as exc:  # Ray's transport: the stop's grace kills the worker
+                logger.error("telling a worker to stop %d calls failed: %r", len(positions), exc)
 
 
 def _gone(call: _Pending, stream: _Stream) -> bool:

@@ -55,11 +55,12 @@ class _Call(NamedTuple):
     context: int
     name: str
     arguments: dict[str, Any]
-    call_id: str
+    call_id: str | None
     time_limit: float | None
     budget: float | None
     progress: bool
     gated: bool
+    told: bool
 
 
 class _Request(NamedTuple):
@@ -71,9 +72,26 @@ class _Request(NamedTuple):
 
 
 # What a worker streams back, in chunks of (position in the request, kind, payload).
-# _STARTING: a gated call has its slot and waits for the caller's go.
+# _STARTING: a gated call has its slot and waits for the caller's go; any other call
+# the caller is told of starts now.
 _PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
 _Item = tuple[int, int, Any]
+
+
+def _packed(message: Any) -> bytes:
+    """A request or a chunk as bytes Ray carries as they are: the standard pickle (a C
+    encoder, far cheaper for the caller than Ray's own pickling of nested tuples), or
+    Ray's cloudpickle for what only it can pickle (a function in a session's config)."""
+    try:
+        return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        from ray import cloudpickle
+
+        packed: bytes = cloudpickle.dumps(message)  # type: ignore[no-untyped-call]
+        return packed
+
+
+_unpacked = pickle.loads
 
 
 def _wire(invocation: Invocation) -> tuple[Any, ...]:

@@ -23,7 +23,9 @@ from toolbridge.backends.ray.wire import (
     _Call,
     _Context,
     _Item,
+    _packed,
     _Request,
+    _unpacked,
     _wire,
 )
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
@@ -44,7 +46,8 @@ class _Outbox:
     def __init__(self) -> None:
         self.progress: dict[int, deque[tuple[float, float | None, str | None]]] = {}
         self.answers: dict[int, tuple[int, Any]] = {}
-        self.starts: set[int] = set()  # gated calls that wait for the caller's go
+        self.starts: set[int] = set()  # calls that start, or wait for the caller's go
+        self.answered: set[int] = set()  # every position that gave its outcome
         self.ready: dict[int, None] = {}  # positions with something to send, in order
         self.wake = asyncio.Event()
 
@@ -57,28 +60,36 @@ class _Outbox:
         self.wake.set()
 
     def answer(self, position: int, kind: int, payload: Any) -> None:
+        """A call's outcome: its first stands (a second is a fault here, logged)."""
+        if position in self.answered:
+            logger.warning("call at position %d answered twice (kind %d): the first stands",
+                           position, kind)  # fmt: skip
+            return
+        self.answered.add(position)
         self.answers[position] = (kind, payload)
         self.ready[position] = None
         self.wake.set()
 
     def starting(self, position: int) -> None:
-        """A gated call has its slot: ask the caller whether it may start."""
+        """A gated call has its slot: ask the caller whether it may start; any other the
+        caller is told of: it starts now."""
         self.starts.add(position)
         self.ready[position] = None
         self.wake.set()
 
     async def take(self) -> list[_Item]:
-        """Everything ready, once something is: a call's progress before its answer."""
+        """Everything ready, once something is: a call's start, then its progress, then
+        its answer."""
         await self.wake.wait()
         self.wake.clear()
         chunk: list[_Item] = []
         for position in self.ready:
+            if position in self.starts:  # before its progress: the caller's events in order
+                self.starts.discard(position)
+                chunk.append((position, _STARTING, None))
             queued = self.progress.pop(position, None)
             if queued:
                 chunk.extend((position, _PROGRESS, report) for report in queued)
-            if position in self.starts:
-                self.starts.discard(position)
-                chunk.append((position, _STARTING, None))
             answer = self.answers.pop(position, None)
             if answer is not None:
                 chunk.append((position, *answer))
@@ -97,7 +108,7 @@ class _Worker:
         self.max_contexts = max_contexts
         self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
-        self.gates: dict[tuple[int, int], asyncio.Future[bool]] = {}  # the caller's go
+        self.gates: dict[tuple[int, int], asyncio.Future[float | None]] = {}  # the caller's go
         self.loop: asyncio.AbstractEventLoop | None = None  # where requests run
         self.in_use: Counter[tuple[str, str, str]] = Counter()  # calls per context
 
@@ -105,8 +116,19 @@ class _Worker:
         """The process id of this incarnation: answers once the actor is up."""
         return os.getpid()
 
-    async def run(self, request: _Request) -> AsyncIterator[list[_Item]]:
-        """Run every call of `request` concurrently; yield chunks until each has answered."""
+    async def run(self, packed: bytes) -> AsyncIterator[bytes]:
+        """Run every call of a request concurrently; yield chunks until each has answered
+        (both packed: see `_packed`)."""
+        async for chunk in self._run(_unpacked(packed)):
+            yield _packed(chunk)
+
+    async def answer(self, packed: bytes) -> bytes:
+        """`run` in one reply, for a request with nothing to stream (one call, no progress):
+        a plain actor call costs the caller less than a stream."""
+        request = _unpacked(packed)
+        return _packed([item async for chunk in self._run(request) for item in chunk])
+
+    async def _run(self, request: _Request) -> AsyncIterator[list[_Item]]:
         self.loop = asyncio.get_running_loop()
         outbox = _Outbox()
         tasks = {
@@ -117,40 +139,39 @@ class _Worker:
         }
         self.running[request.batch] = tasks
         try:
-            left = len(tasks)
-            while left:
-                chunk = await outbox.take()
-                left -= sum(1 for _, kind, _ in chunk if kind not in (_PROGRESS, _STARTING))
-                yield chunk
+            while len(outbox.answered) < len(tasks):
+                yield await outbox.take()
+            if outbox.ready:  # what came with the last answer (a call's fault, say)
+                yield await outbox.take()
         finally:
             del self.running[request.batch]
             for task in tasks.values():
                 task.cancel()
 
-    async def answer(self, request: _Request) -> list[_Item]:
-        """`run` in one reply, for a request with nothing to stream (one call, no progress):
-        a plain actor call costs the caller less than a stream."""
-        return [item async for chunk in self.run(request) for item in chunk]
-
     # `cancel` and `go` come in the actor's own CONTROL group (its own thread and loop), so
     # that requests filling the worker cannot hold them up; they act on the requests' loop.
 
-    async def cancel(self, batch: int, position: int) -> None:
-        """Cancel one call of a running request (the caller stopped waiting for it)."""
+    async def cancel(self, batch: int, positions: list[int]) -> None:
+        """Cancel calls of a running request (the caller stopped waiting for them), all in
+        one turn of the loop: a call waiting for a slot never gets one another frees."""
         if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._cancel, batch, position)
+            self.loop.call_soon_threadsafe(self._cancel, batch, positions)
 
-    async def go(self, batch: int, verdicts: dict[int, bool]) -> None:
-        """The caller's answer to gated calls of a request: start (True) or never (False)."""
+    async def go(self, batch: int, verdicts: dict[int, float | None]) -> None:
+        """The caller's answer to gated calls of a request: start, given the seconds the
+        caller took to record the start (not the call's: its budget gets them back), or
+        never (None)."""
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._go_now, batch, verdicts)
 
-    def _cancel(self, batch: int, position: int) -> None:
-        task = self.running.get(batch, {}).get(position)
-        if task is not None:
-            task.cancel()
+    def _cancel(self, batch: int, positions: list[int]) -> None:
+        tasks = self.running.get(batch, {})
+        for position in positions:
+            task = tasks.get(position)
+            if task is not None:
+                task.cancel()
 
-    def _go_now(self, batch: int, verdicts: dict[int, bool]) -> None:
+    def _go_now(self, batch: int, verdicts: dict[int, float | None]) -> None:
         for position, verdict in verdicts.items():
             gate = self.gates.get((batch, position))
             if gate is not None and not gate.done():
@@ -197,19 +218,20 @@ class _Worker:
             else:
                 await self.slots.acquire()  # free: no wait
             try:
+                recording = 0.0  # the caller's time to record the start: not the call's
                 if call.gated:  # the journal records it running before it starts
-                    go = await self._go(batch, position, outbox, budget, began)
+                    go = await self._go(batch, position, outbox)
                     if go is None:
-                        outbox.answer(position, _ANSWER, _timed_out(call))
-                        return
-                    if not go:
                         outbox.answer(position, _CANCELLED, None)  # the caller answered it
                         return
+                    recording = go
                 if budget is not None and waits:
-                    budget -= loop.time() - began  # what waiting for a slot and a go left
+                    budget -= loop.time() - began - recording  # what waiting for a slot left
                     if budget <= 0:
                         outbox.answer(position, _ANSWER, _timed_out(call))
                         return
+                if call.told:
+                    outbox.starting(position)
                 invocation = await registry.run_prepared(
                     PreparedCall(call.name, tool, call.arguments, None),
                     call_id=call.call_id,
@@ -240,20 +262,14 @@ class _Worker:
             return False
         return True
 
-    async def _go(
-        self, batch: int, position: int, outbox: _Outbox, budget: float | None, began: float
-    ) -> bool | None:
-        """Ask the caller whether a gated call may start; its answer, or None when none
-        came within the call's budget."""
-        gate: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def _go(self, batch: int, position: int, outbox: _Outbox) -> float | None:
+        """Ask the caller whether a gated call may start: its answer (see `go`). No limit
+        of its own: the caller's clock runs for the call and kills this worker past it."""
+        gate: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
         self.gates[(batch, position)] = gate
         outbox.starting(position)
         try:
-            left = None if budget is None else budget - (asyncio.get_running_loop().time() - began)
-            async with asyncio.timeout(left):
-                return await gate
-        except TimeoutError:
-            return None
+            return await gate
         finally:
             del self.gates[(batch, position)]
 
