@@ -4,7 +4,8 @@ The operations submitted in one tick of the event loop are applied at its end in
 transaction: a batch of 200 claims costs one commit. With durability "process" a commit
 is a write to the WAL with no fsync, so the batch runs right there on the loop when the
 database is free (no thread hand-off, which on a busy machine cost more than the work;
-the loop waits for that write, and, once per thousand pages, a checkpoint). When another
+the loop waits for that write, while the writer thread copies the WAL back into the file
+once per thousand pages). When another
 process holds the write lock, or with durability "power" (an fsync per commit), the
 batch goes to a writer thread instead, and the loop does not wait.
 
@@ -110,6 +111,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
             if self._reader
             else connect(self.path, durability=durability, create=create, inline=self._inline)
         )
+        self._checkpoints = self._inline and not self._reader  # (see `connect`)
+        self._wal = self.path.with_name(self.path.name + "-wal")
+        self._page_size = int(self._conn.execute("PRAGMA page_size").fetchone()[0])
         try:
             self._owner = Owner(
                 self.path.with_name(self.path.name + "-owners"),

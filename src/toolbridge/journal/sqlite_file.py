@@ -97,6 +97,9 @@ def connect(
             _migrate(conn, path, create)
             if inline:  # batches on the loop never wait; the thread sets its wait
                 conn.execute("PRAGMA busy_timeout = 0")
+                # Nor do they copy the WAL back into the file (an fsync or two, tens of
+                # milliseconds): the writer thread checkpoints (`GroupCommit`).
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
             return conn
         except sqlite3.OperationalError as exc:
             # Turning a new file to WAL while another process writes it is refused at

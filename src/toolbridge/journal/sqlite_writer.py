@@ -5,14 +5,17 @@ With durability "process" a commit is a write to the WAL with no fsync, so the b
 runs right there on the loop when the database is free (no thread hand-off, which on a
 busy machine cost more than the work). When another process holds the write lock, or
 with durability "power" (an fsync per commit), the batch goes to a writer thread instead,
-and the loop does not wait. Ownership changes only once a batch has committed; a job's
-failure is its own; an answer nobody heard is undone.
+and the loop does not wait. Copying the WAL back into the file (a checkpoint, with its
+fsyncs: tens of milliseconds) is the writer thread's too: the loop never waits for it.
+Ownership changes only once a batch has committed; a job's failure is its own; an answer
+nobody heard is undone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -33,6 +36,11 @@ logger = logging.getLogger(__name__)
 
 Op = Callable[[sqlite3.Connection], Any]
 Undo = Callable[[sqlite3.Connection, Any], None]
+
+CHECKPOINT_PAGES = 1000
+"""How long the WAL grows (in pages) before the writer thread copies it back into the
+file: SQLite's own default, which the loop's connection no longer runs itself."""
+_CHECKPOINT = "checkpoint"  # asks the writer thread for a checkpoint, in its queue of jobs
 
 
 @dataclass(slots=True)
@@ -56,16 +64,20 @@ def _undo(job: Job, answer: Any) -> Job:
 class GroupCommit:
     """The writer of a `SQLiteJournal`: jobs gathered per tick, applied a batch at a time.
 
-    Its journal opens `_conn` and `_owner`, says how a write begins (`_begin`) and starts
-    the thread that runs `_serve`."""
+    Its journal opens `_conn` and `_owner`, says how a write begins (`_begin`), whether
+    this writer checkpoints and where the WAL is (`_checkpoints`, `_wal`, `_page_size`),
+    and starts the thread that runs `_serve`."""
 
     path: Path
     _conn: sqlite3.Connection
     _owner: Owner
     _begin: str
+    _checkpoints: bool  # this writer checkpoints the WAL (the loop's connection does not)
+    _wal: Path  # the WAL file, and its page size: when to checkpoint
+    _page_size: int
 
     def __init__(self, durability: Durability) -> None:
-        self._jobs: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[Job] | str | None] = queue.SimpleQueue()
         # One batch at a time (on the loop or the writer thread); batches handed to the
         # thread and not done yet (none: a batch may run on the loop without overtaking).
         self._writing = threading.Lock()
@@ -75,6 +87,7 @@ class GroupCommit:
         # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
         self._pending: dict[asyncio.AbstractEventLoop, list[Job]] = {}
         self._closed = False
+        self._checkpoint_asked = False  # a checkpoint is in the writer thread's queue
         # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
         # finished calls to store.
         self._rows: dict[CallKey, Any] = {}
@@ -134,6 +147,10 @@ class GroupCommit:
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
+            if isinstance(first, str):  # _CHECKPOINT
+                with self._writing:
+                    self._checkpoint()
+                continue
             jobs = list(first)
             handed = 1
             stop = False
@@ -145,6 +162,8 @@ class GroupCommit:
                 if more is None:
                     stop = True
                     break
+                if isinstance(more, str):  # _CHECKPOINT: after this batch, which checks the WAL
+                    continue
                 jobs.extend(more)
                 handed += 1
             try:
@@ -209,13 +228,7 @@ class GroupCommit:
                         logger.exception("journal operation failed on %s", self.path)
                         exc = JournalError(f"the journal {self.path} failed: {exc!r}")
                     results.append((False, exc))
-            if self._inserts:
-                self._conn.executemany(_INSERT, self._inserts)
-            if self._starts:
-                self._conn.executemany(_START, self._starts)
-            if self._finishes:
-                self._conn.executemany(_FINISH, self._finishes)
-            self._conn.execute("COMMIT")
+            self._commit(inline)
         except Exception as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
@@ -235,6 +248,44 @@ class GroupCommit:
         else:
             self._answer(answers)
         return True
+
+    def _wal_pages(self) -> int:
+        """About how many pages the WAL holds (its size; 0 when there is none)."""
+        try:
+            return os.stat(self._wal).st_size // self._page_size
+        except OSError:
+            return 0
+
+    def _commit(self, inline: bool) -> None:
+        """Write the rows the batch's jobs gathered, each kind with one statement; commit."""
+        if self._inserts:
+            self._conn.executemany(_INSERT, self._inserts)
+        if self._starts:
+            self._conn.executemany(_START, self._starts)
+        if self._finishes:
+            self._conn.executemany(_FINISH, self._finishes)
+        self._conn.execute("COMMIT")
+        self._checkpoint_soon(inline)
+
+    def _checkpoint_soon(self, inline: bool) -> None:
+        """After a commit: once the WAL is long, checkpoint now on the writer thread, or
+        ask it to (once) from the loop."""
+        if not self._checkpoints or self._wal_pages() < CHECKPOINT_PAGES:
+            return
+        if not inline:
+            self._checkpoint()
+        elif not self._checkpoint_asked:
+            self._checkpoint_asked = True
+            self._jobs.put(_CHECKPOINT)
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL back into the file (on the writer thread, under `_writing`), as far
+        as readers allow; a failure is logged: the outcomes are durable in the WAL."""
+        self._checkpoint_asked = False
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            logger.warning("could not checkpoint the journal %s: %s", self.path, exc)
 
     def _answer(self, answers: list[tuple[Job, bool, Any]]) -> None:
         """Send each answer to its caller's loop: one wake-up of each loop, not one per call.
