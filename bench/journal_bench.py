@@ -14,7 +14,8 @@ before and after, and two floors measured in the same run with no executor. Post
 own time for a batch's rows: the journal's own statements (`postgres_sql.write_sql`: the
 claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
 where the tools run between them), with the rows the journal sends, from a bare psycopg
-connection into a copy of the journal's table; PostgreSQL's overhead is given as a
+connection into the journal's own table (the same rows in the same table: the statements'
+time depends on its size); PostgreSQL's overhead is given as a
 multiple of it. And what preparing the stored data of 200 calls costs with no database at
 all (the arguments' digest, arguments and outcome as JSON: the floor of any journal in
 this process).
@@ -54,6 +55,10 @@ from toolbridge.journal.rows import to_json  # noqa: E402
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"
+# The floor's rows go into the journal's own table (its time depends on the table's
+# size), under a session and an owner number of their own: no journal ever claims them.
+FLOOR_SESSION = f"floor-{SESSION}"
+FLOOR_OWNER = -1
 FLOOR = "PostgreSQL's own time: the claim and finish statements of 200 calls, bare psycopg"
 ENCODING = "the data a journal stores, prepared for 200 calls"
 
@@ -101,9 +106,9 @@ def encoding_ms(round_no: int) -> float:
 async def floor_ms(conn: Any, round_no: int) -> float:
     """PostgreSQL's own time for a batch's rows: the journal's claim statement for 200 new
     calls, then its finish statement for them, with the rows the journal sends (the same
-    SQL text, the same columns and values), each its own round trip as in a batch (the
-    tools run between them), sent by psycopg with no journal around them."""
-    keys = [(SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
+    SQL text, the same columns and values, the same table), each its own round trip as in
+    a batch (the tools run between them), sent by psycopg with no journal around them."""
+    keys = [(FLOOR_SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
             for i in range(CALLS)]  # fmt: skip
     start = time.perf_counter()
     now = time.time()
@@ -111,14 +116,14 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     arguments = [to_json({"n": i}) for i in range(CALLS)]
     await conn.execute(
         write_sql(claims=True, starts=False, finishes=False),
-        {"now": now, "owner": 1, "s": sessions, "c": ids, "h": digests,
+        {"now": now, "owner": FLOOR_OWNER, "s": sessions, "c": ids, "h": digests,
          "t": ["wait_5ms"] * CALLS, "a": arguments, "p": [None] * CALLS,
          "q": ["running"] * CALLS},
     )  # fmt: skip
     outcomes = [to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)]
     await conn.execute(
         write_sql(claims=False, starts=False, finishes=True),
-        {"now": time.time(), "owner": 1, "fs": sessions, "fc": ids, "fh": digests,
+        {"now": time.time(), "owner": FLOOR_OWNER, "fs": sessions, "fc": ids, "fh": digests,
          "fo": outcomes, "fe": [None] * CALLS},
     )  # fmt: skip
     return (time.perf_counter() - start) * 1000
@@ -151,13 +156,6 @@ async def measure(
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
         await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
-        # The journal's statements name toolbridge_calls: the floor's copy of the table is
-        # found first on its search path.
-        await floor.execute("CREATE SCHEMA floor")
-        await floor.execute(
-            "CREATE TABLE floor.toolbridge_calls (LIKE public.toolbridge_calls INCLUDING ALL)"
-        )
-        await floor.execute("SET search_path = floor, public")
         times: dict[str, list[float]] = {name: [] for name in journals}
         cpu: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
@@ -172,7 +170,6 @@ async def measure(
             if round_no:
                 times[FLOOR].append(elapsed)
                 times[ENCODING].append(encoding_ms(round_no))
-        await floor.execute("DROP SCHEMA floor CASCADE")
         await floor.close()
         for journal in {id(j): j for j, _ in journals.values() if j is not None}.values():
             await journal.close()
