@@ -1,5 +1,5 @@
 """The SQLite journal copies its WAL back into the file on its writer thread: a batch run
-on the event loop never waits for a checkpoint (an fsync or two: tens of milliseconds)."""
+on the event loop never waits for a checkpoint (about 12 ms for a thousand pages here)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ async def echo(text: str) -> str:
 async def test_checkpoints_run_on_the_writer_thread_never_on_the_loop(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_PAGES", 8)  # soon, not after 4 MB
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_PAGES", 100)  # soon, not after 4 MB
     path = workspace / "j.sqlite3"
     checkpoints: list[str] = []  # the thread each checkpoint ran on
     registry = ToolRegistry([echo], context=ToolContext(workspace=workspace, session="s"))
@@ -37,12 +37,14 @@ async def test_checkpoints_run_on_the_writer_thread_never_on_the_loop(
 
         journal._conn.set_trace_callback(traced)
         executor = ToolExecutor(registry, journal=journal)
-        for round_no in range(5):  # each batch writes some dozens of pages
+        for round_no in range(12):  # each batch writes about 40 pages
             calls = [ToolCallRequest(f"r{round_no}-{i}", "echo", {"text": "x" * 500})
                      for i in range(50)]  # fmt: skip
             assert all(outcome.ok for outcome in await executor.run(calls))
         await until(lambda: bool(checkpoints), "the WAL was never checkpointed")
         wal_pages = path.with_name("j.sqlite3-wal").stat().st_size // 4096
-    assert checkpoints and all(name.startswith("toolbridge-journal") for name in checkpoints)
-    assert threading.main_thread().name not in checkpoints
-    assert wal_pages < 1000  # it was copied back, not left to grow
+    assert all(name.startswith("toolbridge-journal") for name in checkpoints), checkpoints
+    # Once per hundred pages or so (about 480 written): not after every batch once the WAL
+    # had been that long once, and the WAL was cut back each time, not left to grow.
+    assert 1 <= len(checkpoints) <= 6, checkpoints
+    assert wal_pages < 150
