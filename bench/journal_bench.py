@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import sys
@@ -83,6 +84,7 @@ async def batch_ms(
     executor = ToolExecutor(registry, policy, journal=journal)
     prefix = f"r{round_no}-{limit}"
     calls = [ToolCallRequest(f"{prefix}-{i}", "wait_5ms", {"n": i}) for i in range(CALLS)]
+    gc.collect()  # see `measure`
     cpu, start = time.process_time(), time.perf_counter()
     outcomes = await executor.run(calls)
     elapsed = (time.perf_counter() - start) * 1000
@@ -108,6 +110,7 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     calls, then its finish statement for them, with the rows the journal sends (the same
     SQL text, the same columns and values, the same table), each its own round trip as in
     a batch (the tools run between them), sent by psycopg with no journal around them."""
+    gc.collect()  # see `measure`
     keys = [(FLOOR_SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
             for i in range(CALLS)]  # fmt: skip
     start = time.perf_counter()
@@ -135,7 +138,12 @@ LIMITED = "max_concurrency=6"
 async def measure(
     rounds: int, postgres: str
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall and CPU ms per batch of each runner, rounds interleaved."""
+    """Wall and CPU ms per batch of each runner, rounds interleaved.
+
+    Each batch starts with the garbage collected: a full collection costs this process
+    30-40 ms (its heap holds every runner, psycopg and PostgreSQL's journal), and it fell
+    on whichever batch was running when it came, a quarter of one runner's rounds in one
+    run, none of another's. The collections of a batch's own garbage are still timed."""
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         sqlite = await open_journal(str(workspace / "p.sqlite3"))
