@@ -140,16 +140,34 @@ class CallPath:
             await run_together([self.execute(batch, i, p, stores) for i, p in run])
             for store in stores or ():
                 assert self._journal is not None
+                if not store.storing.done():  # waited for so that a stop does not cancel it
+                    await asyncio.wait((store.storing,))
                 await self._journal.stored(store.recording, store.outcome, store.storing)
                 batch.outcomes[store.index] = store.outcome
         except BaseException:  # stopped: what is stored already is settled, the rest cancelled
+            unstored = []
             for store in stores or ():
                 storing = store.storing
                 if not storing.done() or storing.cancelled() or storing.exception() is not None:
-                    storing.add_done_callback(_retrieve)  # its failure is said in the log
+                    unstored.append(store)
                 elif batch.outcomes[store.index] is None:
                     batch.outcomes[store.index] = store.outcome
+            if unstored:
+                await asyncio.shield(self._let_go_unstored(unstored))
             raise
+
+    async def _let_go_unstored(self, stores: list[_Store]) -> None:
+        """A stopped run's outcomes not stored yet: wait for the journal's answer, and let
+        go of each call whose outcome it could not store (found interrupted next time, not
+        kept busy by this process); the failure is said in the log."""
+        journal = self._journal
+        assert journal is not None
+        await asyncio.wait([store.storing for store in stores])
+        for store in stores:
+            try:
+                await journal.stored(store.recording, store.outcome, store.storing)
+            except Exception:  # not a journal's refusal: a bug, said; the other calls go on
+                logger.exception("storing the outcome of call %r failed", store.outcome.call.id)
 
     async def execute(  # noqa: PLR0915 - one frame per call: the hot path is not split
         self,
@@ -489,12 +507,6 @@ class _Store:
     recording: Recording
     outcome: ToolOutcome
     storing: asyncio.Future[None]
-
-
-def _retrieve(future: asyncio.Future[None]) -> None:
-    """Log why an outcome nobody waits for any more (its run was stopped) was not stored."""
-    if not future.cancelled() and (exc := future.exception()) is not None:
-        logger.error("a call's outcome was not journaled (its run was stopped): %s", exc)
 
 
 def _answered(tool_name: str, result: ToolResult) -> Invocation:

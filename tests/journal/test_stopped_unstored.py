@@ -1,0 +1,75 @@
+"""A together-run stopped while an outcome it could not store (a full disk) was on its
+way into the journal still lets go of that call: found interrupted next time, not kept
+busy by this process for as long as it lives."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.journal.waiting import until
+
+from toolbridge import Outcomes, ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
+from toolbridge.journal import SQLiteJournal
+from toolbridge.journal.base import CallKey
+
+
+class WatchedJournal(SQLiteJournal):
+    """A real SQLite journal that keeps the futures of the outcomes handed to it, so a
+    test can wait until the journal has answered one."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.storing: list[asyncio.Future[None]] = []
+
+    def finish_soon(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> asyncio.Future[None]:
+        future = super().finish_soon(key, outcome, error_kind=error_kind)
+        self.storing.append(future)
+        return future
+
+
+async def test_a_stopped_run_lets_go_of_an_outcome_it_could_not_store(
+    workspace: Path, small_disk: Path
+) -> None:
+    filler = small_disk / "filler"
+    release = asyncio.Event()
+    filled: list[bool] = []
+
+    @tool(read_only=True)
+    async def step(n: int) -> str:
+        """n == 0 holds the run open; n == 1 fills the disk the journal is on (once)."""
+        if n == 0:
+            await release.wait()
+            return "0"
+        if filled:
+            return "again"
+        filled.append(True)
+        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
+            while True:
+                file.write(b"x" * 4096)
+        return "filled " + "y" * 20_000
+
+    registry = ToolRegistry([step], context=ToolContext(workspace=workspace, session="s"))
+    calls = [ToolCallRequest(f"c{i}", "step", {"n": i}) for i in range(2)]
+    async with WatchedJournal(small_disk / "j.sqlite3") as journal:
+        run = asyncio.ensure_future(
+            ToolExecutor(registry, journal=journal).run(calls, into=Outcomes())
+        )
+        await until(
+            lambda: bool(journal.storing) and journal.storing[0].done(),
+            "c1's outcome never reached the journal",
+        )
+        assert journal.storing[0].exception() is not None  # the disk is full
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        filler.unlink()  # space again
+        # Kept busy by this journal, the claim would wait forever; let go, the read-only
+        # call runs again at once.
+        again = await asyncio.wait_for(ToolExecutor(registry, journal=journal).run(calls[1:]), 30)
+    assert again[0].ok and again[0].result.text == "again"
