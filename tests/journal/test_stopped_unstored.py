@@ -73,3 +73,51 @@ async def test_a_stopped_run_lets_go_of_an_outcome_it_could_not_store(
         # call runs again at once.
         again = await asyncio.wait_for(ToolExecutor(registry, journal=journal).run(calls[1:]), 30)
     assert again[0].ok and again[0].result.text == "again"
+
+
+class StoppingJournal(SQLiteJournal):
+    """A real SQLite journal that stops `run` just as an outcome is handed to it: the
+    stop lands while the call waits for its outcome to be stored."""
+
+    run: asyncio.Future[Any] | None = None
+
+    def finish_soon(
+        self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
+    ) -> asyncio.Future[None]:
+        future = super().finish_soon(key, outcome, error_kind=error_kind)
+        if self.run is not None:
+            self.run.cancel()
+        return future
+
+
+async def test_a_call_stopped_while_its_outcome_fails_to_be_stored_is_let_go(
+    workspace: Path, small_disk: Path
+) -> None:
+    # One call, not run together: it waits for its own outcome to be stored, and is
+    # stopped then. The disk is full, so the outcome is not stored; the call is let go.
+    filler = small_disk / "filler"
+    filled: list[bool] = []
+
+    @tool(read_only=True)
+    async def fill() -> str:
+        """Fills the disk the journal is on (the first time)."""
+        if filled:
+            return "again"
+        filled.append(True)
+        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
+            while True:
+                file.write(b"x" * 4096)
+        return "filled " + "y" * 20_000
+
+    registry = ToolRegistry([fill], context=ToolContext(workspace=workspace, session="s"))
+    calls = [ToolCallRequest("c1", "fill", {})]
+    async with StoppingJournal(small_disk / "j.sqlite3") as journal:
+        run = asyncio.ensure_future(ToolExecutor(registry, journal=journal).run(calls))
+        journal.run = run
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        journal.run = None
+        assert filled
+        filler.unlink()  # space again
+        again = await asyncio.wait_for(ToolExecutor(registry, journal=journal).run(calls), 30)
+    assert again[0].ok and again[0].result.text == "again"

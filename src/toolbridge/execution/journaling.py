@@ -159,9 +159,15 @@ class Journaling:
         self, recording: Recording, outcome: ToolOutcome, storing: asyncio.Future[None]
     ) -> None:
         """Wait until `store` has stored the outcome. A journal failure (the disk is full)
-        is said on the outcome and in the log, not hidden, and the call is let go."""
+        is said on the outcome and in the log, not hidden, and the call is let go; so is
+        one stopped while it waits (that cancels `storing`, so whether the outcome was
+        stored is not known: letting go of a call stored meanwhile changes nothing)."""
         try:
             await storing
+        except asyncio.CancelledError:
+            if storing.cancelled():
+                await asyncio.shield(self.recorder.unfinished(recording))
+            raise
         except ToolbridgeError as exc:
             await self.recorder.unfinished(recording)
             from toolbridge.journal.recorder import JOURNAL_METADATA_KEY
