@@ -13,8 +13,9 @@ from typing import Any
 from tests.journal.waiting import until
 
 from toolbridge import Outcomes, ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolbridge.journal import SQLiteJournal
+from toolbridge.journal import CallJournal, SQLiteJournal
 from toolbridge.journal.base import CallKey
+from toolbridge.journal.postgres import PostgresJournal
 
 
 class WatchedJournal(SQLiteJournal):
@@ -75,9 +76,9 @@ async def test_a_stopped_run_lets_go_of_an_outcome_it_could_not_store(
     assert again[0].ok and again[0].result.text == "again"
 
 
-class StoppingJournal(SQLiteJournal):
-    """A real SQLite journal that stops `run` just as an outcome is handed to it: the
-    stop lands while the call waits for its outcome to be stored."""
+class Stopping(CallJournal):
+    """A real journal that stops `run` just as an outcome is handed to it: the stop lands
+    while the call waits for its outcome to be stored."""
 
     run: asyncio.Future[Any] | None = None
 
@@ -88,6 +89,14 @@ class StoppingJournal(SQLiteJournal):
         if self.run is not None:
             self.run.cancel()
         return future
+
+
+class StoppingJournal(Stopping, SQLiteJournal):
+    """`Stopping` on SQLite."""
+
+
+class StoppingPostgres(Stopping, PostgresJournal):
+    """`Stopping` on PostgreSQL."""
 
 
 async def test_a_call_stopped_while_its_outcome_fails_to_be_stored_is_let_go(
@@ -121,3 +130,38 @@ async def test_a_call_stopped_while_its_outcome_fails_to_be_stored_is_let_go(
         filler.unlink()  # space again
         again = await asyncio.wait_for(ToolExecutor(registry, journal=journal).run(calls), 30)
     assert again[0].ok and again[0].result.text == "again"
+
+
+async def test_a_call_stopped_while_its_outcome_is_stored_stays_finished(
+    workspace: Path, journal_target: str
+) -> None:
+    # Stopped while its outcome is stored (and the store succeeds): letting go of the
+    # call then changes nothing; the next run replays its outcome, the tool ran once.
+    ran: list[bool] = []
+
+    @tool
+    async def once() -> str:
+        """Neither read-only nor idempotent: it must not run twice."""
+        ran.append(True)
+        return "done"
+
+    registry = ToolRegistry([once], context=ToolContext(workspace=workspace, session="s"))
+    calls = [ToolCallRequest("c1", "once", {})]
+    journal: Stopping
+    if journal_target.startswith("postgres"):
+        journal = await StoppingPostgres.connect(journal_target)
+    else:
+        journal = StoppingJournal(Path(journal_target))
+    async with journal:
+        run = asyncio.ensure_future(ToolExecutor(registry, journal=journal).run(calls))
+        journal.run = run
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        journal.run = None
+        again = await asyncio.wait_for(ToolExecutor(registry, journal=journal).run(calls), 30)
+        entries = await journal.entries(session="s")
+    assert again[0].ok and again[0].result.text == "done"
+    assert ran == [True]
+    assert [(entry.key.call_id, entry.state.value, entry.attempt) for entry in entries] == [
+        ("c1", "finished", 1)
+    ]
