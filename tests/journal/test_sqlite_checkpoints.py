@@ -4,6 +4,7 @@ on the event loop never waits for a checkpoint (about 12 ms for a thousand pages
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from tests.journal.waiting import until
 
 from toolbridge import ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
-from toolbridge.journal import SQLiteJournal, sqlite_writer
+from toolbridge.journal import JournalError, SQLiteJournal, sqlite_writer
 
 
 @tool(read_only=True)
@@ -48,3 +49,31 @@ async def test_checkpoints_run_on_the_writer_thread_never_on_the_loop(
     # had been that long once, and the WAL was cut back each time, not left to grow.
     assert 1 <= len(checkpoints) <= 6, checkpoints
     assert wal_pages < 150
+
+
+async def test_a_checkpoint_asked_behind_a_failing_batch_still_runs(workspace: Path) -> None:
+    # The loop asked for a checkpoint (once: it asks again only after one ran), and the
+    # writer thread found the request behind a batch that failed. Dropped with it, the
+    # request would leave the loop never asking again: a WAL that grows until reopened.
+    checkpoints: list[str] = []
+    async with SQLiteJournal(workspace / "j.sqlite3") as journal:
+        journal._conn.set_trace_callback(
+            lambda statement: checkpoints.append(statement) if "checkpoint" in statement else None
+        )
+        loop = asyncio.get_running_loop()
+
+        def failing(conn: object) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        held = loop.create_future()
+        failed = loop.create_future()
+        with journal._writing:  # the thread takes the first batch, then waits for the lock
+            journal._put([sqlite_writer.Job(lambda conn: None, loop, held)])
+            await until(journal._jobs.empty, "the writer never took the batch")
+            journal._put([sqlite_writer.Job(failing, loop, failed)])
+            journal._checkpoint_asked = True  # as `_checkpoint_soon` does on the loop
+            journal._jobs.put(sqlite_writer._CHECKPOINT)
+        await asyncio.wait([held, failed])  # (the two may have gone in one batch)
+        assert isinstance(failed.exception(), JournalError)
+        await until(lambda: not journal._checkpoint_asked, "the checkpoint was dropped")
+    assert any("wal_checkpoint" in statement for statement in checkpoints)

@@ -155,6 +155,7 @@ class GroupCommit:
             jobs = list(first)
             handed = 1
             stop = False
+            checkpoint = False  # asked for behind these jobs: run after them
             while True:
                 try:
                     more = self._jobs.get_nowait()
@@ -163,7 +164,8 @@ class GroupCommit:
                 if more is None:
                     stop = True
                     break
-                if isinstance(more, str):  # _CHECKPOINT: after this batch, which checks the WAL
+                if isinstance(more, str):  # _CHECKPOINT
+                    checkpoint = True
                     continue
                 jobs.extend(more)
                 handed += 1
@@ -176,6 +178,8 @@ class GroupCommit:
                     finally:
                         if self._inline:
                             self._conn.execute("PRAGMA busy_timeout = 0")
+                        if checkpoint:  # even after a batch that failed: never asked in vain
+                            self._checkpoint()
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
