@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import sqlite3
@@ -13,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.journal.disk import fill_up
 
 from toolbridge import (
     ErrorKind,
@@ -305,9 +305,7 @@ async def test_a_call_whose_outcome_could_not_be_stored_is_interrupted_not_busy_
     async def fill(label: str) -> str:
         """Side effect: fills the disk the journal is on."""
         ran.append(label)
-        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
-            while True:
-                file.write(b"x" * 4096)
+        fill_up(filler)
         return "filled " + "y" * 20_000
 
     registry = ToolRegistry([fill], context=ToolContext(workspace=workspace, session="s"))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.journal.disk import fill_up
 from tests.journal.waiting import until
 
 from toolbridge import Outcomes, ToolCallRequest, ToolContext, ToolExecutor, ToolRegistry, tool
@@ -50,9 +51,7 @@ async def test_a_stopped_run_lets_go_of_an_outcome_it_could_not_store(
         if filled:
             return "again"
         filled.append(True)
-        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
-            while True:
-                file.write(b"x" * 4096)
+        fill_up(filler)
         return "filled " + "y" * 20_000
 
     registry = ToolRegistry([step], context=ToolContext(workspace=workspace, session="s"))
@@ -113,9 +112,7 @@ async def test_a_call_stopped_while_its_outcome_fails_to_be_stored_is_let_go(
         if filled:
             return "again"
         filled.append(True)
-        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
-            while True:
-                file.write(b"x" * 4096)
+        fill_up(filler)
         return "filled " + "y" * 20_000
 
     registry = ToolRegistry([fill], context=ToolContext(workspace=workspace, session="s"))

@@ -8,6 +8,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+from tests.journal.disk import fill_up
 from tests.journal.waiting import until
 
 from toolbridge import (
@@ -83,9 +84,7 @@ async def test_together_outcomes_that_cannot_be_stored_are_said_and_let_go(
         ran.append(label)
         if filler.exists() or ran.count(label) > 1:
             return "no room"
-        with filler.open("ab", buffering=0) as file, contextlib.suppress(OSError):
-            while True:
-                file.write(b"x" * 4096)
+        fill_up(filler)
         return "filled " + "y" * 20_000
 
     registry = ToolRegistry([fill], context=ToolContext(workspace=workspace, session="s"))
