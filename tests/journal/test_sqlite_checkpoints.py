@@ -42,6 +42,10 @@ async def test_checkpoints_run_on_the_writer_thread_never_on_the_loop(
             calls = [ToolCallRequest(f"r{round_no}-{i}", "echo", {"text": "x" * 500})
                      for i in range(50)]  # fmt: skip
             assert all(outcome.ok for outcome in await executor.run(calls))
+            # The thread has taken up the checkpoint asked for (the next batch waits for it
+            # to end): on a busy machine the loop would otherwise run ahead of the thread,
+            # and the WAL would grow by a few batches more before it is cut back.
+            await until(lambda: not journal._checkpoint_asked, "the checkpoint never ran")
         await until(lambda: bool(checkpoints), "the WAL was never checkpointed")
         wal_pages = path.with_name("j.sqlite3-wal").stat().st_size // 4096
     assert all(name.startswith("toolbridge-journal") for name in checkpoints), checkpoints
