@@ -9,12 +9,11 @@ says who (or what) gave it (`by`), so the journal can keep that next to the call
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolbridge.core.jsontext import json_default
+from toolbridge.core.jsontext import compact_encoder, json_default
 from toolbridge.core.tool import Tool
 
 __all__ = [
@@ -35,14 +34,12 @@ ApprovalRule = Callable[[Tool, Mapping[str, Any]], bool]
 """Decides whether a prepared call must be approved before it runs."""
 
 
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
-)  # made once: `json.dumps` with options builds an encoder per call
+_CANONICAL = compact_encoder(sort_keys=True, default=json_default)
 
 
 def canonical_arguments(args: Mapping[str, Any]) -> str:
     """The arguments as canonical JSON: sorted keys, no spaces, models and dataclasses dumped."""
-    return _CANONICAL.encode(args)
+    return _CANONICAL(args)
 
 
 def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:

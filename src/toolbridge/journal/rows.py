@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge.core.jsontext import compact_encoder
 from toolbridge.journal.records import (
     CallKey,
     CallState,
@@ -79,13 +80,7 @@ def _repr(value: Any) -> str:
         return f"<{type(value).__name__} object (its repr failed: {type(exc).__name__})>"
 
 
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), default=_repr, allow_nan=False
-)  # made once: `json.dumps` with options builds an encoder per call
-
-
-def _dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
+_dumps = compact_encoder(default=_repr, allow_nan=False)
 
 
 def _named_numbers(value: Any) -> Any:
