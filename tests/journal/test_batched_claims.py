@@ -53,6 +53,33 @@ async def test_a_batch_of_claims_that_meets_stored_and_repeated_keys(journal_tar
         assert await journal.entry(key("never")) is None
 
 
+@pytest.mark.parametrize(
+    "names",
+    [["new1", "done", "new2"], ["new1", "twice", "twice", "new2"], ["done"]],
+    ids=["stored-call-between-new-ones", "a-key-twice", "only-a-stored-call"],
+)
+async def test_new_claims_beside_a_key_that_is_not_new(
+    journal_target: str, names: list[str]
+) -> None:
+    # No call of the batch is held by this journal: only the stored rows (or an earlier
+    # claim of the same batch) tell the new claims from the others.
+    async with await open_journal(journal_target) as journal:
+        assert (await journal.claim(key("done"), "t", {})).action is ClaimAction.RUN
+        await journal.finish(key("done"), {"text": "stored"})
+        claims = await asyncio.gather(*(journal.claim(key(n), "t", {"n": 1}) for n in names))
+        expected = {"new1": ClaimAction.RUN, "new2": ClaimAction.RUN, "done": ClaimAction.REPLAY}
+        actions = [claim.action for claim in claims]
+        wanted = [expected.get(n, ClaimAction.RUN) for n in names]
+        if "twice" in names:  # the first claim of a key runs it, the second finds it busy
+            wanted[names.index("twice") + 1] = ClaimAction.BUSY
+        assert actions == wanted
+        for name in {n for n in names if n != "done"}:
+            await journal.finish(key(name), {"text": name})
+            entry = await journal.entry(key(name))
+            assert entry is not None and entry.state is CallState.FINISHED
+            assert entry.attempt == 1 and entry.outcome == {"text": name}
+
+
 @pytest.mark.parametrize("queued", [False, True])
 async def test_a_batch_of_new_claims_is_stored_as_claimed(
     journal_target: str, queued: bool
