@@ -13,7 +13,6 @@ import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -43,18 +42,25 @@ SMALL = 1_000
 PROBE = re.compile(
     r"Index Cond: \(\(session = u\.s\) AND \(call_id = u\.c\) AND \(args_hash = u\.h\)\)"
 )
-
+"""A probe of the primary key with each key of the arrays."""
 LOOPED = re.compile(r"Join Filter: \(\((c\.session = u\.s|u\.s = c\.session)\b")
+"""A nested loop that tests every key against each row it reads."""
 
 
 @pytest.fixture(params=[12_000, 2_000, 60], ids=lambda rows: f"{rows}-rows")
-async def journal(request: pytest.FixtureRequest, postgres_url: str) -> AsyncIterator[Any]:
-    """A journal whose table holds `request.param` finished calls, analyzed as autovacuum
-    would have (so the planner knows the table's size and that its rows have no owner)."""
+def rows(request: pytest.FixtureRequest) -> int:
+    """How many calls the journal's table holds before the test."""
+    return int(request.param)
+
+
+@pytest.fixture
+async def journal(rows: int, postgres_url: str) -> AsyncIterator[PostgresJournal]:
+    """A journal whose table holds `rows` finished calls, analyzed as autovacuum would have
+    (so the planner knows the table's size and that its rows have no owner)."""
     opened = await open_journal(f"{postgres_url}&options={quote(AUTO_EXPLAIN)}")
     assert isinstance(opened, PostgresJournal)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(FILL, (request.param,))
+        conn.execute(FILL, (rows,))
         conn.execute("ANALYZE toolbridge_calls")
     try:
         yield opened
@@ -63,7 +69,7 @@ async def journal(request: pytest.FixtureRequest, postgres_url: str) -> AsyncIte
 
 
 @contextmanager
-def plans(journal: Any) -> Iterator[list[str]]:
+def plans(journal: PostgresJournal) -> Iterator[list[str]]:
     """The plans of the statements the journal's connection runs inside the block."""
     seen: list[str] = []
 
@@ -109,7 +115,7 @@ def keys(prefix: str) -> list[CallKey]:
 
 
 async def test_a_batch_probes_the_primary_key_for_each_keyed_statement(
-    journal: Any, request: pytest.FixtureRequest
+    journal: PostgresJournal, rows: int
 ) -> None:
     with plans(journal) as seen:
         for round_no in range(ROUNDS):
@@ -137,10 +143,12 @@ async def test_a_batch_probes_the_primary_key_for_each_keyed_statement(
     ):
         runs = sum(part in plan for plan in statements)
         assert runs >= ROUNDS, f"{runs} plans of {part!r} seen, not {ROUNDS}: {statements}"
-    assert_probes(statements, request.node.callspec.params["journal"])
+    assert_probes(statements, rows)
 
 
-async def test_listings_counts_and_prunes_read_the_table_as_before(journal: Any) -> None:
+async def test_listings_counts_and_prunes_read_the_table_as_before(
+    journal: PostgresJournal,
+) -> None:
     with plans(journal) as seen:
         assert sum((await journal.counts()).values()) >= 60
         assert len(await journal.sessions()) >= 1
@@ -154,7 +162,7 @@ async def test_listings_counts_and_prunes_read_the_table_as_before(journal: Any)
 
 
 async def test_a_batch_at_that_size_stores_its_calls_and_a_failed_one_leaves_no_transaction(
-    journal: Any,
+    journal: PostgresJournal,
 ) -> None:
     first, then = keys("e"), keys("f")
     claims = await asyncio.gather(*(journal.claim(key, "t", {"n": 1}) for key in first))
