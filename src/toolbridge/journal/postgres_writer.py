@@ -26,7 +26,7 @@ from toolbridge.journal.claims import (
     unheard,
 )
 from toolbridge.journal.postgres_connection import server_error
-from toolbridge.journal.postgres_sql import KEY, KEYS, key_columns, qualified, write_sql
+from toolbridge.journal.postgres_sql import KEY, KEYS, kept, key_columns, qualified, write_sql
 from toolbridge.journal.records import (
     CallKey,
     Claim,
@@ -90,6 +90,10 @@ _LET_GO = {
     LetGo.DISOWN: "UPDATE toolbridge_calls AS c SET owner = NULL FROM",
 }
 """How `_release` lets go of calls (see `LetGo`)."""
+_HELD = "c.owner = %(owner)s AND c.state IN ('queued', 'running')"
+"""The rows `_release` lets go of: owned, not finished."""
+_STORED_NOW = "c.state = 'finished' AND c.finished_at = %(now)s"
+"""The rows whose outcome a batch (its time ``now``) stored."""
 
 
 Operation = NewCall | Start | Finish | Release | Query
@@ -480,8 +484,7 @@ class BatchWriter:
         else:  # a repeat, or a row another process took: which ones are stored?
             cursor = await self._conn.execute(
                 f"SELECT c.session, c.call_id, c.args_hash FROM {KEYS} AS u(s, c, h) "
-                f"JOIN toolbridge_calls AS c ON {KEY} WHERE c.state = 'finished' "
-                "AND c.finished_at = %(now)s",
+                f"JOIN toolbridge_calls AS c ON {KEY} WHERE {kept(_STORED_NOW)}",
                 {"now": now, **key_columns([job.op.key for job in owned])},
             )
             done = {CallKey(*row) for row in await cursor.fetchall()}
@@ -496,8 +499,7 @@ class BatchWriter:
         if not keys:
             return
         await self._conn.execute(
-            f"{_LET_GO[op.how]} {KEYS} AS u(s, c, h) WHERE {KEY} AND c.owner = %(owner)s "
-            "AND c.state IN ('queued', 'running')",
+            f"{_LET_GO[op.how]} {KEYS} AS u(s, c, h) WHERE {KEY} AND {kept(_HELD)}",
             {"owner": self._owner, **key_columns(keys)},
         )
 
