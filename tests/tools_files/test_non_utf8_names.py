@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge import ErrorKind, ToolContext, ToolRegistry
+from toolbridge import ErrorKind, ToolContext, ToolRegistry, WorkspaceViolation
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 from toolbridge.tools.patch import ApplyPatchTool
@@ -132,6 +132,7 @@ async def test_a_non_utf8_link_out_of_the_workspace_is_still_refused(
     result = await registry.execute("read_file", {"path": "d\\xe9/secret.txt"})
     assert result.is_error and result.error_kind == ErrorKind.WORKSPACE_VIOLATION, result.text
     assert "OUTSIDE-SECRET" not in result.text
+    assert repr("d\\xe9/secret.txt") in sendable(result.text), result.text  # as it was sent
     written = await registry.execute("write_file", {"path": "d\\xe9/x.txt", "content": "x"})
     assert written.error_kind == ErrorKind.WORKSPACE_VIOLATION, written.text
     assert not (outside / "x.txt").exists()
@@ -158,3 +159,20 @@ async def test_a_search_under_such_a_directory_finds_its_files(
     assert not result.is_error, result.text
     assert "d\\xe9/n\\xe9.txt" in sendable(result.text), result.text
     assert "other.txt" not in result.text
+
+
+async def test_a_violation_raised_by_a_file_tool_names_such_a_file_as_shown(
+    workspace: Path,
+) -> None:
+    """A guard's violation (a symlink swapped in while a file was opened, say) quotes the
+    real name; its message and target (which the loop guard may quote) are shown."""
+
+    class Swapped(ListDirTool):
+        async def run(self, **kwargs: object) -> str:
+            raise WorkspaceViolation(f"{CAFE} changed while it was being opened", target=CAFE)
+
+    with pytest.raises(WorkspaceViolation) as caught:
+        await Swapped(Workspace(workspace)).execute()
+    assert caught.value.message == "caf\\xe9.txt changed while it was being opened"
+    assert caught.value.target == "caf\\xe9.txt"
+    assert str(caught.value) == caught.value.message

@@ -86,6 +86,8 @@ class WorkspaceTool(Tool):
             exc.args = (exc.message,)
             if isinstance(exc, ToolExecutionError):
                 exc.hint = names.shown(exc.hint)
+            elif exc.target is not None:  # the loop guard may quote it to the model
+                exc.target = names.shown(exc.target)
             raise
 
     def resolve_file(self, path: str) -> Path:
