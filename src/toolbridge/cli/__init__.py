@@ -37,6 +37,7 @@ def main() -> None:
     lost: list[KeyboardInterrupt] = []  # a Ctrl-C raised where Python ignored it
     sys.unraisablehook = _ctrl_c_again(previous_hook, lost)
     try:
+        _refuse_closed_stdout()
         if sys.argv[1:] == ["--version"]:  # answered before the command-line library loads
             from toolbridge.version import __version__
 
@@ -84,9 +85,19 @@ def _ctrl_c_again(
     return handle
 
 
-def _print_version(version: str) -> None:
-    if sys.stdout is None:  # `>&-`: nowhere to print, as for every command
+def _refuse_closed_stdout() -> None:
+    """A closed stdout (``>&-``: Python leaves ``sys.stdout`` None) loses the output, so
+    the command must not run and say it succeeded: one ``Error:`` line and exit 2, as for
+    an output that cannot be written (``> /dev/full``, `app.output_failed`)."""
+    if sys.stdout is not None:
         return
+    if sys.stderr is not None:
+        sys.stderr.write("Error: cannot write the output: stdout is closed\n")
+        sys.stderr.flush()
+    sys.exit(_USAGE)
+
+
+def _print_version(version: str) -> None:
     try:
         sys.stdout.write(f"toolbridge {version}\n")
         sys.stdout.flush()

@@ -43,46 +43,69 @@ _BASE_URL_VARIABLES: dict[str, str] = {
     "openai-responses": "OPENAI_BASE_URL",
     "anthropic": "ANTHROPIC_BASE_URL",
     "gemini": "GOOGLE_GEMINI_BASE_URL",
+    "ollama": "OLLAMA_HOST",
 }
 """The environment variable each provider's SDK takes its endpoint from when there is
 no ``--base-url`` (checked here as the flag is: the SDK's own error was 'internal
-error'). Ollama's ``OLLAMA_HOST`` takes a bare host and port, which its SDK completes."""
+error', or named no variable)."""
 
-_EMPTY_IS_UNSET = frozenset({"GOOGLE_GEMINI_BASE_URL"})
+_EMPTY_IS_UNSET = frozenset({"GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST"})
 """The variables whose SDK ignores an empty value; the others' SDKs use it as the URL
 (a connection error naming no URL), so an empty one is refused as a bad URL."""
+
+_READ_ON_IMPORT = frozenset({"OLLAMA_HOST"})
+"""The variables an SDK reads when it is imported (Ollama's module makes a default
+client), so a bad one fails a run even when ``--base-url`` is given: checked anyway."""
+
+_HOST_FORMS = frozenset({"OLLAMA_HOST"})
+"""The variables that take a bare ``host:port`` (or ``:port``, ``host``) as well as a
+URL: Ollama's client puts ``http://`` before a value without a scheme and fills in
+127.0.0.1 for a missing host."""
 
 _URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
 
 
 def _check_base_url(model: str, base_url: str | None) -> None:
-    """A `CliError` for an endpoint no client could connect to: ``--base-url``, else the
-    provider's variable in the environment (`_BASE_URL_VARIABLES`). The message names
-    where the URL came from and what to do."""
+    """A `CliError` for an endpoint no client could connect to: ``--base-url``, and the
+    provider's variable in the environment (`_BASE_URL_VARIABLES`) when the flag is
+    not given or the SDK reads the variable anyway. The message names where the URL
+    came from and what to do."""
     variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
     if base_url is not None:
-        url, named, fix = base_url, f"--base-url {base_url!r}", _URL_EXAMPLE
-    elif variable is not None and variable in os.environ:
-        url = os.environ[variable]
-        if not url and variable in _EMPTY_IS_UNSET:
+        _refuse_bad_url(base_url, f"--base-url {base_url!r}", _URL_EXAMPLE)
+        if variable not in _READ_ON_IMPORT:
             return
-        named = f"{variable} {url!r} (from the environment)"
-        fix = f"set {variable} to a URL such as http://127.0.0.1:8000/v1, or unset it"
-    else:
+    if variable is None or variable not in os.environ:
         return
-    problem = _url_problem(url)
+    value = os.environ[variable]
+    if not value and variable in _EMPTY_IS_UNSET:
+        return
+    named = f"{variable} {value!r} (from the environment)"
+    if variable in _HOST_FORMS:
+        url = value if "://" in value else f"http://{value}"
+        example = "a host and port such as 127.0.0.1:11434 or a URL such as http://127.0.0.1:11434"
+        _refuse_bad_url(url, named, f"set {variable} to {example}, or unset it", host=False)
+    else:
+        example = "a URL such as http://127.0.0.1:8000/v1"
+        _refuse_bad_url(value, named, f"set {variable} to {example}, or unset it")
+
+
+def _refuse_bad_url(url: str, named: str, fix: str, *, host: bool = True) -> None:
+    """A `CliError` saying why `url` (`named` so in the message) is unusable, and `fix`."""
+    problem = _url_problem(url, host_required=host)
     if problem is not None:
         raise CliError(f"{named} {problem}; {fix}")
 
 
-def _url_problem(url: str) -> str | None:
-    """Why no HTTP client could connect to `url` (None when one could try)."""
+def _url_problem(url: str, *, host_required: bool = True) -> str | None:
+    """Why no HTTP client could connect to `url` (None when one could try); without
+    `host_required`, a URL with no host is one a client fills in (``http://:11434``)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises for a port that is not a number or out of range)
     except ValueError as exc:
         return f"is not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or (host_required and not parts.hostname):
         return "is not an http:// or https:// URL with a host"
     # What urlsplit lets through but an HTTP client refuses ('internal error', exit 4):
     # a control character or space, and text after an IPv6 host's bracket that is no port.

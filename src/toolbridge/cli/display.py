@@ -7,8 +7,9 @@ visible ``\\xNN`` and each bidi override or line separator as ``\\uXXXX``, so it
 move the cursor, set a title, write the clipboard or reorder a line; `plain` makes it a
 rich `Text`, which is never parsed as markup (``[/x]`` stays ``[/x]``, it does not crash)
 nor as emoji codes. `json_text` is the JSON every ``--json`` prints: exact values,
-with the same characters escaped (JSON itself escapes only C0). `SafeFormatter` does
-the same for the log records the command line shows.
+with the same characters escaped (JSON itself escapes only C0) and lone surrogates
+written as text. `SafeFormatter` does the same for the log records the command line
+shows.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # overrides and isolates (Trojan Source), and the Unicode line/paragraph separators;
 # and lone surrogates (a JSON "\ud800" from a model), which no stream can encode.
 _INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
-# In JSON text, the same plus lone surrogates (valid JSON escapes, not encodable text).
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+# In JSON text, the same but for lone surrogates: their JSON escape ("\udc80") is what
+# strict readers refuse (serde_json; I-JSON forbids it), so they are written as text.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape_control(match: re.Match[str]) -> str:
@@ -92,14 +95,20 @@ def echo(text: str, *, err: bool = False) -> None:
     typer.echo(clean(text), err=err)
 
 
+def _escape_as_text(match: re.Match[str]) -> str:
+    return f"\\\\u{ord(match.group()):04x}"
+
+
 def json_text(
     value: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None
 ) -> str:
     """`value` as JSON for a terminal or a pipe: exact (a reader gets every character
     back), readable (non-ASCII text kept), and with every character a terminal would act
-    on written as a ``\\uXXXX`` escape (``json.dumps`` escapes only C0)."""
+    on written as a ``\\uXXXX`` escape (``json.dumps`` escapes only C0). A lone
+    surrogate is no character: it becomes the six characters ``\\udc80`` of text, as
+    `clean` shows it, so that strict readers take the JSON."""
     text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
-    return _JSON_UNSAFE.sub(_escape_unicode, text)
+    return _SURROGATE.sub(_escape_as_text, _JSON_UNSAFE.sub(_escape_unicode, text))
 
 
 def echo_json(

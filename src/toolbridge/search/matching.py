@@ -25,6 +25,7 @@ from typing import Any
 from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
 from toolbridge.search import grep_worker
 from toolbridge.search.ripgrep import deadline_at, run_ripgrep
+from toolbridge.security import names
 from toolbridge.security.workspace import Workspace
 from toolbridge.tools._fs import looks_binary
 
@@ -249,7 +250,7 @@ async def _collect_json(
             line_bytes = _raw(data["lines"])
             column = len(line_bytes[:start].decode("utf-8", errors="replace"))
             excerpt = grep_worker.excerpt(text, column, request.max_line_chars)
-            pending.append((_decode(data["path"]), data["line_number"], excerpt))
+            pending.append((_name(data["path"]), data["line_number"], excerpt))
         elif kind == "end":
             if data.get("binary_offset") is None and pending and _still_inside(workspace, pending):
                 room = request.max_matches - len(found.matches)
@@ -273,10 +274,18 @@ def _decode(value: dict[str, Any]) -> str:
     return base64.b64decode(value["bytes"]).decode("utf-8", errors="replace")
 
 
+def _name(value: dict[str, Any]) -> str:
+    """A file's name from rg, as the Python engine names it (not UTF-8: surrogateescape)."""
+    if "text" in value:
+        text: str = value["text"]
+        return text
+    return os.fsdecode(base64.b64decode(value["bytes"]))
+
+
 def _still_inside(workspace: Workspace, matches: list[tuple[str, int, str]]) -> bool:
     shown = matches[0][0]
     try:
-        real = workspace.resolve(shown)
+        real = workspace.resolve(names.shown(shown))  # the guard takes the name as shown
     except (ToolExecutionError, WorkspaceViolation):
         real = None
     if real != workspace.root / shown:

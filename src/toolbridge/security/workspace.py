@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from toolbridge.core.errors import ToolExecutionError, WorkspaceViolation
+from toolbridge.security import names
 from toolbridge.security.control import CONTROL_DIR, ControlFolderViolation
 
 __all__ = ["EntryKind", "InvalidPath", "WalkEntry", "Workspace"]
@@ -128,15 +129,29 @@ class Workspace:
         (for new files) as long as its deepest existing ancestor resolves inside.
         toolbridge's own folder (``.toolbridge/`` at the root) and everything in it is
         refused however it is spelled or linked to (`ControlFolderViolation`).
+
+        A path that does not exist as written and holds ``\\xNN`` escapes of bytes 0x80
+        to 0xFF names those bytes (`names.from_escapes`): how the tools show a name
+        that is not UTF-8, so the name a model was shown opens the same file. The path
+        so made is resolved and checked as any other.
         """
         self._check_spelling(path)
+        real = self._resolve_checked(path, path)
+        if "\\x" in path and not os.path.lexists(real):
+            with_bytes = names.from_escapes(path)
+            if with_bytes is not None:
+                real = self._resolve_checked(path, with_bytes)
+        return real
+
+    def _resolve_checked(self, original: str, path: str) -> Path:
+        """`resolve` of `path`, whose spelling is checked (`original` is named in errors)."""
         expanded = os.path.expanduser(path) if path.startswith("~") else path
-        real = self._follow(path, self._respell(expanded))
+        real = self._follow(original, self._respell(expanded))
         if not self.contains(real):
             raise WorkspaceViolation(
-                f"{_show(path)} is outside the workspace ({self.root})", target=path
+                f"{_show(original)} is outside the workspace ({self.root})", target=original
             )
-        self._refuse_control(real, path)
+        self._refuse_control(real, original)
         return real
 
     def is_control(self, real: Path) -> bool:

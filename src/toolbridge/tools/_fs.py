@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from toolbridge.core.errors import ErrorKind, ToolError, ToolExecutionError
+from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError, ToolExecutionError
 from toolbridge.core.pathlocks import PathLocks
-from toolbridge.core.tool import Tool, ToolContext, ToolResult
+from toolbridge.core.tool import TextBlock, Tool, ToolContext, ToolResult
+from toolbridge.security import names
 from toolbridge.security.workspace import InvalidPath, Workspace
 
 __all__ = [
@@ -76,9 +77,18 @@ class WorkspaceTool(Tool):
 
     async def execute(self, **kwargs: Any) -> Any:
         try:
-            return await self.run(**kwargs)
+            return _names_shown(await self.run(**kwargs))
         except InvalidPath as exc:
-            return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, exc.message, exc.hint))
+            message, hint = names.shown(exc.message), names.shown(exc.hint)
+            return ToolResult.error(ToolError(ErrorKind.INVALID_ARGUMENTS, message, hint))
+        except (ToolExecutionError, PolicyViolation) as exc:
+            exc.message = names.shown(exc.message)  # raised on: the registry classifies it
+            exc.args = (exc.message,)
+            if isinstance(exc, ToolExecutionError):
+                exc.hint = names.shown(exc.hint)
+            elif exc.target is not None:  # the loop guard may quote it to the model
+                exc.target = names.shown(exc.target)
+            raise
 
     def resolve_file(self, path: str) -> Path:
         """`resolve` for a tool that writes the file `path` names; `InvalidPath` if its
@@ -99,6 +109,31 @@ class WorkspaceTool(Tool):
     async def run(self, **kwargs: Any) -> Any:
         """Do the tool's work with validated arguments (what `execute` is for other tools)."""
         raise NotImplementedError(f"tool {self.name!r} does not implement run()")
+
+
+def _names_shown(value: Any) -> Any:
+    """A file tool's result with every name that is not UTF-8 as the model is shown it
+    (`names.shown`: byte 0xE9 as ``\\xe9``), which the guard resolves back; a lone
+    surrogate in these texts can only come from such a name (file contents are read
+    as strict UTF-8 or with replacement characters)."""
+    if isinstance(value, str):
+        return names.shown(value)
+    if isinstance(value, ToolResult):
+        content = value.content
+        if isinstance(content, str):
+            value.content = names.shown(content)
+        else:
+            value.content = [
+                TextBlock(names.shown(block.text)) if isinstance(block, TextBlock) else block
+                for block in content
+            ]
+        value.metadata = _names_shown(value.metadata)
+        return value
+    if isinstance(value, dict):
+        return {_names_shown(key): _names_shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_names_shown(item) for item in value]
+    return value
 
 
 def looks_binary(head: bytes) -> bool:
