@@ -38,12 +38,16 @@ def to_json_text(value: Any) -> str:
 def compact_encoder(
     *, default: Callable[[Any], Any], sort_keys: bool = False, allow_nan: bool = True
 ) -> Callable[[Any], str]:
-    """A function that writes a value as compact JSON (no spaces, non-ASCII as it is), for
-    text written once per call: made once, it skips what ``JSONEncoder.encode`` builds on
-    each call (about half the time of a small value). It does not track the containers
-    it is in, so a value that holds itself is a `RecursionError`, not a `ValueError`."""
+    """A function that writes a value as compact JSON (no spaces, non-ASCII as it is), the
+    text ``json.dumps`` writes with these options, for text written once per call.
+
+    ``JSONEncoder.encode`` makes a C encoder for every value (about half the time of a
+    small one); these are made once and kept, one per caller at a time (threads, and a
+    `default` that encodes again, each take their own). Each keeps the loop check: a value
+    that holds itself is a `ValueError`, never a recursion as deep as the recursion limit
+    allows, which overflows the C stack when a program raised that limit."""
     make = getattr(json.encoder, "c_make_encoder", None)  # CPython's, not in the stubs
-    if make is None:  # no C accelerator: the pure-Python encoder, loops checked
+    if make is None:  # no C accelerator: the pure-Python encoder
         encoder = json.JSONEncoder(
             separators=(",", ":"),
             ensure_ascii=False,
@@ -52,12 +56,22 @@ def compact_encoder(
             allow_nan=allow_nan,
         )
         return encoder.encode
-    chunks = make(
-        None, default, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, allow_nan
-    )
+    idle: list[tuple[Callable[[Any, int], Any], dict[int, Any]]] = []
     join = "".join
 
     def encode(value: Any) -> str:
-        return join(chunks(value, 0))
+        try:
+            chunks, markers = idle.pop()  # atomic: no two callers share an encoder
+        except IndexError:
+            markers = {}
+            chunks = make(
+                markers, default, json.encoder.encode_basestring, None, ":", ",", sort_keys,
+                False, allow_nan,
+            )  # fmt: skip
+        try:
+            return join(chunks(value, 0))
+        finally:
+            markers.clear()  # an error midway leaves the containers it was in
+            idle.append((chunks, markers))
 
     return encode
