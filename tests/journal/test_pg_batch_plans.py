@@ -115,7 +115,7 @@ def keys(prefix: str) -> list[CallKey]:
 
 
 async def test_a_batch_probes_the_primary_key_for_each_keyed_statement(
-    journal: PostgresJournal, rows: int
+    journal: PostgresJournal, rows: int, postgres_url: str
 ) -> None:
     with plans(journal) as seen:
         for round_no in range(ROUNDS):
@@ -124,13 +124,21 @@ async def test_a_batch_probes_the_primary_key_for_each_keyed_statement(
             assert {claim.action for claim in await asyncio.gather(*queued)} == {ClaimAction.RUN}
             await asyncio.gather(*(journal.start(key) for key in new))
             await asyncio.gather(*(journal.finish(key, {"text": "ok"}) for key in new))
-            # Claims that meet stored calls read their rows; outcomes stored twice in one
-            # batch read which ones went in; calls let go of are updated by key too.
+            # Claims that meet stored calls read their rows; outcomes some of which another
+            # process took over first read which ones went in; calls let go of are updated
+            # by key too.
             again = [journal.claim(key, "t", {"n": 1}) for key in new]
             assert {claim.action for claim in await asyncio.gather(*again)} == {ClaimAction.REPLAY}
             await asyncio.gather(*(journal.claim(key, "t", {}) for key in held))
-            twice = [journal.finish(key, {"text": text}) for text in "12" for key in held[:100]]
-            await asyncio.gather(*twice)
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                conn.execute(
+                    "UPDATE toolbridge_calls SET owner = -1 WHERE session = 'live' "
+                    "AND call_id = ANY(%s)",
+                    ([key.call_id for key in held[:10]],),
+                )
+            outcomes = [journal.finish(key, {"text": "ok"}) for key in held[:100]]
+            stored = await asyncio.gather(*outcomes, return_exceptions=True)
+            assert [isinstance(done, JournalError) for done in stored] == [True] * 10 + [False] * 90
             await asyncio.gather(*(journal.abandon(key) for key in held[100:]))
     statements = keyed(seen)
     for part in (

@@ -204,6 +204,16 @@ class BatchWriter:
             await self._run_batch(jobs)
 
     async def _run_batch(self, jobs: list[Job[Any]]) -> None:
+        """Apply `jobs` in order, each call once a part: a job on a call an earlier one
+        of the part names starts the next part. One statement changes a row once (of two
+        of its parts updating one row, one is lost) and decides ownership before any of
+        them, so the later job is answered as it would be after the earlier one's."""
+        while jobs:
+            end = _once_each(jobs)
+            await self._run_part(jobs[:end])
+            jobs = jobs[end:]
+
+    async def _run_part(self, jobs: list[Job[Any]]) -> None:
         """Claims, starts and finishes in one statement, the rest one by one, in order; a
         failure is the answer of the jobs it concerns, never of the writer."""
         claims: list[Job[NewCall]] = []
@@ -502,6 +512,23 @@ class BatchWriter:
             f"{_LET_GO[op.how]} {KEYS} AS u(s, c, h) WHERE {KEY} AND {kept(_HELD)}",
             {"owner": self._owner, **key_columns(keys)},
         )
+
+
+def _once_each(jobs: list[Job[Any]]) -> int:
+    """How many of `jobs`, from the first, name each call once (at least one)."""
+    seen: set[CallKey] = set()
+    for index, job in enumerate(jobs):
+        op = job.op
+        if isinstance(op, Release):
+            keys = op.keys
+        elif isinstance(op, NewCall | Start | Finish):
+            keys = [op.key]
+        else:
+            continue
+        if not seen.isdisjoint(keys):
+            return index
+        seen.update(keys)
+    return len(jobs)
 
 
 def _columns(count: int) -> tuple[list[Any], ...]:

@@ -224,7 +224,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )
         else:
             _set_owner(conn, key, None)
-        self._let_go.append(key)
+        self._let_go.add(key)
 
     async def start(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -301,7 +301,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             self._finishes.append(
                 (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash)
             )
-            self._let_go.append(key)
+            self._let_go.add(key)
 
         future: asyncio.Future[None] | None = self._queue(op).future
         assert future is not None
@@ -339,7 +339,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
         await self._submit(op)
 
     def _require_owned(self, key: CallKey) -> None:
-        if key not in self._owner.held:
+        """Refuse a call this journal does not own, or lets go of in this batch (a second
+        outcome in one batch would replace the first)."""
+        if key not in self._owner.held or key in self._let_go:
             raise not_owned(key)
 
     def _seen(self, row: Any) -> JournalEntry:

@@ -96,7 +96,7 @@ class GroupCommit:
         self._finishes: list[tuple[Any, ...]] = []
         self._starts: list[tuple[Any, ...]] = []
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
-        self._let_go: list[CallKey] = []  # not owned once this batch commits
+        self._let_go: set[CallKey] = set()  # not owned once this batch commits
 
     async def _submit(
         self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
