@@ -1,9 +1,11 @@
 """Two operations on one call sent in the same turn of the loop (so in one writer batch)
 are answered as they would be one after the other, on both backends: a start and then an
 outcome, a claim and then an outcome, two outcomes (the second is not the call's: it was
-let go of). PostgreSQL's batch statement changes a
-row once (two of its parts updating one row: one of them is lost), so the later one
-waits for the next batch. Real SQLite files, a real PostgreSQL server."""
+let go of), a claim and letting go of it, a call let go of and claimed again. A writer
+applies a batch in an order of its own (PostgreSQL's one statement changes a row once and
+decides ownership first; SQLite writes new rows, starts and outcomes at commit), so the
+later operation on a call waits for the next part. Real SQLite files, a real PostgreSQL
+server."""
 
 from __future__ import annotations
 
@@ -71,3 +73,45 @@ async def test_two_outcomes_of_one_call_in_one_batch_store_the_first(
         assert [answer(a) for a in answers] == ["None", "not owned"]
         entry = await journal.entry(key("f"))
         assert entry is not None and entry.outcome == {"text": "first"}
+
+
+async def test_a_claim_and_letting_go_of_it_in_one_batch(journal_target: str) -> None:
+    """SQLite wrote a batch's new rows at commit, after letting go of them: the call
+    stayed running under an owner that no longer held it (busy to every other journal's
+    claim while this one is open)."""
+    async with (
+        await open_journal(journal_target) as journal,
+        await open_journal(journal_target) as other,
+    ):
+        answers = await asyncio.gather(
+            journal.claim(key("a"), "t", {}),
+            journal.abandon(key("a")),
+            journal.claim(key("u"), "t", {}, queued=True),
+            journal.unclaim(key("u")),
+            return_exceptions=True,
+        )
+        assert [answer(a) for a in answers] == ["RUN", "None", "RUN", "None"]
+        abandoned = await other.entry(key("a"))
+        assert abandoned is not None and abandoned.state is CallState.INTERRUPTED
+        requeued = await other.entry(key("u"))
+        assert requeued is not None and requeued.state is CallState.QUEUED
+        assert (await other.claim(key("a"), "t", {})).action is ClaimAction.INTERRUPTED
+        assert (await other.claim(key("u"), "t", {})).action is ClaimAction.RUN
+
+
+async def test_a_call_let_go_of_and_claimed_again_in_one_batch(journal_target: str) -> None:
+    async with await open_journal(journal_target) as journal:
+        await journal.claim(key("q"), "t", {}, queued=True)
+        await journal.claim(key("f"), "t", {})
+        answers = await asyncio.gather(
+            journal.unclaim(key("q")),
+            journal.claim(key("q"), "t", {}, queued=True),
+            journal.finish(key("f"), {"text": "done"}),
+            journal.claim(key("f"), "t", {}),
+            return_exceptions=True,
+        )
+        assert [answer(a) for a in answers] == ["None", "RUN", "None", "REPLAY"]
+        await journal.start(key("q"))  # the second claim owns it
+        await journal.finish(key("q"), {"text": "ran"})
+        entry = await journal.entry(key("q"))
+        assert entry is not None and entry.outcome == {"text": "ran"} and entry.attempt == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "claimed_state",
     "interrupted",
     "not_owned",
+    "once_each",
     "proven",
     "running_entry",
     "started_at",
@@ -38,6 +39,21 @@ __all__ = [
 
 Alive = Callable[[Any], bool]
 """Whether the owner stored in a row is another journal that is open now (its lock held)."""
+
+
+def once_each(calls: Iterable[Collection[CallKey]]) -> int:
+    """How many of a batch's jobs, from the first, name each call once (the calls each
+    names in `calls`; at least one job). A writer applies a batch's parts in an order of
+    its own (PostgreSQL's one statement, SQLite's rows written at commit), so a job on a
+    call an earlier one named waits for the next part, as it would alone."""
+    seen: set[CallKey] = set()
+    count = 0
+    for keys in calls:
+        if count and not seen.isdisjoint(keys):
+            return count
+        seen.update(keys)
+        count += 1
+    return count
 
 
 def claimed_state(queued: bool) -> str:

@@ -22,6 +22,7 @@ from toolbridge.journal.claims import (
     claim_action,
     claimed_state,
     not_owned,
+    once_each,
     running_entry,
     unheard,
 )
@@ -209,7 +210,7 @@ class BatchWriter:
         of its parts updating one row, one is lost) and decides ownership before any of
         them, so the later job is answered as it would be after the earlier one's."""
         while jobs:
-            end = _once_each(jobs)
+            end = once_each(_calls(job.op) for job in jobs)
             await self._run_part(jobs[:end])
             jobs = jobs[end:]
 
@@ -514,21 +515,11 @@ class BatchWriter:
         )
 
 
-def _once_each(jobs: list[Job[Any]]) -> int:
-    """How many of `jobs`, from the first, name each call once (at least one)."""
-    seen: set[CallKey] = set()
-    for index, job in enumerate(jobs):
-        op = job.op
-        if isinstance(op, Release):
-            keys = op.keys
-        elif isinstance(op, NewCall | Start | Finish):
-            keys = [op.key]
-        else:
-            continue
-        if not seen.isdisjoint(keys):
-            return index
-        seen.update(keys)
-    return len(jobs)
+def _calls(op: Operation) -> list[CallKey]:
+    """The calls `op` concerns (none: a query)."""
+    if isinstance(op, Release):
+        return op.keys
+    return [op.key] if isinstance(op, NewCall | Start | Finish) else []
 
 
 def _columns(count: int) -> tuple[list[Any], ...]:

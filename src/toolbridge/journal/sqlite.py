@@ -224,21 +224,21 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )
         else:
             _set_owner(conn, key, None)
-        self._let_go.add(key)
+        self._let_go.append(key)
 
     async def start(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
             self._starts.append((time.time(), *key))
 
-        await self._submit(op)
+        await self._submit(op, call=key)
 
     async def unclaim(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             if key in self._owner.held:
                 self._let_go_of(conn, key, LetGo.REQUEUE)
 
-        await self._submit(op)
+        await self._submit(op, call=key)
 
     async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         def op(conn: sqlite3.Connection) -> JournalEntry:
@@ -250,7 +250,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )
             return TEXT.entry(_select(conn, key))
 
-        result: JournalEntry = await self._submit(op)
+        result: JournalEntry = await self._submit(op, call=key)
         return result
 
     async def retry(
@@ -283,7 +283,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
                 self._let_go_of(conn, key, LetGo.DISOWN)
 
-        result: JournalEntry | None = await self._submit(op, undo=undo)
+        result: JournalEntry | None = await self._submit(op, undo=undo, call=key)
         return result
 
     async def finish(
@@ -301,9 +301,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
             self._finishes.append(
                 (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash)
             )
-            self._let_go.add(key)
+            self._let_go.append(key)
 
-        future: asyncio.Future[None] | None = self._queue(op).future
+        future: asyncio.Future[None] | None = self._queue(op, call=key).future
         assert future is not None
         return future
 
@@ -336,12 +336,10 @@ class SQLiteJournal(GroupCommit, CallJournal):
                 self._owner.held.discard(key)
                 _set_owner(conn, key, None)
 
-        await self._submit(op)
+        await self._submit(op, call=key)
 
     def _require_owned(self, key: CallKey) -> None:
-        """Refuse a call this journal does not own, or lets go of in this batch (a second
-        outcome in one batch would replace the first)."""
-        if key not in self._owner.held or key in self._let_go:
+        if key not in self._owner.held:
             raise not_owned(key)
 
     def _seen(self, row: Any) -> JournalEntry:
@@ -359,7 +357,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             ).fetchone()
             return self._seen(row) if row is not None else None
 
-        result: JournalEntry | None = await self._submit(op)
+        result: JournalEntry | None = await self._submit(op, call=key)
         return result
 
     async def entries(

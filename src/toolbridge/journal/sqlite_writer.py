@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge.journal.base import Durability, deliver
+from toolbridge.journal.claims import once_each
 from toolbridge.journal.records import CallKey, JournalError, journal_closed
 from toolbridge.journal.rows import COLUMNS
 from toolbridge.journal.sqlite_file import BUSY_TIMEOUT_MS, database_error
@@ -53,6 +54,13 @@ class Job:
     future: asyncio.Future[Any] | None
     undo: Undo | None = None
     claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
+    call: CallKey | None = None  # the call it concerns: a batch names each once (`once_each`)
+
+
+def _part(jobs: list[Job]) -> int:
+    """How many of `jobs`, from the first, go in one transaction: each call once (its
+    rows are written at commit, after the batch's other statements)."""
+    return once_each(() if job.call is None else (job.call,) for job in jobs)
 
 
 def _undo(job: Job, answer: Any) -> Job:
@@ -96,12 +104,17 @@ class GroupCommit:
         self._finishes: list[tuple[Any, ...]] = []
         self._starts: list[tuple[Any, ...]] = []
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
-        self._let_go: set[CallKey] = set()  # not owned once this batch commits
+        self._let_go: list[CallKey] = []  # not owned once this batch commits
 
     async def _submit(
-        self, op: Op, *, undo: Undo | None = None, claims: CallKey | None = None
+        self,
+        op: Op,
+        *,
+        undo: Undo | None = None,
+        claims: CallKey | None = None,
+        call: CallKey | None = None,
     ) -> Any:
-        job = self._queue(op, undo, claims)
+        job = self._queue(op, undo, claims, call)
         assert job.future is not None
         try:
             return await job.future
@@ -114,8 +127,15 @@ class GroupCommit:
                 self._put([_undo(job, future.result())])
             raise
 
-    def _queue(self, op: Op, undo: Undo | None = None, claims: CallKey | None = None) -> Job:
-        """Add `op` to this tick's jobs (handed to the writer at the end of the tick)."""
+    def _queue(
+        self,
+        op: Op,
+        undo: Undo | None = None,
+        claims: CallKey | None = None,
+        call: CallKey | None = None,
+    ) -> Job:
+        """Add `op` to this tick's jobs (handed to the writer at the end of the tick);
+        `call`, the call it concerns (a claim's: the one it `claims`)."""
         if self._closed:
             raise journal_closed(str(self.path))
         loop = asyncio.get_running_loop()
@@ -123,7 +143,7 @@ class GroupCommit:
         if pending is None:  # the first job of this tick: hand the tick's jobs over after it
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        job = Job(op, loop, loop.create_future(), undo, claims)
+        job = Job(op, loop, loop.create_future(), undo, claims, call or claims)
         pending.append(job)
         return job
 
@@ -134,11 +154,15 @@ class GroupCommit:
             return
         if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
             try:  # the database is ours: no thread hand-off (see the module docstring)
-                if self._handed == 0 and self._run_batch(jobs, inline=True):
-                    return
+                while jobs and self._handed == 0:
+                    part = _part(jobs)
+                    if not self._run_batch(jobs[:part], inline=True):
+                        break
+                    jobs = jobs[part:]
             finally:
                 self._writing.release()
-        self._put(jobs)
+        if jobs:
+            self._put(jobs)
 
     def _put(self, jobs: list[Job]) -> None:
         """Hand `jobs` to the writer thread."""
@@ -174,7 +198,10 @@ class GroupCommit:
                     # The loop's batches do not wait for another process: this one may.
                     self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                     try:
-                        self._run_batch(jobs)
+                        while jobs:
+                            part = _part(jobs)
+                            self._run_batch(jobs[:part])
+                            jobs = jobs[part:]
                     finally:
                         if self._inline:
                             self._conn.execute("PRAGMA busy_timeout = 0")
