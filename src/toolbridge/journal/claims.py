@@ -46,9 +46,13 @@ def once_each(calls: Iterable[Collection[CallKey]]) -> int:
     names in `calls`; at least one job). A writer applies a batch's parts in an order of
     its own (PostgreSQL's one statement, SQLite's rows written at commit), so a job on a
     call an earlier one named waits for the next part, as it would alone."""
+    jobs = list(calls)
+    named = [key for keys in jobs for key in keys]
+    if len(set(named)) == len(named):  # the common case: every call once
+        return len(jobs)
     seen: set[CallKey] = set()
     count = 0
-    for keys in calls:
+    for keys in jobs:
         if count and not seen.isdisjoint(keys):
             return count
         seen.update(keys)

@@ -3,8 +3,9 @@ batch by batch, the claims, starts and finishes of a batch in one statement.
 
 A batch gathers what a few turns of the event loop bring; its claims, starts and finishes
 go as one statement (`postgres_sql.write_sql`), answered by two counts, and only a claim
-that met a stored call reads rows (replay, busy, or take it over). A failure is the answer
-of the operations it concerns, never of the writer; a claim nobody heard is undone.
+that met a stored call reads rows (replay, busy, or take it over). A job on a call an
+earlier job of the batch named goes in the next statement. A failure is the answer of the
+operations it concerns, never of the writer; a claim nobody heard is undone.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ and the loop does not wait. Copying the WAL back into the file (a checkpoint, wi
 fsyncs: about 12 ms for a thousand pages here) is the writer thread's too: the loop
 never waits for it.
 Ownership changes only once a batch has committed; a job's failure is its own; an answer
-nobody heard is undone.
+nobody heard is undone. A batch's new rows, starts and outcomes are written at commit, so
+a job on a call an earlier job of the batch named goes in the next transaction.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class GroupCommit:
         if pending is None:  # the first job of this tick: hand the tick's jobs over after it
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        job = Job(op, loop, loop.create_future(), undo, claims, call or claims)
+        job = Job(op, loop, loop.create_future(), undo, claims, claims if call is None else call)
         pending.append(job)
         return job
 
