@@ -11,9 +11,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from toolbridge.core.errors import ToolbridgeError
 
@@ -85,13 +85,15 @@ class ClaimAction(enum.StrEnum):
     """Another live process is running it now; ask again later to get its outcome."""
 
 
-class CallKey(NamedTuple):
-    """A call's identity: its parts in stored order (session, call id, digest), so the key
-    itself is a query's parameters. A tuple: it is hashed several times per call."""
-
+@dataclass(frozen=True, slots=True)
+class CallKey:
     session: str
     call_id: str
     args_hash: str
+
+    def __iter__(self) -> Iterator[str]:
+        """Its parts in stored order (session, call id, digest), for query parameters."""
+        return iter((self.session, self.call_id, self.args_hash))
 
 
 @dataclass(frozen=True, slots=True)
