@@ -136,12 +136,14 @@ class Workspace:
         so made is resolved and checked as any other.
         """
         self._check_spelling(path)
-        real = self._resolve_checked(path, path)
-        if "\\x" in path and not os.path.lexists(real):
-            with_bytes = names.from_escapes(path)
-            if with_bytes is not None:
-                real = self._resolve_checked(path, with_bytes)
-        return real
+        with_bytes = names.from_escapes(path)
+        if with_bytes is None:
+            return self._resolve_checked(path, path)
+        try:
+            real = self._resolve_checked(path, path)
+        except ToolExecutionError:  # no path as written ('..' out of a name not there)
+            return self._resolve_checked(path, with_bytes)
+        return real if os.path.lexists(real) else self._resolve_checked(path, with_bytes)
 
     def _resolve_checked(self, original: str, path: str) -> Path:
         """`resolve` of `path`, whose spelling is checked (`original` is named in errors)."""
@@ -193,7 +195,7 @@ class Workspace:
         surrogate = _SURROGATE.search(path)
         if surrogate:
             raise InvalidPath(
-                f"{_show(path)} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
+                f"{path[:200]!r} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
                 "which is not valid Unicode",
                 hint="Send the path as valid Unicode text.",
             )
@@ -595,6 +597,9 @@ def _reason(exc: OSError) -> str:
 
 
 def _show(path: str, limit: int = 200) -> str:
+    """`path` quoted for a message, a name that is not UTF-8 as the tools show it
+    (`names.shown`: ``\\xe9``, not the ``\\udce9`` of its repr)."""
+    path = names.shown(path)
     return repr(path if len(path) <= limit else path[:limit] + "…")
 
 
