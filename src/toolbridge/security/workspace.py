@@ -106,6 +106,7 @@ class Workspace:
             raise ValueError(f"workspace {root!s} is not a directory")
         self.root = real
         self._root_text = str(real).rstrip("/")
+        self._root_shown = names.shown(str(real))  # in messages: no lone surrogate
         # The root as configured, when it differs from the real path (a symlink on the
         # way, as macOS /tmp -> /private/tmp): absolute paths under it are accepted too.
         self.configured = configured
@@ -151,7 +152,7 @@ class Workspace:
         real = self._follow(original, self._respell(expanded))
         if not self.contains(real):
             raise WorkspaceViolation(
-                f"{_show(original)} is outside the workspace ({self.root})", target=original
+                f"{_show(original)} is outside the workspace ({self._root_shown})", target=original
             )
         self._refuse_control(real, original)
         return real
@@ -323,7 +324,7 @@ class Workspace:
         # paths out there tells the model nothing about what exists or is readable.
         if not self.contains(Path(where)):
             return WorkspaceViolation(
-                f"{_show(original)} is outside the workspace ({self.root})", target=original
+                f"{_show(original)} is outside the workspace ({self._root_shown})", target=original
             )
         return ToolExecutionError(message, hint=hint)
 
@@ -518,8 +519,8 @@ class Workspace:
         if (info.st_dev, info.st_ino) != self._identity:
             os.close(fd)
             raise WorkspaceViolation(
-                f"the workspace directory {self.root} was replaced after it was opened",
-                target=str(self.root),
+                f"the workspace directory {self._root_shown} was replaced after it was opened",
+                target=self._root_shown,
             )
         return fd
 
@@ -530,7 +531,8 @@ class Workspace:
         """
         if not self.contains(real):
             raise WorkspaceViolation(
-                f"{real} is outside the workspace ({self.root})", target=str(real)
+                f"{names.shown(str(real))} is outside the workspace ({self._root_shown})",
+                target=names.shown(str(real)),
             )
         self._refuse_control(real, self.relative(real))
         parts = real.relative_to(self.root).parts
