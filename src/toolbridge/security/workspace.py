@@ -136,15 +136,30 @@ class Workspace:
         that is not UTF-8, so the name a model was shown opens the same file. The path
         so made is resolved and checked as any other.
         """
+        return self._read(path)[1]
+
+    def last_part(self, path: str) -> tuple[Path, str]:
+        """The real directory that `path`'s last component is in, and that component
+        as the file system names it (``\\xNN`` escapes read as `resolve` reads them),
+        not followed: for a caller that must see a symlink there as the link."""
+        spelled = self._read(path)[0]
+        head, _, name = spelled.rstrip("/").rpartition("/")
+        return self._resolve_checked(path, head or ("/" if spelled.startswith("/") else ".")), name
+
+    def _read(self, path: str) -> tuple[str, Path]:
+        """`path` as `resolve` reads it (as written, or with its escapes as bytes when it
+        names no file as written), and the real path it names."""
         self._check_spelling(path)
         with_bytes = names.from_escapes(path)
         if with_bytes is None:
-            return self._resolve_checked(path, path)
+            return path, self._resolve_checked(path, path)
         try:
             real = self._resolve_checked(path, path)
         except ToolExecutionError:  # no path as written ('..' out of a name not there)
-            return self._resolve_checked(path, with_bytes)
-        return real if os.path.lexists(real) else self._resolve_checked(path, with_bytes)
+            return with_bytes, self._resolve_checked(path, with_bytes)
+        if os.path.lexists(real):
+            return path, real
+        return with_bytes, self._resolve_checked(path, with_bytes)
 
     def _resolve_checked(self, original: str, path: str) -> Path:
         """`resolve` of `path`, whose spelling is checked (`original` is named in errors)."""
