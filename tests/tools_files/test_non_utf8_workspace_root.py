@@ -48,3 +48,23 @@ async def test_the_exec_tool_passes_on_a_violation_a_model_can_be_sent(root: Pat
     with pytest.raises(WorkspaceViolation) as raised:
         await tool.execute(command="pwd", cwd="..")
     assert "caf\\xe9/ws)" in sendable(raised.value)
+
+
+def test_an_absolute_path_spelled_as_shown_is_inside(root: Path) -> None:
+    """The root's path, as a violation names it (``/…/caf\\xe9/ws``), leads inside: it
+    was called outside the workspace, a boundary the model is told not to try again."""
+    (root / os.fsdecode(b"f\xe9.txt")).write_text("hello\n")
+    guard = Workspace(root)
+    shown = str(root).replace("\udce9", "\\xe9")
+    assert guard.resolve(f"{shown}/f\\xe9.txt") == root / os.fsdecode(b"f\xe9.txt")
+    assert guard.resolve(f"{shown}/new\\xe9.txt") == root / os.fsdecode(b"new\xe9.txt")
+    for outside in (f"{shown}/..", f"{shown}/../x\\xe9", f"{shown}x/a"):
+        with pytest.raises(WorkspaceViolation):
+            guard.resolve(outside)
+
+
+def test_a_link_outside_named_as_written_is_still_refused(root: Path, tmp_path: Path) -> None:
+    (root / "l\\xe9").symlink_to(tmp_path)  # a backslash in the link's name
+    (root / os.fsdecode(b"l\xe9")).mkdir()
+    with pytest.raises(WorkspaceViolation):
+        Workspace(root).resolve("l\\xe9/x")  # as written it exists, and leads outside

@@ -133,8 +133,9 @@ class Workspace:
 
         A path that does not exist as written and holds ``\\xNN`` escapes of bytes 0x80
         to 0xFF names those bytes (`names.from_escapes`): how the tools show a name
-        that is not UTF-8, so the name a model was shown opens the same file. The path
-        so made is resolved and checked as any other.
+        that is not UTF-8, so the name a model was shown opens the same file (an
+        absolute path under the root's own path, as the messages show it, too). The
+        path so made is resolved and checked as any other.
         """
         return self._read(path)[1]
 
@@ -153,12 +154,18 @@ class Workspace:
         with_bytes = names.from_escapes(path)
         if with_bytes is None:
             return path, self._resolve_checked(path, path)
+        as_written, shown = path, self._root_shown
+        if shown != str(self.root) and path.startswith(shown) and path[len(shown) :][:1] in "/":
+            # under the root's own path as the messages show it (/srv/caf\\xe9/ws): the root
+            rest = path[len(shown) :]
+            as_written = self._root_text + rest
+            with_bytes = self._root_text + (names.from_escapes(rest) or rest)
         try:
-            real = self._resolve_checked(path, path)
+            real = self._resolve_checked(path, as_written)
         except ToolExecutionError:  # no path as written ('..' out of a name not there)
             return with_bytes, self._resolve_checked(path, with_bytes)
         if os.path.lexists(real):
-            return path, real
+            return as_written, real
         return with_bytes, self._resolve_checked(path, with_bytes)
 
     def _resolve_checked(self, original: str, path: str) -> Path:
