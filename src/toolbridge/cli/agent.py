@@ -45,6 +45,7 @@ from toolbridge.agent import (
     model_from_string,
 )
 from toolbridge.agent.state import PendingCall
+from toolbridge.cli.agent_command import endpoint_setting
 from toolbridge.cli.agent_options import AgentOptions
 from toolbridge.cli.app import (
     CliError,
@@ -101,6 +102,15 @@ def _endpoint(adapter: object, base_url: str | None) -> str:
         getattr(client, "_client", None), "base_url", None
     )
     return str(url) if url else "the provider's default endpoint"
+
+
+def _unreached(exc: ModelConnectionError, adapter: object, model: str, base_url: str | None) -> str:
+    """The one line for a model server that cannot be reached: the SDK's words, where
+    it was asked, and what set that URL (`endpoint_setting`)."""
+    text = str(exc)
+    stop = "" if text.endswith((".", "!", "?")) else "."  # 'All connection attempts failed'
+    where, setting = _endpoint(adapter, base_url), endpoint_setting(model, base_url)
+    return one_line(f"Error: {text}{stop} Is it running at {where}? Check {setting} and --model.")
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
@@ -470,11 +480,7 @@ def run_agent(options: AgentOptions) -> None:
             show(err, one_line(f"Error: {exc}"))
             raise typer.Exit(ExitCode.USAGE) from None
         except ModelConnectionError as exc:
-            where = _endpoint(adapter, base_url)
-            show(
-                err,
-                one_line(f"Error: {exc} Is it running at {where}? Check --base-url and --model."),
-            )
+            show(err, _unreached(exc, adapter, model, base_url))
             raise typer.Exit(1) from None
         except ModelError as exc:
             show(err, one_line(f"Error: {exc}"))

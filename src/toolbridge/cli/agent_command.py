@@ -65,6 +65,15 @@ URL: Ollama's client puts ``http://`` before a value without a scheme and fills 
 _URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
 
 
+def endpoint_setting(model: str, base_url: str | None) -> str:
+    """What set the endpoint of `model`, for a message that says what to check: the
+    provider's variable when it is set and ``--base-url`` is not, else ``--base-url``."""
+    variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
+    if base_url is None and variable is not None and os.environ.get(variable):
+        return variable
+    return "--base-url"
+
+
 def _check_base_url(model: str, base_url: str | None) -> None:
     """A `CliError` for an endpoint no client could connect to: ``--base-url``, and the
     provider's variable in the environment (`_BASE_URL_VARIABLES`) when the flag is

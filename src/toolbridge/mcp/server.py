@@ -45,6 +45,7 @@ from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome
 from toolbridge.execution.progress import ToolProgress, progress_sink
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
+from toolbridge.mcp.sendable import sendable
 
 __all__ = ["MCPToolServer"]
 
@@ -251,7 +252,7 @@ class MCPToolServer:
                 if self.tool_search
                 else [self._definition(tool) for tool in self.registry]
             )
-            self._listing = (digest, mt.ListToolsResult(tools=tools))
+            self._listing = (digest, sendable(mt.ListToolsResult(tools=tools)))
         return self._listing[1]
 
     def _remember(self, session: Any, digest: str) -> None:
@@ -295,6 +296,11 @@ class MCPToolServer:
     # --- tools/call -----------------------------------------------------------------------
 
     async def _call_tool(
+        self, ctx: Any, params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        return sendable(await self._answer(ctx, params))
+
+    async def _answer(
         self, ctx: Any, params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         if self.tool_search and params.name == SEARCH_TOOLS:
@@ -407,7 +413,7 @@ class MCPToolServer:
             output = self._output(tool)
             if output is not None:
                 try:
-                    structured = output.dump(outcome.value, result)
+                    structured = output.dump(sendable(outcome.value), result)
                 except Exception as exc:
                     logger.warning("structured content of %r failed: %r", tool.name, exc)
         meta = None
@@ -511,7 +517,7 @@ class _ProgressRelay:
         async def send() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
-            await self._send(progress.progress, progress.total, progress.message)
+            await self._send(progress.progress, progress.total, sendable(progress.message))
 
         self._last = asyncio.get_running_loop().create_task(send())
 

@@ -106,6 +106,7 @@ class Workspace:
             raise ValueError(f"workspace {root!s} is not a directory")
         self.root = real
         self._root_text = str(real).rstrip("/")
+        self._root_shown = names.shown(str(real))  # in messages: no lone surrogate
         # The root as configured, when it differs from the real path (a symlink on the
         # way, as macOS /tmp -> /private/tmp): absolute paths under it are accepted too.
         self.configured = configured
@@ -132,16 +133,40 @@ class Workspace:
 
         A path that does not exist as written and holds ``\\xNN`` escapes of bytes 0x80
         to 0xFF names those bytes (`names.from_escapes`): how the tools show a name
-        that is not UTF-8, so the name a model was shown opens the same file. The path
-        so made is resolved and checked as any other.
+        that is not UTF-8, so the name a model was shown opens the same file (an
+        absolute path under the root's own path, as the messages show it, too). The
+        path so made is resolved and checked as any other.
         """
+        return self._read(path)[1]
+
+    def last_part(self, path: str) -> tuple[Path, str]:
+        """The real directory that `path`'s last component is in, and that component
+        as the file system names it (``\\xNN`` escapes read as `resolve` reads them),
+        not followed: for a caller that must see a symlink there as the link."""
+        spelled = self._read(path)[0]
+        head, _, name = spelled.rstrip("/").rpartition("/")
+        return self._resolve_checked(path, head or ("/" if spelled.startswith("/") else ".")), name
+
+    def _read(self, path: str) -> tuple[str, Path]:
+        """`path` as `resolve` reads it (as written, or with its escapes as bytes when it
+        names no file as written), and the real path it names."""
         self._check_spelling(path)
-        real = self._resolve_checked(path, path)
-        if "\\x" in path and not os.path.lexists(real):
-            with_bytes = names.from_escapes(path)
-            if with_bytes is not None:
-                real = self._resolve_checked(path, with_bytes)
-        return real
+        with_bytes = names.from_escapes(path)
+        if with_bytes is None:
+            return path, self._resolve_checked(path, path)
+        as_written, shown = path, self._root_shown
+        if shown != str(self.root) and path.startswith(shown) and path[len(shown) :][:1] in "/":
+            # under the root's own path as the messages show it (/srv/caf\\xe9/ws): the root
+            rest = path[len(shown) :]
+            as_written = self._root_text + rest
+            with_bytes = self._root_text + (names.from_escapes(rest) or rest)
+        try:
+            real = self._resolve_checked(path, as_written)
+        except ToolExecutionError:  # no path as written ('..' out of a name not there)
+            return with_bytes, self._resolve_checked(path, with_bytes)
+        if os.path.lexists(real):
+            return as_written, real
+        return with_bytes, self._resolve_checked(path, with_bytes)
 
     def _resolve_checked(self, original: str, path: str) -> Path:
         """`resolve` of `path`, whose spelling is checked (`original` is named in errors)."""
@@ -149,7 +174,7 @@ class Workspace:
         real = self._follow(original, self._respell(expanded))
         if not self.contains(real):
             raise WorkspaceViolation(
-                f"{_show(original)} is outside the workspace ({self.root})", target=original
+                f"{_show(original)} is outside the workspace ({self._root_shown})", target=original
             )
         self._refuse_control(real, original)
         return real
@@ -193,7 +218,7 @@ class Workspace:
         surrogate = _SURROGATE.search(path)
         if surrogate:
             raise InvalidPath(
-                f"{_show(path)} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
+                f"{path[:200]!r} contains a lone surrogate (U+{ord(surrogate.group()):04X}), "
                 "which is not valid Unicode",
                 hint="Send the path as valid Unicode text.",
             )
@@ -321,7 +346,7 @@ class Workspace:
         # paths out there tells the model nothing about what exists or is readable.
         if not self.contains(Path(where)):
             return WorkspaceViolation(
-                f"{_show(original)} is outside the workspace ({self.root})", target=original
+                f"{_show(original)} is outside the workspace ({self._root_shown})", target=original
             )
         return ToolExecutionError(message, hint=hint)
 
@@ -516,8 +541,8 @@ class Workspace:
         if (info.st_dev, info.st_ino) != self._identity:
             os.close(fd)
             raise WorkspaceViolation(
-                f"the workspace directory {self.root} was replaced after it was opened",
-                target=str(self.root),
+                f"the workspace directory {self._root_shown} was replaced after it was opened",
+                target=self._root_shown,
             )
         return fd
 
@@ -528,7 +553,8 @@ class Workspace:
         """
         if not self.contains(real):
             raise WorkspaceViolation(
-                f"{real} is outside the workspace ({self.root})", target=str(real)
+                f"{names.shown(str(real))} is outside the workspace ({self._root_shown})",
+                target=names.shown(str(real)),
             )
         self._refuse_control(real, self.relative(real))
         parts = real.relative_to(self.root).parts
@@ -595,6 +621,9 @@ def _reason(exc: OSError) -> str:
 
 
 def _show(path: str, limit: int = 200) -> str:
+    """`path` quoted for a message, a name that is not UTF-8 as the tools show it
+    (`names.shown`: ``\\xe9``, not the ``\\udce9`` of its repr)."""
+    path = names.shown(path)
     return repr(path if len(path) <= limit else path[:limit] + "…")
 
 

@@ -358,8 +358,7 @@ class ApplyPatchTool(WorkspaceTool):
 
     def _refuse_link(self, path: str, verb: str) -> None:
         """A path whose last part is a symlink names the link: refuse to delete or move it."""
-        head, _, name = path.rstrip("/").rpartition("/")
-        parent = self.workspace.resolve(head or ("/" if path.startswith("/") else "."))
+        parent, name = self.workspace.last_part(path)  # a name that is not UTF-8 as its bytes
         with self.workspace.open_dir(parent) as fd:
             try:
                 info = os.stat(name, dir_fd=fd, follow_symlinks=False)
