@@ -45,8 +45,7 @@ from toolbridge.agent import (
     model_from_string,
 )
 from toolbridge.agent.state import PendingCall
-from toolbridge.cli.agent_command import endpoint_setting
-from toolbridge.cli.agent_options import AgentOptions
+from toolbridge.cli.agent_options import AgentOptions, endpoint_setting
 from toolbridge.cli.app import (
     CliError,
     ExitCode,

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from toolbridge.cli.agent_options import AgentOptions
+from toolbridge.cli.agent_options import BASE_URL_VARIABLES, AgentOptions
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
     CliError,
@@ -38,17 +38,6 @@ _KEYS: dict[str, tuple[str, ...]] = {
 """The environment variables that hold each provider's key (checked before its SDK
 loads, which takes seconds). Ollama needs none; Bedrock finds AWS credentials itself."""
 
-_BASE_URL_VARIABLES: dict[str, str] = {
-    "openai": "OPENAI_BASE_URL",
-    "openai-responses": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "gemini": "GOOGLE_GEMINI_BASE_URL",
-    "ollama": "OLLAMA_HOST",
-}
-"""The environment variable each provider's SDK takes its endpoint from when there is
-no ``--base-url`` (checked here as the flag is: the SDK's own error was 'internal
-error', or named no variable)."""
-
 _EMPTY_IS_UNSET = frozenset({"GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST"})
 """The variables whose SDK ignores an empty value; the others' SDKs use it as the URL
 (a connection error naming no URL), so an empty one is refused as a bad URL."""
@@ -65,21 +54,12 @@ URL: Ollama's client puts ``http://`` before a value without a scheme and fills 
 _URL_EXAMPLE = "for example http://127.0.0.1:8000/v1"
 
 
-def endpoint_setting(model: str, base_url: str | None) -> str:
-    """What set the endpoint of `model`, for a message that says what to check: the
-    provider's variable when it is set and ``--base-url`` is not, else ``--base-url``."""
-    variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
-    if base_url is None and variable is not None and os.environ.get(variable):
-        return variable
-    return "--base-url"
-
-
 def _check_base_url(model: str, base_url: str | None) -> None:
     """A `CliError` for an endpoint no client could connect to: ``--base-url``, and the
-    provider's variable in the environment (`_BASE_URL_VARIABLES`) when the flag is
+    provider's variable in the environment (`BASE_URL_VARIABLES`) when the flag is
     not given or the SDK reads the variable anyway. The message names where the URL
     came from and what to do."""
-    variable = _BASE_URL_VARIABLES.get(model.partition(":")[0])
+    variable = BASE_URL_VARIABLES.get(model.partition(":")[0])
     if base_url is not None:
         _refuse_bad_url(base_url, f"--base-url {base_url!r}", _URL_EXAMPLE)
         if variable not in _READ_ON_IMPORT:

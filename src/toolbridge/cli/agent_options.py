@@ -7,10 +7,11 @@ without importing each other.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AgentOptions"]
+__all__ = ["BASE_URL_VARIABLES", "AgentOptions", "endpoint_setting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +32,24 @@ class AgentOptions:
     skills: bool
     session: str | None
     tool_search: bool = True
+
+
+BASE_URL_VARIABLES: dict[str, str] = {
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
+    "ollama": "OLLAMA_HOST",
+}
+"""The environment variable each provider's SDK takes its endpoint from when there is
+no ``--base-url`` (checked by `agent_command` as the flag is: the SDK's own error was 'internal
+error', or named no variable)."""
+
+
+def endpoint_setting(model: str, base_url: str | None) -> str:
+    """What set the endpoint of `model`, for a message that says what to check: the
+    provider's variable when it is set and ``--base-url`` is not, else ``--base-url``."""
+    variable = BASE_URL_VARIABLES.get(model.partition(":")[0])
+    if base_url is None and variable is not None and os.environ.get(variable):
+        return variable
+    return "--base-url"
