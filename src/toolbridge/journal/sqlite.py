@@ -471,8 +471,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
         if self._closed:
             return
         self._closed = True
-        for loop in list(self._pending):  # submitted this tick: they are answered before the end
-            self._hand_over(loop)
+        for loop in list(self._pending):  # not handed over yet: answered before the end
+            self._hand_over(self._pending.pop(loop))
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
 

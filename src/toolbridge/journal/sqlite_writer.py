@@ -1,5 +1,5 @@
-"""The SQLite journal's writer: the operations submitted in one tick of an event loop,
-applied at its end in one transaction (group commit).
+"""The SQLite journal's writer: the operations an event loop submits, gathered while its
+turns bring more and applied in one transaction (group commit).
 
 With durability "process" a commit is a write to the WAL with no fsync, so the batch
 runs right there on the loop when the database is free (no thread hand-off, which on a
@@ -40,6 +40,12 @@ logger = logging.getLogger(__name__)
 Op = Callable[[sqlite3.Connection], Any]
 Undo = Callable[[sqlite3.Connection, Any], None]
 
+AT_ONCE = 64
+"""Jobs in one transaction on the loop, at most: the first calls of a large batch start
+their tools while the next rows are written (their outcomes are then stored while the
+last ones still run), and the loop is never held long by one transaction."""
+GATHER_TURNS = 3
+"""Turns of the loop that jobs wait for more, at most (see `GroupCommit._gather`)."""
 CHECKPOINT_PAGES = 1000
 """How long the WAL grows (in pages) before the writer thread copies it back into the
 file: SQLite's own default, which the loop's connection no longer runs itself."""
@@ -94,7 +100,7 @@ class GroupCommit:
         self._handed = 0
         self._handed_lock = threading.Lock()
         self._inline = durability == "process"
-        # Jobs submitted on a loop in this tick: handed to the writer in one go at its end.
+        # Jobs submitted on a loop and not handed over yet (see `_gather`).
         self._pending: dict[asyncio.AbstractEventLoop, list[Job]] = {}
         self._closed = False
         self._checkpoint_asked = False  # a checkpoint is in the writer thread's queue
@@ -141,18 +147,38 @@ class GroupCommit:
             raise journal_closed(str(self.path))
         loop = asyncio.get_running_loop()
         pending = self._pending.get(loop)
-        if pending is None:  # the first job of this tick: hand the tick's jobs over after it
+        if pending is None:  # the first job: hand the jobs over once they stop coming
             pending = self._pending[loop] = []
-            loop.call_soon(self._hand_over, loop)
+            loop.call_soon(self._gather, loop, 1, 0)
         job = Job(op, loop, loop.create_future(), undo, claims, claims if call is None else call)
         pending.append(job)
         return job
 
-    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        # One batch per tick, not one per call: the 200 claims of a batch are one commit.
-        jobs = self._pending.pop(loop, None)
-        if not jobs:  # (`close` may have handed them over already)
+    def _gather(self, loop: asyncio.AbstractEventLoop, seen: int, turns: int) -> None:
+        """Hand over the jobs `loop` submitted once a turn of it brought no more (`seen`
+        were there a turn before), a transaction's worth is waiting, or after a few turns.
+
+        One batch, not one per call: the 200 claims of a batch are one commit. Nor one
+        per turn: a task that an answer or a freed slot wakes runs a turn later, so a
+        finished call's outcome and the start of the call that takes its slot go in one
+        commit. On the loop, a transaction takes `AT_ONCE` jobs; the rest wait a turn,
+        in which the tasks their answers woke run first."""
+        jobs = self._pending.get(loop)
+        if not jobs:  # (`close` handed them over)
             return
+        if len(jobs) != seen and len(jobs) < AT_ONCE and turns < GATHER_TURNS:
+            loop.call_soon(self._gather, loop, len(jobs), turns + 1)
+            return
+        if self._inline and len(jobs) > AT_ONCE:
+            rest = self._pending[loop] = jobs[AT_ONCE:]
+            self._hand_over(jobs[:AT_ONCE])
+            loop.call_soon(self._gather, loop, len(rest), 0)  # after the tasks it woke
+        else:
+            del self._pending[loop]
+            self._hand_over(jobs)
+
+    def _hand_over(self, jobs: list[Job]) -> None:
+        """Apply `jobs` on the loop if the database is free, else hand them to the thread."""
         if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
             try:  # the database is ours: no thread hand-off (see the module docstring)
                 while jobs and self._handed == 0:
