@@ -136,6 +136,19 @@ def test_a_value_holding_itself_is_an_error_not_a_loop() -> None:
     assert canonical_arguments({"a": [1, {"again": [1]}]}) == '{"a":[1,{"again":[1]}]}'
 
 
+def test_a_value_holding_itself_is_refused_as_such_not_at_the_recursion_limit() -> None:
+    """The retry that names NaN walked a value holding itself to the recursion limit
+    (5.7 s at a limit of a million) and then said only "maximum recursion depth"."""
+    loop: dict[str, Any] = {"n": float("nan")}
+    loop["self"] = [loop]
+    with pytest.raises(JournalError, match="holds itself"):
+        to_json(loop)
+    shared = [float("inf")]  # held twice, not inside itself: stored twice
+    assert to_json({"a": shared, "b": [shared, (shared,)]}) == (
+        '{"a":["Infinity"],"b":[["Infinity"],[["Infinity"]]]}'
+    )
+
+
 HOLDS_ITSELF = textwrap.dedent(
     """
     import asyncio, sys

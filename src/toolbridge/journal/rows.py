@@ -83,21 +83,30 @@ def _repr(value: Any) -> str:
 _dumps = compact_encoder(default=_repr, allow_nan=False)
 
 
-def _named_numbers(value: Any) -> Any:
+def _named_numbers(value: Any, within: set[int] | None = None) -> Any:
     """`value` with every NaN or infinite float replaced by its name, and every object
-    key JSON cannot hold (a tuple) by its repr."""
+    key JSON cannot hold (a tuple) by its repr. A value that holds itself is a
+    `ValueError` at once (`within`: the containers walked into), not a walk to the
+    recursion limit (seconds at a raised limit)."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {
-            key if isinstance(key, str | int | float | bool | None) else _repr(key): _named_numbers(
-                item
-            )
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_named_numbers(item) for item in value]
-    return value
+    if not isinstance(value, dict | list | tuple):
+        return value
+    within = set() if within is None else within
+    if id(value) in within:
+        raise ValueError("the value holds itself")
+    within.add(id(value))
+    try:
+        if isinstance(value, dict):
+            return {
+                key if isinstance(key, str | int | float | bool | None) else _repr(key): (
+                    _named_numbers(item, within)
+                )
+                for key, item in value.items()
+            }
+        return [_named_numbers(item, within) for item in value]
+    finally:
+        within.discard(id(value))
 
 
 COLUMNS = (
