@@ -78,10 +78,11 @@ _FINISHED = (
 
 
 def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
-    """The one statement of a writer batch: its claims (one row per call, inserted unless
-    the call is stored already), its starts (queued calls marked running) and its
-    outcomes, those it has, in one round trip and one transaction. It answers how many
-    rows were claimed and how many finished; only those counts come back."""
+    """A statement of a writer batch: its claims (one row per call, inserted unless the
+    call is stored already), its starts (queued calls marked running) and its outcomes,
+    those asked for, in one round trip and one transaction (the writer sends a batch's
+    starts on their own, then its claims and outcomes). It answers how many rows were
+    claimed and how many finished; only those counts come back."""
     parts = [f"{name} AS ({sql})" for name, sql, wanted in (
         ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
         ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip
