@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -67,3 +68,33 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
     assert entries[waiting].started_at is not None
     assert entries[done].state is CallState.FINISHED
     assert entries[done].outcome == {"text": "ok"}
+
+
+async def test_a_started_call_runs_before_the_outcomes_of_its_batch_are_sent(
+    journal: PostgresJournal,
+) -> None:
+    done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
+    assert (await journal.claim(done, "t", {})).action is ClaimAction.RUN
+    assert (await journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
+    conn = journal._conn
+    sent: list[str] = []
+    execute = conn.execute
+
+    async def counted(query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return await execute(query, params, **kwargs)
+
+    conn.execute = counted  # type: ignore[method-assign]
+
+    async def start() -> list[str]:
+        await journal.start(waiting)
+        return list(sent)  # what was sent when this call's tool would start
+
+    try:
+        stored = journal.finish_soon(done, {"text": "ok"})
+        seen = await asyncio.ensure_future(start())
+        await stored
+    finally:
+        del conn.execute
+    assert len(seen) == 1 and "SET state = 'running'" in seen[0], seen
+    assert len(sent) == 2 and "SET state = 'finished'" in sent[1], sent

@@ -241,6 +241,8 @@ class BatchWriter:
         if starts:
             await self._write([], starts, [])
             self._hand_over()
+            if claims or finishes or others:
+                await asyncio.sleep(0)  # their tools start before the rest is sent
         if claims or finishes:
             await self._write(claims, [], finishes)
         for other in others:
