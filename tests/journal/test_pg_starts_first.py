@@ -39,7 +39,8 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
     row = await (await journal._conn.execute("SELECT pg_backend_pid()")).fetchone()
     assert row is not None
     backend = row[0]
-    async with await psycopg.AsyncConnection.connect(postgres_url) as other:
+    watcher = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
+    async with watcher, await psycopg.AsyncConnection.connect(postgres_url) as other:
         # Another transaction holds the finished call's row: its outcome cannot be stored
         # until that transaction ends.
         await other.execute("SELECT 1 FROM toolbridge_calls WHERE call_id = 'done' FOR UPDATE")
@@ -49,10 +50,11 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
         started = asyncio.ensure_future(journal.start(waiting))
         await until(started.done, "the start waited behind the outcome's locked row")
         assert started.result() is None
-        # The outcome was sent, and waits for the lock.
+        # The outcome was sent, and waits for the lock (seen from a connection of its own:
+        # within the other's transaction the server's activity view would not change).
         end = asyncio.get_running_loop().time() + 30
         while True:
-            cursor = await other.execute(
+            cursor = await watcher.execute(
                 "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (backend,)
             )
             state = await cursor.fetchone()
