@@ -1,5 +1,5 @@
 """The PostgreSQL journal's writer task: operations queued on one connection and applied
-batch by batch, the claims, starts and finishes of a batch in one statement.
+batch by batch, a batch's starts in one statement and its claims and finishes in another.
 
 A batch gathers what a few turns of the event loop bring. Its starts go first, in a
 statement of their own, and are answered at once: under a concurrency limit a call's tool
