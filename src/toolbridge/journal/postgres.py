@@ -1,9 +1,10 @@
 """The shared journal: PostgreSQL through psycopg 3, for many processes or hosts.
 
-Operations queue up and a writer task applies them set-based: the claims, starts and
-finishes one turn of the event loop brings are one statement (`write_sql`: an
-``INSERT ... SELECT FROM unnest`` and two ``UPDATE ... FROM unnest``, one transaction,
-answering only two counts), so a batch of 200 calls costs two round trips. Ownership of a
+Operations queue up and a writer task applies them set-based: the claims and finishes
+one turn of the event loop brings are one statement (`write_sql`: an
+``INSERT ... SELECT FROM unnest`` and an ``UPDATE ... FROM unnest``, one transaction,
+answering only two counts), so a batch of 200 calls costs two round trips; the starts of
+calls that waited for a slot go first, in a statement of their own. Ownership of a
 running call is its row's ``owner``: a random number this journal holds a session-level
 advisory lock on for as long as it is open. The server drops the lock when the process
 dies (its socket closes) or, over TCP, when keepalives find its host gone (set to about

@@ -12,9 +12,19 @@ against each row of the table in a nested loop: 10-20 ms a statement instead of 
 runs (psycopg then prepares it, and the server may keep a generic plan). So the arrays are
 read through scalar subqueries (`array`: the planner takes them for a handful of keys, its
 default of 10) and the conditions on the table's own columns are tied to the keys (`kept`:
-no estimate from the table's statistics alone). It then probes the primary key per key,
-from the first run, from a table of a few hundred rows to millions (a smaller one it may
-read once into a hash join, as cheap).
+no estimate from the table's statistics alone).
+
+At 10 keys the planner still priced their probes (8 each: two random pages at the
+default ``random_page_cost``) above a scan of a table of up to about 3,000 rows, read once
+into a hash join; and it takes a table never vacuumed for 10 pages, whatever its size.
+So in a journal's first minute (before autovacuum analyzes the table) a prepared
+statement settled on that scan and kept it as the table grew: under ``max_concurrency=6``
+each slot hand-over's starts and outcomes read every row of the table twice, 1.5 ms at
+1,800 rows, more with every batch. So `KEY` also requires each key's texts to be at least
+the empty text, which every text is: the planner prices each such test at a third and so
+takes the keys for one, whose probe costs less than a scan of any table of more than a
+few pages. It probes the primary key per key, in plans for the values and generic plans
+alike, from a table of a few hundred rows to millions.
 """
 
 from __future__ import annotations
@@ -38,7 +48,10 @@ def kept(condition: str) -> str:
     return f"({condition} OR u.s IS NULL)"
 
 
-KEY = "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h"
+KEY = (
+    "c.session = u.s AND c.call_id = u.c AND c.args_hash = u.h "
+    "AND u.s >= '' AND u.c >= '' AND u.h >= ''"  # true of every key: see the docstring
+)
 KEYS = f"unnest({array('s')}, {array('c')}, {array('h')})"
 
 
@@ -65,10 +78,11 @@ _FINISHED = (
 
 
 def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
-    """The one statement of a writer batch: its claims (one row per call, inserted unless
-    the call is stored already), its starts (queued calls marked running) and its
-    outcomes, those it has, in one round trip and one transaction. It answers how many
-    rows were claimed and how many finished; only those counts come back."""
+    """A statement of a writer batch: its claims (one row per call, inserted unless the
+    call is stored already), its starts (queued calls marked running) and its outcomes,
+    those asked for, in one round trip and one transaction (the writer sends a batch's
+    starts on their own, then its claims and outcomes). It answers how many rows were
+    claimed and how many finished; only those counts come back."""
     parts = [f"{name} AS ({sql})" for name, sql, wanted in (
         ("claimed", _CLAIMED, claims), ("started", _STARTED, starts),
         ("finished", _FINISHED, finishes)) if wanted]  # fmt: skip

@@ -1,11 +1,15 @@
 """The PostgreSQL journal's writer task: operations queued on one connection and applied
-batch by batch, the claims, starts and finishes of a batch in one statement.
+batch by batch, a batch's starts in one statement and its claims and finishes in another.
 
-A batch gathers what a few turns of the event loop bring; its claims, starts and finishes
-go as one statement (`postgres_sql.write_sql`), answered by two counts, and only a claim
-that met a stored call reads rows (replay, busy, or take it over). A job on a call an
-earlier job of the batch named goes in the next statement. A failure is the answer of the
-operations it concerns, never of the writer; a claim nobody heard is undone.
+A batch gathers what a few turns of the event loop bring. Its starts go first, in a
+statement of their own, and are answered at once: under a concurrency limit a call's tool
+waits for its start mark, and a slot's hand-over brings the outcome of the call that
+ended with the start of the next one, so the start would otherwise wait for the outcome's
+update too. Its claims and finishes then go as one statement (`postgres_sql.write_sql`),
+answered by two counts, and only a claim that met a stored call reads rows (replay, busy,
+or take it over). A job on a call an earlier job of the batch named goes in the next
+statement. A failure is the answer of the operations it concerns, never of the writer; a
+claim nobody heard is undone.
 """
 
 from __future__ import annotations
@@ -216,8 +220,10 @@ class BatchWriter:
             jobs = jobs[end:]
 
     async def _run_part(self, jobs: list[Job[Any]]) -> None:
-        """Claims, starts and finishes in one statement, the rest one by one, in order; a
-        failure is the answer of the jobs it concerns, never of the writer."""
+        """Starts in one statement, answered at once (tools wait for them); claims and
+        finishes in another; the rest one by one, in order. Each job names a call no other
+        job of the part names, so their order does not change what they do. A failure is
+        the answer of the jobs it concerns, never of the writer."""
         claims: list[Job[NewCall]] = []
         starts: list[Job[Start]] = []
         finishes: list[Job[Finish]] = []
@@ -232,8 +238,13 @@ class BatchWriter:
                 starts.append(job)
             else:
                 others.append(job)
-        if claims or starts or finishes:  # first, as one statement
-            await self._write(claims, starts, finishes)
+        if starts:
+            await self._write([], starts, [])
+            self._hand_over()
+            if claims or finishes or others:
+                await asyncio.sleep(0)  # their tools start before the rest is sent
+        if claims or finishes:
+            await self._write(claims, [], finishes)
         for other in others:
             op = other.op
             try:
@@ -244,6 +255,10 @@ class BatchWriter:
                 self._answer(other, False, exc)
             else:
                 self._answer(other, not isinstance(value, JournalError), value)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Settle the answers noted so far (`_answer`)."""
         answers, self._answers = self._answers, []
         for job, ok, value in answers:
             self._settle(job, ok, value)
@@ -284,11 +299,11 @@ class BatchWriter:
     async def _write(
         self, claims: list[Job[NewCall]], starts: list[Job[Start]], finishes: list[Job[Finish]]
     ) -> None:
-        """The claims, starts and finishes of a batch in one statement (`write_sql`), each
-        answered. Its counts say whether every claim went in and every outcome was stored
-        (the common case); only otherwise are rows read. If it fails and held more than
-        one kind, each kind is sent again on its own, so a failure is the answer of the
-        operations it concerns (the failed statement changed nothing)."""
+        """Claims, starts and finishes in one statement (`write_sql`), each answered. Its
+        counts say whether every claim went in and every outcome was stored (the common
+        case); only otherwise are rows read. If it fails and held more than one kind, each
+        kind is sent again on its own, so a failure is the answer of the operations it
+        concerns (the failed statement changed nothing)."""
         try:
             await self._write_once(claims, starts, finishes)
         except _Unsent as unsent:

@@ -1,0 +1,102 @@
+"""The PostgreSQL journal under a concurrency limit: a slot's next call waits for its start
+mark, so a batch's starts go on their own, first, and are answered without waiting for
+the outcomes sent with them (here held up by a real row lock of another transaction).
+
+No timing is asserted: the start must come back while the outcome's row stays locked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+from tests.journal.waiting import until
+
+from toolbridge.journal import open_journal
+from toolbridge.journal.postgres import PostgresJournal
+from toolbridge.journal.records import CallKey, CallState, ClaimAction
+
+
+@pytest.fixture
+async def journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
+    opened = await open_journal(postgres_url)
+    assert isinstance(opened, PostgresJournal)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lock(
+    journal: PostgresJournal, postgres_url: str
+) -> None:
+    done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
+    assert (await journal.claim(done, "t", {})).action is ClaimAction.RUN
+    assert (await journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
+    row = await (await journal._conn.execute("SELECT pg_backend_pid()")).fetchone()
+    assert row is not None
+    backend = row[0]
+    watcher = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
+    async with watcher, await psycopg.AsyncConnection.connect(postgres_url) as other:
+        # Another transaction holds the finished call's row: its outcome cannot be stored
+        # until that transaction ends.
+        await other.execute("SELECT 1 FROM toolbridge_calls WHERE call_id = 'done' FOR UPDATE")
+        # One slot's hand-over, in one turn of the loop (one writer batch): a call's
+        # outcome, then the next call's start.
+        stored = journal.finish_soon(done, {"text": "ok"})
+        started = asyncio.ensure_future(journal.start(waiting))
+        await until(started.done, "the start waited behind the outcome's locked row")
+        assert started.result() is None
+        # The outcome was sent, and waits for the lock (seen from a connection of its own:
+        # within the other's transaction the server's activity view would not change).
+        end = asyncio.get_running_loop().time() + 30
+        while True:
+            cursor = await watcher.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (backend,)
+            )
+            state = await cursor.fetchone()
+            if state is not None and state[0] == "Lock":
+                break
+            assert asyncio.get_running_loop().time() < end, "the outcome was never sent"
+            await asyncio.sleep(0.02)
+        assert not stored.done()
+        await other.rollback()
+        await stored
+    entries = {entry.key: entry for entry in await journal.entries(session="live")}
+    assert entries[waiting].state is CallState.RUNNING
+    assert entries[waiting].started_at is not None
+    assert entries[done].state is CallState.FINISHED
+    assert entries[done].outcome == {"text": "ok"}
+
+
+async def test_a_started_call_runs_before_the_outcomes_of_its_batch_are_sent(
+    journal: PostgresJournal,
+) -> None:
+    done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
+    assert (await journal.claim(done, "t", {})).action is ClaimAction.RUN
+    assert (await journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
+    conn = journal._conn
+    sent: list[str] = []
+    execute = conn.execute
+
+    async def counted(query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return await execute(query, params, **kwargs)
+
+    conn.execute = counted  # type: ignore[method-assign]
+
+    async def start() -> list[str]:
+        await journal.start(waiting)
+        return list(sent)  # what was sent when this call's tool would start
+
+    try:
+        stored = journal.finish_soon(done, {"text": "ok"})
+        seen = await asyncio.ensure_future(start())
+        await stored
+    finally:
+        del conn.execute
+    assert len(seen) == 1 and "SET state = 'running'" in seen[0], seen
+    assert len(sent) == 2 and "SET state = 'finished'" in sent[1], sent
