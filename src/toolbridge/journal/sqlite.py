@@ -64,7 +64,7 @@ from toolbridge.journal.sqlite_file import (
     refuse_links,
 )
 from toolbridge.journal.sqlite_owners import Owner
-from toolbridge.journal.sqlite_writer import GroupCommit
+from toolbridge.journal.sqlite_writer import GroupCommit, Job
 
 __all__ = ["SQLiteJournal"]
 
@@ -472,9 +472,17 @@ class SQLiteJournal(GroupCommit, CallJournal):
             return
         self._closed = True
         for loop in list(self._pending):  # not handed over yet: answered before the end
-            self._hand_over(self._pending.pop(loop))
+            # A job whose caller is gone is not run: what it took could not be undone now.
+            jobs = [job for job in self._pending.pop(loop) if not _gone(job)]
+            if jobs:
+                self._hand_over(jobs)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
+
+
+def _gone(job: Job) -> bool:
+    """Whether nobody waits for `job`'s answer any more (its caller was cancelled)."""
+    return job.future is not None and job.future.cancelled()
 
 
 _OWNER = len(COLUMNS.split(","))  # where a batch's rows (`sqlite_writer._rows`) hold the owner

@@ -1,0 +1,31 @@
+"""Closing a SQLite journal while claims wait to be gathered: a claim whose caller was
+cancelled meanwhile is not run at close (nobody would undo it then, and the call, which
+never ran, would read as interrupted), and the others are answered."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from toolbridge.journal import CallKey, ClaimAction, SQLiteJournal
+
+LIMIT = 30.0  # only a real hang reaches it
+
+
+async def test_a_claim_whose_caller_is_gone_is_not_run_by_close(workspace: Path) -> None:
+    path = workspace / "j.sqlite3"
+    gone, heard = CallKey("s", "gone", "h"), CallKey("s", "heard", "h")
+    journal = SQLiteJournal(path)
+    cancelled = asyncio.ensure_future(journal.claim(gone, "t", {}))
+    answered = asyncio.ensure_future(journal.claim(heard, "t", {}))
+    await asyncio.sleep(0)  # both claims submitted, neither handed to the writer yet
+    assert len(journal._pending[asyncio.get_running_loop()]) == 2
+    cancelled.cancel()
+    await asyncio.wait_for(journal.close(), LIMIT)
+    assert cancelled.cancelled()
+    assert (await asyncio.wait_for(answered, LIMIT)).action is ClaimAction.RUN
+    async with SQLiteJournal(path) as again:
+        assert await again.entry(gone) is None  # never happened
+        claim = await again.claim(gone, "t", {})
+        assert claim.action is ClaimAction.RUN and claim.entry.attempt == 1
+        assert (await again.claim(heard, "t", {})).action is ClaimAction.INTERRUPTED
