@@ -1,7 +1,8 @@
 """The embedded journal: SQLite in WAL mode, written a batch at a time with group commit.
 
-The operations submitted in one tick of the event loop are applied at its end in a single
-transaction: a batch of 200 claims costs one commit. With durability "process" a commit
+The operations an event loop submits are gathered while its turns bring more (three at
+most) and applied in a single transaction: a batch of 200 claims costs a few commits (64
+operations at most in a transaction on the loop), not 200. With durability "process" a commit
 is a write to the WAL with no fsync, so the batch runs right there on the loop when the
 database is free (no thread hand-off, which on a busy machine cost more than the work;
 the loop waits for that write, while the writer thread copies the WAL back into the file

@@ -78,7 +78,8 @@ def _undo(job: Job, answer: Any) -> Job:
 
 
 class GroupCommit:
-    """The writer of a `SQLiteJournal`: jobs gathered per tick, applied a batch at a time.
+    """The writer of a `SQLiteJournal`: a loop's jobs gathered (`_gather`), applied a batch
+    at a time.
 
     Its journal opens `_conn` and `_owner`, says how a write begins (`_begin`), whether
     this writer checkpoints and where the WAL is (`_checkpoints`, `_wal`, `_page_size`),
@@ -141,7 +142,7 @@ class GroupCommit:
         claims: CallKey | None = None,
         call: CallKey | None = None,
     ) -> Job:
-        """Add `op` to this tick's jobs (handed to the writer at the end of the tick);
+        """Add `op` to the loop's jobs (handed to the writer once gathered, `_gather`);
         `call`, the call it concerns (a claim's: the one it `claims`)."""
         if self._closed:
             raise journal_closed(str(self.path))
