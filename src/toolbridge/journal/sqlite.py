@@ -473,17 +473,19 @@ class SQLiteJournal(GroupCommit, CallJournal):
             return
         self._closed = True
         for loop in list(self._pending):  # not handed over yet: answered before the end
-            # A job whose caller is gone is not run: what it took could not be undone now.
-            jobs = [job for job in self._pending.pop(loop) if not _gone(job)]
+            # A claim whose caller is gone is not run: what it took could not be undone now
+            # (an outcome nobody waits for is still stored: it is the truth about the call).
+            jobs = [job for job in self._pending.pop(loop) if not _unheard(job)]
             if jobs:
                 self._hand_over(jobs)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
 
 
-def _gone(job: Job) -> bool:
-    """Whether nobody waits for `job`'s answer any more (its caller was cancelled)."""
-    return job.future is not None and job.future.cancelled()
+def _unheard(job: Job) -> bool:
+    """Whether `job` takes what nobody will hear of (its caller was cancelled): undone if
+    it ran, so better not run."""
+    return job.undo is not None and job.future is not None and job.future.cancelled()
 
 
 _OWNER = len(COLUMNS.split(","))  # where a batch's rows (`sqlite_writer._rows`) hold the owner
