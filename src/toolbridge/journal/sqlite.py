@@ -1,7 +1,8 @@
 """The embedded journal: SQLite in WAL mode, written a batch at a time with group commit.
 
-The operations submitted in one tick of the event loop are applied at its end in a single
-transaction: a batch of 200 claims costs one commit. With durability "process" a commit
+The operations an event loop submits are gathered while its turns bring more (three at
+most) and applied in a single transaction: a batch of 200 claims costs a few commits (64
+operations at most in a transaction on the loop), not 200. With durability "process" a commit
 is a write to the WAL with no fsync, so the batch runs right there on the loop when the
 database is free (no thread hand-off, which on a busy machine cost more than the work;
 the loop waits for that write, while the writer thread copies the WAL back into the file
@@ -64,7 +65,7 @@ from toolbridge.journal.sqlite_file import (
     refuse_links,
 )
 from toolbridge.journal.sqlite_owners import Owner
-from toolbridge.journal.sqlite_writer import GroupCommit
+from toolbridge.journal.sqlite_writer import GroupCommit, Job
 
 __all__ = ["SQLiteJournal"]
 
@@ -472,9 +473,19 @@ class SQLiteJournal(GroupCommit, CallJournal):
             return
         self._closed = True
         for loop in list(self._pending):  # not handed over yet: answered before the end
-            self._hand_over(self._pending.pop(loop))
+            # A claim whose caller is gone is not run: what it took could not be undone now
+            # (an outcome nobody waits for is still stored: it is the truth about the call).
+            jobs = [job for job in self._pending.pop(loop) if not _unheard(job)]
+            if jobs:
+                self._hand_over(jobs)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
+
+
+def _unheard(job: Job) -> bool:
+    """Whether `job` takes what nobody will hear of (its caller was cancelled): undone if
+    it ran, so better not run."""
+    return job.undo is not None and job.future is not None and job.future.cancelled()
 
 
 _OWNER = len(COLUMNS.split(","))  # where a batch's rows (`sqlite_writer._rows`) hold the owner

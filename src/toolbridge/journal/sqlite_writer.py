@@ -78,7 +78,8 @@ def _undo(job: Job, answer: Any) -> Job:
 
 
 class GroupCommit:
-    """The writer of a `SQLiteJournal`: jobs gathered per tick, applied a batch at a time.
+    """The writer of a `SQLiteJournal`: a loop's jobs gathered (`_gather`), applied a batch
+    at a time.
 
     Its journal opens `_conn` and `_owner`, says how a write begins (`_begin`), whether
     this writer checkpoints and where the WAL is (`_checkpoints`, `_wal`, `_page_size`),
@@ -141,7 +142,7 @@ class GroupCommit:
         claims: CallKey | None = None,
         call: CallKey | None = None,
     ) -> Job:
-        """Add `op` to this tick's jobs (handed to the writer at the end of the tick);
+        """Add `op` to the loop's jobs (handed to the writer once gathered, `_gather`);
         `call`, the call it concerns (a claim's: the one it `claims`)."""
         if self._closed:
             raise journal_closed(str(self.path))
@@ -171,8 +172,10 @@ class GroupCommit:
             return
         if self._inline and len(jobs) > AT_ONCE:
             rest = self._pending[loop] = jobs[AT_ONCE:]
-            self._hand_over(jobs[:AT_ONCE])
-            loop.call_soon(self._gather, loop, len(rest), 0)  # after the tasks it woke
+            try:
+                self._hand_over(jobs[:AT_ONCE])
+            finally:  # after the tasks it woke; even after a stop: else the loop's jobs wait
+                loop.call_soon(self._gather, loop, len(rest), 0)
         else:
             del self._pending[loop]
             self._hand_over(jobs)
@@ -270,6 +273,7 @@ class GroupCommit:
         self._finishes.clear()
         self._starts.clear()
         results: list[tuple[bool, Any]] = []
+        stop: BaseException | None = None
         try:
             if not inline:
                 self._conn.execute(self._begin)
@@ -288,15 +292,18 @@ class GroupCommit:
                         exc = JournalError(f"the journal {self.path} failed: {exc!r}")
                     results.append((False, exc))
             self._commit(inline)
-        except Exception as exc:  # the batch is undone as a whole, and so is what it took
+        except BaseException as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             held.difference_update(self._taken)
             if isinstance(exc, sqlite3.Error):
                 error = database_error(self.path, exc, "record calls")
-            else:
+            elif isinstance(exc, Exception):
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
+            else:  # a stop (a signal's handler) landed in it: answered, then it goes on
+                stop = exc
+                error = JournalError(f"the journal {self.path} was stopped: {exc!r}")
             results = [(False, error)] * len(jobs)
         else:
             held.difference_update(self._let_go)
@@ -306,6 +313,8 @@ class GroupCommit:
             self._settle_all(answers)
         else:
             self._answer(answers)
+        if stop is not None:
+            raise stop
         return True
 
     def _wal_pages(self) -> int:
