@@ -3,7 +3,9 @@
 The decorated function stays callable as before. Async functions run on the event
 loop; sync functions run in a worker thread so they never block it - unless declared
 ``inline=True``: a cheap, non-blocking sync function then runs on the loop itself,
-saving the thread hop (about 20x less overhead per call). An inline call cannot be
+saving the thread hop (about 20x less overhead per call). A call in a thread starts when
+a thread runs it (`Tool.defers_start`): with more calls than threads, the rest wait in
+the pool's queue, not running yet for the journal. An inline call cannot be
 interrupted: a timeout or a cancel takes effect only after it returns, and nothing else
 on the loop runs meanwhile. A parameter annotated with `ToolContext` is filled in at
 call time and is not in the schema, so the model can neither see nor set it.
@@ -21,6 +23,7 @@ from toolbridge.core.errors import ToolDefinitionError
 from toolbridge.core.frozen import freeze
 from toolbridge.core.signature import function_signature
 from toolbridge.core.tool import Tool, ToolContext, current_context
+from toolbridge.core.work_start import WorkNotStarted, WorkStart, current_work_start
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -62,6 +65,7 @@ class FunctionTool(Tool):
                 "already runs on the event loop"
             )
         self.inline = inline
+        self.defers_start = not self._is_async and not inline  # it waits for a thread
         # __doc__, __name__, __module__... only: the function's own __dict__ must not
         # overwrite this tool's name or parameters
         functools.update_wrapper(self, fn, updated=())
@@ -100,13 +104,24 @@ class FunctionTool(Tool):
         return result
 
     async def _in_thread(self, kwargs: dict[str, Any]) -> Any:
-        result = await asyncio.to_thread(self.fn, **kwargs)
+        start = current_work_start()
+        if start is None:
+            result = await asyncio.to_thread(self.fn, **kwargs)
+        else:  # a worker thread may not be free yet: the call starts when one runs it
+            result = await asyncio.to_thread(_once_started, start, self.fn, kwargs)
         if inspect.isawaitable(result):  # a sync wrapper around async code
             result = await result
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
+
+
+def _once_started(start: WorkStart, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Run `fn` in its worker thread once `start` lets it (see `toolbridge.core.work_start`)."""
+    if not start.enter():
+        raise WorkNotStarted(f"{getattr(fn, '__name__', 'the tool')} did not start")
+    return fn(**kwargs)
 
 
 @overload

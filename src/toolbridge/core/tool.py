@@ -202,6 +202,9 @@ class Tool:
     exclusive: bool = False
     timeout: float | None = None
     requires_approval: bool = False
+    defers_start: bool = False
+    """Its work may wait after `execute` began (for a worker thread): it asks the call's
+    `toolbridge.core.work_start.WorkStart`, if any, just before the work starts."""
     defer_loading: bool | None = None
     """Under tool search (`toolbridge.core.tool_search`): True keeps the definition out of
     requests until the model finds it, False always sends it, None lets the size policy

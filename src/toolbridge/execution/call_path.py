@@ -10,6 +10,7 @@ Every failure becomes the call's `ToolOutcome`; only a stop propagates.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import time
@@ -22,6 +23,7 @@ from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
 from toolbridge.core.tool import Tool, ToolResult
+from toolbridge.core.work_start import reset_work_start, set_work_start
 from toolbridge.execution.approval import ApprovalRequest, ApprovalRule, Approvals, arguments_digest
 from toolbridge.execution.hooks import ExecutorHook, before_call_verdict, overrides, safe_hook
 from toolbridge.execution.journaling import Journaling
@@ -211,7 +213,7 @@ class CallPath:
                     call,
                     prepared,
                     # It may wait for a slot (here, or on a worker): running once its tool starts.
-                    queued=self._limit is not None or self._defers_start,
+                    queued=self._limit is not None or self._defers_start or tool.defers_start,
                 )
                 if isinstance(begun, ToolOutcome):
                     await self._settle(batch, index, begun)
@@ -226,7 +228,9 @@ class CallPath:
                     if answer is not None:
                         start = self._started(batch, call)
                         invocation = _answered(tool.name, answer)
-                    elif self._defers_start and (recording is not None or batch.listeners):
+                    elif (self._defers_start or tool.defers_start) and (
+                        recording is not None or batch.listeners
+                    ):
                         deferred = _DeferredStart(self, batch, call, recording)
                         try:
                             invocation = await self._run_deferred(
@@ -391,14 +395,23 @@ class CallPath:
         time_limit: float | None,
         deferred: _DeferredStart,
     ) -> Invocation:
-        """Run a call on a backend that starts it later (on a worker): the journal marks it
-        running, and `call_started` comes, when the backend says its tool starts. A call
-        whose start the journal cannot record never starts: left queued, answered with
-        that error."""
+        """Run a call that starts later (on a backend's worker, or a tool's worker thread):
+        the journal marks it running, and `call_started` comes, when the backend (or the
+        tool) says its work starts. A call whose start the journal cannot record never
+        starts: left queued, answered with that error."""
         async with self._limit or contextlib.nullcontext():
-            invocation = await self._run_prepared(
-                tool_name, call_id, prepared, time_limit, on_start=deferred
-            )
+            if self._defers_start:
+                invocation = await self._run_prepared(
+                    tool_name, call_id, prepared, time_limit, on_start=deferred
+                )
+            else:  # the tool defers it: it asks through the call's context
+                work = _WorkStart(deferred, asyncio.get_running_loop())
+                token = set_work_start(work)
+                try:
+                    invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
+                finally:
+                    work.stopped = True  # from now on its work may no longer start
+                    reset_work_start(token)
         if deferred.unrecorded is None:
             return invocation
         assert deferred.recording is not None
@@ -550,3 +563,29 @@ class _DeferredStart:
         if not self.went:  # once, even when a dead worker's call starts again elsewhere
             self.went = True
             self.start = self.path._started(self.batch, self.call)
+
+
+class _WorkStart:
+    """The `WorkStart` of a call whose tool defers its start (a worker thread): asked in
+    that thread, it has the loop record the start (`_DeferredStart`) and answers whether
+    the work may run; never once the call was `stopped` (its run ended: stopped, timed
+    out), so work the executor let go of as never started cannot start after all."""
+
+    __slots__ = ("deferred", "loop", "stopped")
+
+    def __init__(self, deferred: _DeferredStart, loop: asyncio.AbstractEventLoop) -> None:
+        self.deferred, self.loop = deferred, loop
+        self.stopped = False
+
+    def enter(self) -> bool:
+        try:
+            return asyncio.run_coroutine_threadsafe(self._go(), self.loop).result()
+        except (RuntimeError, concurrent.futures.CancelledError):  # the loop closed, or ends
+            return False
+
+    async def _go(self) -> bool:
+        deferred = self.deferred
+        if self.stopped or (deferred.gated and await deferred() is not None) or self.stopped:
+            return False
+        deferred.started()
+        return True

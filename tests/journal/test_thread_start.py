@@ -1,0 +1,119 @@
+"""A sync tool's call starts when a worker thread runs it, not when it is handed to the
+pool: with more calls than threads the rest wait in the pool's queue. The journal marks a
+call running, and `call_started` comes, only then; a stop lets go of the calls no thread
+ran (queued again) instead of leaving them interrupted, to be approved again."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from tests.journal.waiting import until
+
+from toolbridge import (
+    EventType,
+    ExecutionPolicy,
+    ToolCallRequest,
+    ToolContext,
+    ToolEvent,
+    ToolExecutor,
+    ToolOutcome,
+    ToolRegistry,
+    tool,
+)
+from toolbridge.journal import CallJournal, CallState, open_journal
+
+
+class Held:
+    """A sync tool that holds its worker thread until released, noting which calls ran."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered: list[int] = []
+        self.returned: list[int] = []
+
+        @tool(read_only=True)
+        def hold(n: int) -> int:
+            """Hold the thread until released."""
+            self.entered.append(n)
+            assert self.release.wait(30), "never released"
+            self.returned.append(n)
+            return n
+
+        self.tool = hold
+
+
+def one_thread() -> None:
+    """Give the running loop one worker thread, so the second call waits for the first."""
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+
+
+def executor(
+    workspace: Path, held: Held, journal: CallJournal | None, events: list[ToolEvent]
+) -> ToolExecutor:
+    registry = ToolRegistry([held.tool], context=ToolContext(workspace=workspace, session="s"))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
+    return ToolExecutor(registry, policy, journal=journal, listeners=[events.append])
+
+
+CALLS = [ToolCallRequest(f"c{n}", "hold", {"n": n}) for n in range(3)]
+
+
+async def states(journal: CallJournal) -> dict[str, CallState]:
+    return {entry.key.call_id: entry.state for entry in await journal.entries(session="s")}
+
+
+async def test_sync_calls_waiting_for_a_thread_are_queued_until_one_runs_them(
+    workspace: Path,
+) -> None:
+    one_thread()
+    held = Held()
+    async with await open_journal(str(workspace / "j.sqlite3")) as journal:
+        run = asyncio.ensure_future(executor(workspace, held, journal, []).run(CALLS))
+        await until(lambda: held.entered == [0], "the first call never ran")
+        seen = await states(journal)
+        held.release.set()
+        outcomes: list[ToolOutcome] = await run
+        assert [outcome.result.text for outcome in outcomes] == ["0", "1", "2"]
+        # Handed to the pool together, but only one thread: the others had not started.
+        assert seen == {"c0": CallState.RUNNING, "c1": CallState.QUEUED, "c2": CallState.QUEUED}
+        assert set((await states(journal)).values()) == {CallState.FINISHED}
+        assert all(e.attempt == 1 for e in await journal.entries(session="s"))
+
+
+async def test_a_stop_lets_go_of_the_sync_calls_no_thread_ran(workspace: Path) -> None:
+    one_thread()
+    held = Held()
+    async with await open_journal(str(workspace / "j.sqlite3")) as journal:
+        run = asyncio.ensure_future(executor(workspace, held, journal, []).run(CALLS))
+        await until(lambda: held.entered == [0], "the first call never ran")
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        seen = await states(journal)
+        held.release.set()
+        # The first may have partly run; the others never started: queued again, so the
+        # next run runs them as the same attempt without asking anyone.
+        assert seen == {
+            "c0": CallState.INTERRUPTED,
+            "c1": CallState.QUEUED,
+            "c2": CallState.QUEUED,
+        }
+        await until(lambda: held.returned == [0], "the first call never returned")
+    assert held.entered == [0]  # no thread ran the calls let go of, even later
+
+
+async def test_call_started_comes_when_a_thread_runs_the_call(workspace: Path) -> None:
+    one_thread()
+    held = Held()
+    events: list[ToolEvent] = []
+    run = asyncio.ensure_future(executor(workspace, held, None, events).run(CALLS[:2]))
+    await until(lambda: held.entered == [0], "the first call never ran")
+    started = [event.call.id for event in events if event.type is EventType.CALL_STARTED]
+    held.release.set()
+    assert [outcome.ok for outcome in await run] == [True, True]
+    assert started == ["c0"]  # c1 waited for the thread: it had not started
+    assert [e.call.id for e in events if e.type is EventType.CALL_STARTED] == ["c0", "c1"]
