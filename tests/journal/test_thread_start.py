@@ -1,7 +1,7 @@
 """A sync tool's call starts when a worker thread runs it, not when it is handed to the
 pool: with more calls than threads the rest wait in the pool's queue. The journal marks a
-call running, and `call_started` comes, only then; a stop lets go of the calls no thread
-ran (queued again) instead of leaving them interrupted, to be approved again."""
+call running only then; a stop lets go of the calls no thread ran (queued again) instead
+of leaving them interrupted, to be approved again."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import pytest
 from tests.journal.waiting import until
 
 from toolbridge import (
-    EventType,
     ExecutionPolicy,
     ToolCallRequest,
     ToolContext,
@@ -104,16 +103,3 @@ async def test_a_stop_lets_go_of_the_sync_calls_no_thread_ran(workspace: Path) -
         }
         await until(lambda: held.returned == [0], "the first call never returned")
     assert held.entered == [0]  # no thread ran the calls let go of, even later
-
-
-async def test_call_started_comes_when_a_thread_runs_the_call(workspace: Path) -> None:
-    one_thread()
-    held = Held()
-    events: list[ToolEvent] = []
-    run = asyncio.ensure_future(executor(workspace, held, None, events).run(CALLS[:2]))
-    await until(lambda: held.entered == [0], "the first call never ran")
-    started = [event.call.id for event in events if event.type is EventType.CALL_STARTED]
-    held.release.set()
-    assert [outcome.ok for outcome in await run] == [True, True]
-    assert started == ["c0"]  # c1 waited for the thread: it had not started
-    assert [e.call.id for e in events if e.type is EventType.CALL_STARTED] == ["c0", "c1"]

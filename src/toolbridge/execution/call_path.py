@@ -10,9 +10,9 @@ Every failure becomes the call's `ToolOutcome`; only a stop propagates.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -228,8 +228,8 @@ class CallPath:
                     if answer is not None:
                         start = self._started(batch, call)
                         invocation = _answered(tool.name, answer)
-                    elif (self._defers_start or tool.defers_start) and (
-                        recording is not None or batch.listeners
+                    elif (self._defers_start and (recording is not None or batch.listeners)) or (
+                        tool.defers_start and recording is not None
                     ):
                         deferred = _DeferredStart(self, batch, call, recording)
                         try:
@@ -410,7 +410,7 @@ class CallPath:
                 try:
                     invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
                 finally:
-                    work.stopped = True  # from now on its work may no longer start
+                    work.stop()  # from now on its work may no longer start
                     reset_work_start(token)
         if deferred.unrecorded is None:
             return invocation
@@ -568,24 +568,45 @@ class _DeferredStart:
 class _WorkStart:
     """The `WorkStart` of a call whose tool defers its start (a worker thread): asked in
     that thread, it has the loop record the start (`_DeferredStart`) and answers whether
-    the work may run; never once the call was `stopped` (its run ended: stopped, timed
-    out), so work the executor let go of as never started cannot start after all."""
+    the work may run. Every answer is given on the loop, once: no once the call's run
+    ended (`stop`: stopped, timed out; the thread is let go at once, and work the executor
+    let go of as never started cannot start after all), no if the journal could not
+    record the start, else yes."""
 
-    __slots__ = ("deferred", "loop", "stopped")
+    __slots__ = ("answer", "decided", "deferred", "going", "loop")
 
     def __init__(self, deferred: _DeferredStart, loop: asyncio.AbstractEventLoop) -> None:
         self.deferred, self.loop = deferred, loop
-        self.stopped = False
+        self.answer = False
+        self.decided = threading.Event()
+        self.going: asyncio.Task[None] | None = None  # `_go`, kept from the collector
 
     def enter(self) -> bool:
         try:
-            return asyncio.run_coroutine_threadsafe(self._go(), self.loop).result()
-        except (RuntimeError, concurrent.futures.CancelledError):  # the loop closed, or ends
+            self.loop.call_soon_threadsafe(self._ask)
+        except RuntimeError:  # the loop is closed: its run is over
             return False
+        self.decided.wait()
+        return self.answer
 
-    async def _go(self) -> bool:
-        deferred = self.deferred
-        if self.stopped or (deferred.gated and await deferred() is not None) or self.stopped:
-            return False
-        deferred.started()
-        return True
+    def stop(self) -> None:
+        self._decide(False)
+
+    def _ask(self) -> None:
+        if not self.decided.is_set():
+            self.going = self.loop.create_task(self._go())
+
+    async def _go(self) -> None:
+        deferred, answer = self.deferred, False
+        try:
+            if not deferred.gated or await deferred() is None:
+                answer = not self.decided.is_set()  # (stopped meanwhile: no)
+                if answer:
+                    deferred.started()
+        finally:  # even when this is cancelled: the thread waits for an answer
+            self._decide(answer)
+
+    def _decide(self, answer: bool) -> None:
+        if not self.decided.is_set():
+            self.answer = answer
+            self.decided.set()
