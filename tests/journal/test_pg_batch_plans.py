@@ -17,22 +17,13 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from tests.journal.pg_plans import AUTO_EXPLAIN, FILL
 
 from toolbridge.journal import JournalError, open_journal
 from toolbridge.journal.postgres import PostgresJournal
 from toolbridge.journal.records import CallKey, CallState, ClaimAction
 
 CALLS = 200
-AUTO_EXPLAIN = (
-    "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 "
-    "-c auto_explain.log_level=notice"
-)
-FILL = (
-    "INSERT INTO toolbridge_calls SELECT 'old-' || (i / 100), 'call-' || i, md5(i::text), "
-    "'tool', '{\"n\": 1}'::jsonb, 'finished', 1, '{\"text\": \"ok\"}'::jsonb, NULL, NULL, "
-    "1e9 + i, 1e9 + i, 1e9 + i, NULL FROM generate_series(1, %s) AS i"
-)
-"""A journal's finished calls of 100 per session, long ago, nobody's: one statement."""
 ROUNDS = 12
 """Batches of each kind: psycopg prepares a statement the sixth time it runs it, and the
 server plans a prepared statement five more times for its values before it may keep a
