@@ -65,10 +65,14 @@ class FunctionTool(Tool):
                 "already runs on the event loop"
             )
         self.inline = inline
-        self.defers_start = not self._is_async and not inline  # it waits for a thread
         # __doc__, __name__, __module__... only: the function's own __dict__ must not
         # overwrite this tool's name or parameters
         functools.update_wrapper(self, fn, updated=())
+
+    @property
+    def defers_start(self) -> bool:
+        # Read at each call, not fixed when made: `inline` may be switched afterwards.
+        return not self._is_async and not self.inline  # it waits for a thread
 
     @property
     def concurrency_safe(self) -> bool:

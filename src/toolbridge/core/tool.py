@@ -202,9 +202,6 @@ class Tool:
     exclusive: bool = False
     timeout: float | None = None
     requires_approval: bool = False
-    defers_start: bool = False
-    """Its work may wait after `execute` began (for a worker thread): it asks the call's
-    `toolbridge.core.work_start.WorkStart`, if any, just before the work starts."""
     defer_loading: bool | None = None
     """Under tool search (`toolbridge.core.tool_search`): True keeps the definition out of
     requests until the model finds it, False always sends it, None lets the size policy
@@ -213,6 +210,14 @@ class Tool:
     # Plugin metadata, read by the loader.
     scopes: ClassVar[frozenset[str]] = frozenset({"default"})
     config_key: ClassVar[str | None] = None
+
+    @property
+    def defers_start(self) -> bool:
+        """Its work may wait after `execute` began (for a worker thread): it asks the call's
+        `toolbridge.core.work_start.WorkStart`, if any, just before the work starts. A tool
+        that says so must ask: with a journal, its call is `queued` until it does, so work
+        that ran without asking is run again as the same attempt after a stop or a crash."""
+        return False
 
     @property
     def concurrency_safe(self) -> bool:
