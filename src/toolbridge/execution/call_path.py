@@ -599,6 +599,8 @@ class _WorkStart:
     async def _go(self) -> None:
         deferred, answer = self.deferred, False
         try:
+            if self.decided.is_set():  # stopped before this step: nothing to record
+                return
             if not deferred.gated or await deferred() is None:
                 answer = not self.decided.is_set()  # (stopped meanwhile: no)
                 if answer:
