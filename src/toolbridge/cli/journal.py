@@ -171,5 +171,5 @@ def approved_by(entry: JournalEntry) -> str:
 
 def _as_json(entry: JournalEntry) -> dict[str, Any]:
     data = dataclasses.asdict(entry)
-    key = data.pop("key")
-    return {**key, **data}
+    del data["key"]
+    return {**entry.key._asdict(), **data}

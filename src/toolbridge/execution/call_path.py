@@ -512,7 +512,7 @@ class CallPath:
             emit(batch.listeners, finished_event(outcome))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once per call, and a frozen one costs twice as much
 class _Store:
     """The outcome of a call that ran together with others, on its way into the journal."""
 
