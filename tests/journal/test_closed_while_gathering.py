@@ -1,13 +1,18 @@
 """Closing a SQLite journal while operations wait to be gathered: a claim whose caller was
 cancelled meanwhile is not run at close (nobody would undo it then, and the call, which
-never ran, would read as interrupted), and the others are answered."""
+never ran, would read as interrupted), and the others are answered; a close from
+another thread never loses a job a loop is adding."""
 
 from __future__ import annotations
 
 import asyncio
+import linecache
+import sys
+import threading
 from pathlib import Path
+from types import FrameType
 
-from toolbridge.journal import CallKey, CallState, ClaimAction, SQLiteJournal
+from toolbridge.journal import CallKey, CallState, Claim, ClaimAction, SQLiteJournal
 
 LIMIT = 30.0  # only a real hang reaches it
 
@@ -43,3 +48,68 @@ async def test_an_outcome_nobody_waits_for_is_still_stored_by_close(workspace: P
         entry = await again.entry(key)
         assert entry is not None and entry.state is CallState.FINISHED, entry
         assert entry.outcome == {"text": "done"}
+
+
+def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
+    workspace: Path,
+) -> None:
+    # A loop in one thread adds a claim to its jobs while `close` runs in another. Paused
+    # at the moment the job goes into its loop's list (a trace function holds it there),
+    # the claim used to go into a list `close` had already taken away: never handed over,
+    # its caller waited for ever. Now `close` waits for the job to be added, and answers it.
+    journal = SQLiteJournal(workspace / "j.sqlite3")
+    adding, add = threading.Event(), threading.Event()  # the loop thread is at the append
+    closing = threading.Event()  # `close` is about to take the jobs
+    answers: list[object] = []
+
+    def at(frame: FrameType, event: str, function: str, text: str) -> bool:
+        """Whether `frame` is about to run a line of `function` that starts with `text`."""
+        if event != "line" or frame.f_code.co_name != function:
+            return False
+        return linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip().startswith(text)
+
+    def hold_the_append(frame: FrameType, event: str, arg: object) -> object:
+        if not adding.is_set() and at(frame, event, "_queue", "pending.append(job)"):
+            adding.set()
+            add.wait(LIMIT)
+        return hold_the_append
+
+    def claim() -> None:
+        sys.settrace(hold_the_append)
+
+        async def claiming() -> object:
+            try:
+                return await asyncio.wait_for(journal.claim(CallKey("s", "c", "h"), "t", {}), LIMIT)
+            except Exception as exc:
+                return exc
+
+        try:
+            answers.append(asyncio.run(claiming()))
+        finally:
+            sys.settrace(None)
+
+    def see_the_take(frame: FrameType, event: str, arg: object) -> object:
+        if at(frame, event, "close", "with self._pending_lock:"):
+            closing.set()
+        return see_the_take
+
+    def close() -> None:
+        sys.settrace(see_the_take)
+        try:
+            asyncio.run(journal.close())
+        finally:
+            sys.settrace(None)
+
+    claimer = threading.Thread(target=claim)
+    claimer.start()
+    assert adding.wait(LIMIT), "the claim never reached its loop's jobs"
+    closer = threading.Thread(target=close)
+    closer.start()
+    while not closing.is_set() and closer.is_alive():  # about to take the jobs, or done
+        closing.wait(0.01)
+    add.set()
+    claimer.join(LIMIT)
+    closer.join(LIMIT)
+    assert len(answers) == 1
+    answer = answers[0]
+    assert isinstance(answer, Claim) and answer.action is ClaimAction.RUN, answer

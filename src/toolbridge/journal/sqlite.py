@@ -469,15 +469,17 @@ class SQLiteJournal(GroupCommit, CallJournal):
         return result
 
     async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for loop in list(self._pending):  # not handed over yet: answered before the end
+        with self._pending_lock:  # a loop in another thread may be adding a job
+            if self._closed:
+                return
+            self._closed = True
+            pending, self._pending = self._pending, {}
+        for jobs in pending.values():  # not handed over yet: answered before the end
             # A claim whose caller is gone is not run: what it took could not be undone now
             # (an outcome nobody waits for is still stored: it is the truth about the call).
-            jobs = [job for job in self._pending.pop(loop) if not _unheard(job)]
-            if jobs:
-                self._hand_over(jobs)
+            heard = [job for job in jobs if not _unheard(job)]
+            if heard:
+                self._hand_over(heard)
         self._jobs.put(None)
         await asyncio.to_thread(self._thread.join)
 

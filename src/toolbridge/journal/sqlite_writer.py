@@ -101,8 +101,10 @@ class GroupCommit:
         self._handed = 0
         self._handed_lock = threading.Lock()
         self._inline = durability == "process"
-        # Jobs submitted on a loop and not handed over yet (see `_gather`).
+        # Jobs submitted on a loop and not handed over yet (see `_gather`), and the lock
+        # that keeps a `close` from another thread from taking them while a loop adds one.
         self._pending: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+        self._pending_lock = threading.Lock()
         self._closed = False
         self._checkpoint_asked = False  # a checkpoint is in the writer thread's queue
         # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
@@ -144,15 +146,20 @@ class GroupCommit:
     ) -> Job:
         """Add `op` to the loop's jobs (handed to the writer once gathered, `_gather`);
         `call`, the call it concerns (a claim's: the one it `claims`)."""
-        if self._closed:
-            raise journal_closed(str(self.path))
         loop = asyncio.get_running_loop()
-        pending = self._pending.get(loop)
-        if pending is None:  # the first job: hand the jobs over once they stop coming
-            pending = self._pending[loop] = []
-            loop.call_soon(self._gather, loop, 1, 0)
         job = Job(op, loop, loop.create_future(), undo, claims, claims if call is None else call)
-        pending.append(job)
+        lock = self._pending_lock
+        lock.acquire()  # (not `with`: twice as long, and this runs twice per call)
+        try:
+            if self._closed:
+                raise journal_closed(str(self.path))
+            pending = self._pending.get(loop)
+            if pending is None:  # the first job: hand the jobs over once they stop coming
+                pending = self._pending[loop] = []
+                loop.call_soon(self._gather, loop, 1, 0)
+            pending.append(job)
+        finally:
+            lock.release()
         return job
 
     def _gather(self, loop: asyncio.AbstractEventLoop, seen: int, turns: int) -> None:
@@ -164,31 +171,41 @@ class GroupCommit:
         finished call's outcome and the start of the call that takes its slot go in one
         commit. On the loop, a transaction takes `AT_ONCE` jobs; the rest wait a turn,
         in which the tasks their answers woke run first."""
-        jobs = self._pending.get(loop)
-        if not jobs:  # (`close` handed them over)
-            return
-        if len(jobs) != seen and len(jobs) < AT_ONCE and turns < GATHER_TURNS:
-            loop.call_soon(self._gather, loop, len(jobs), turns + 1)
-            return
-        if self._inline and len(jobs) > AT_ONCE:
-            rest = self._pending[loop] = jobs[AT_ONCE:]
-            try:
-                self._hand_over(jobs[:AT_ONCE])
-            finally:  # after the tasks it woke; even after a stop: else the loop's jobs wait
-                loop.call_soon(self._gather, loop, len(rest), 0)
-        else:
-            del self._pending[loop]
+        with self._pending_lock:
+            jobs = self._pending.get(loop)
+            if not jobs:  # (`close` handed them over)
+                return
+            if len(jobs) != seen and len(jobs) < AT_ONCE and turns < GATHER_TURNS:
+                loop.call_soon(self._gather, loop, len(jobs), turns + 1)
+                return
+            rest = None
+            if self._inline and len(jobs) > AT_ONCE:
+                rest = self._pending[loop] = jobs[AT_ONCE:]
+                jobs = jobs[:AT_ONCE]
+            else:
+                del self._pending[loop]
+        if rest is None:
             self._hand_over(jobs)
+            return
+        try:
+            self._hand_over(jobs)
+        finally:  # after the tasks it woke; even after a stop: else the loop's jobs wait
+            loop.call_soon(self._gather, loop, len(rest), 0)
 
     def _hand_over(self, jobs: list[Job]) -> None:
         """Apply `jobs` on the loop if the database is free, else hand them to the thread."""
         if self._inline and self._handed == 0 and self._writing.acquire(blocking=False):
+            running = 0  # jobs of the part in `_run_batch`: answered when a stop leaves it
             try:  # the database is ours: no thread hand-off (see the module docstring)
                 while jobs and self._handed == 0:
-                    part = _part(jobs)
-                    if not self._run_batch(jobs[:part], inline=True):
+                    running = _part(jobs)
+                    if not self._run_batch(jobs[:running], inline=True):
                         break
-                    jobs = jobs[part:]
+                    jobs, running = jobs[running:], 0
+            except BaseException:  # a stop in a part: the later parts still go to the thread
+                if jobs[running:]:
+                    self._put(jobs[running:])
+                raise
             finally:
                 self._writing.release()
         if jobs:
