@@ -14,7 +14,10 @@ import pytest
 from tests.journal.waiting import until
 
 from toolbridge import (
+    ErrorKind,
+    EventType,
     ExecutionPolicy,
+    Tool,
     ToolCallRequest,
     ToolContext,
     ToolEvent,
@@ -51,9 +54,14 @@ def one_thread() -> None:
 
 
 def executor(
-    workspace: Path, held: Held, journal: CallJournal | None, events: list[ToolEvent]
+    workspace: Path,
+    held: Held,
+    journal: CallJournal | None,
+    events: list[ToolEvent],
+    *others: Tool,
 ) -> ToolExecutor:
-    registry = ToolRegistry([held.tool], context=ToolContext(workspace=workspace, session="s"))
+    tools = [held.tool, *others]
+    registry = ToolRegistry(tools, context=ToolContext(workspace=workspace, session="s"))
     policy = ExecutionPolicy(persist_results=False, loop_guard=False)
     return ToolExecutor(registry, policy, journal=journal, listeners=[events.append])
 
@@ -103,3 +111,37 @@ async def test_a_stop_lets_go_of_the_sync_calls_no_thread_ran(workspace: Path) -
         }
         await until(lambda: held.returned == [0], "the first call never returned")
     assert held.entered == [0]  # no thread ran the calls let go of, even later
+
+
+async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_started(
+    workspace: Path,
+) -> None:
+    one_thread()
+    held = Held()
+    ran: list[str] = []
+
+    @tool(read_only=True, timeout=0.05)
+    def quick() -> str:
+        """Return at once (once a thread runs it)."""
+        ran.append("quick")
+        return "done"
+
+    events: list[ToolEvent] = []
+    calls = [CALLS[0], ToolCallRequest("q", "quick", {})]
+    async with await open_journal(str(workspace / "j.sqlite3")) as journal:
+        run = asyncio.ensure_future(executor(workspace, held, journal, events, quick).run(calls))
+        await until(
+            lambda: any(e.type is EventType.CALL_FINISHED for e in events),
+            "the waiting call never timed out",
+        )
+        held.release.set()
+        _, outcome = await run
+        await asyncio.to_thread(lambda: None)  # the one thread went past the call's turn
+        [row] = [e for e in await journal.entries(session="s") if e.key.call_id == "q"]
+    assert outcome.error is not None and outcome.error.kind is ErrorKind.TIMEOUT
+    text = outcome.result.text
+    # It never started, so the model may send it again: nothing was done.
+    assert "did not start" in text and "done so far" not in text, text
+    assert ran == []  # nor did it start later, once the thread was free
+    assert (row.state, row.started_at) == (CallState.FINISHED, None)
+    assert row.outcome is not None and row.outcome["content"] == text

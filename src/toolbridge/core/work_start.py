@@ -31,6 +31,11 @@ class WorkStart(Protocol):
         stopped meanwhile or its start could not be recorded (the work must not run)."""
         ...
 
+    def stop(self) -> bool:
+        """Called where the call runs (the event loop) when its run ends (done, stopped,
+        timed out): from now on the work may no longer start. Whether it started."""
+        ...
+
 
 class WorkNotStarted(Exception):
     """The work did not start: its call was stopped, or its start could not be recorded."""

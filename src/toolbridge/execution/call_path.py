@@ -589,8 +589,9 @@ class _WorkStart:
         self.decided.wait()
         return self.answer
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         self._decide(False)
+        return self.answer
 
     def _ask(self) -> None:
         if not self.decided.is_set():
