@@ -6,6 +6,7 @@ of leaving them interrupted, to be approved again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -113,8 +114,9 @@ async def test_a_stop_lets_go_of_the_sync_calls_no_thread_ran(workspace: Path) -
     assert held.entered == [0]  # no thread ran the calls let go of, even later
 
 
+@pytest.mark.parametrize("journaled", [True, False], ids=["journal", "listeners"])
 async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_started(
-    workspace: Path,
+    workspace: Path, journaled: bool
 ) -> None:
     one_thread()
     held = Held()
@@ -128,7 +130,12 @@ async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_starte
 
     events: list[ToolEvent] = []
     calls = [CALLS[0], ToolCallRequest("q", "quick", {})]
-    async with await open_journal(str(workspace / "j.sqlite3")) as journal:
+    async with contextlib.AsyncExitStack() as stack:
+        journal = None
+        if journaled:
+            journal = await stack.enter_async_context(
+                await open_journal(str(workspace / "j.sqlite3"))
+            )
         run = asyncio.ensure_future(executor(workspace, held, journal, events, quick).run(calls))
         await until(
             lambda: any(e.type is EventType.CALL_FINISHED for e in events),
@@ -137,11 +144,32 @@ async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_starte
         held.release.set()
         _, outcome = await run
         await asyncio.to_thread(lambda: None)  # the one thread went past the call's turn
-        [row] = [e for e in await journal.entries(session="s") if e.key.call_id == "q"]
+        rows = await journal.entries(session="s") if journal is not None else []
     assert outcome.error is not None and outcome.error.kind is ErrorKind.TIMEOUT
     text = outcome.result.text
     # It never started, so the model may send it again: nothing was done.
     assert "did not start" in text and "done so far" not in text, text
     assert ran == []  # nor did it start later, once the thread was free
-    assert (row.state, row.started_at) == (CallState.FINISHED, None)
-    assert row.outcome is not None and row.outcome["content"] == text
+    assert [e.call.id for e in events if e.type is EventType.CALL_STARTED] == ["c0"]
+    if journal is not None:
+        [row] = [e for e in rows if e.key.call_id == "q"]
+        assert (row.state, row.started_at) == (CallState.FINISHED, None)
+        assert row.outcome is not None and row.outcome["content"] == text
+
+
+async def test_listeners_hear_a_sync_call_start_when_a_thread_runs_it(workspace: Path) -> None:
+    one_thread()
+    held = Held()
+    events: list[ToolEvent] = []
+    run = asyncio.ensure_future(executor(workspace, held, None, events).run(CALLS))
+    await until(lambda: held.entered == [0], "the first call never ran")
+    # The other two wait in the pool's queue: handed over, not started.
+    seen = [(e.type, e.call.id) for e in events]
+    held.release.set()
+    await run
+    assert seen == [(EventType.CALL_STARTED, "c0")]
+    for call in ("c0", "c1", "c2"):
+        assert [e.type for e in events if e.call.id == call] == [
+            EventType.CALL_STARTED,
+            EventType.CALL_FINISHED,
+        ]
