@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -173,3 +174,37 @@ async def test_listeners_hear_a_sync_call_start_when_a_thread_runs_it(workspace:
             EventType.CALL_STARTED,
             EventType.CALL_FINISHED,
         ]
+
+
+def test_a_thread_waiting_for_a_loop_never_run_again_gives_up(workspace: Path) -> None:
+    """A loop stopped while a sync call's thread waits for its start mark, and never run
+    again, answers nothing: the thread gives up (the call does not start) instead of
+    waiting for ever, and is free for other work."""
+    loop = asyncio.new_event_loop()
+    pool = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(pool)
+    held = Held()
+    path = workspace / "j.sqlite3"
+
+    async def begin() -> tuple[CallJournal, asyncio.Future[list[ToolOutcome]]]:
+        journal = await open_journal(str(path))
+        run = asyncio.ensure_future(executor(workspace, held, journal, []).run(CALLS[:2]))
+        await until(lambda: held.entered == [0], "the first call never ran")
+        return journal, run
+
+    journal, run = loop.run_until_complete(begin())
+    try:
+        # The loop is left with its calls pending; the thread ends the first call and takes
+        # the second, whose start the loop will never record.
+        held.release.set()
+        assert pool.submit(str, "free").result(timeout=60) == "free"  # a bound, no timing
+        assert held.entered == [0]
+        with sqlite3.connect(path) as conn:
+            row = conn.execute("SELECT state FROM toolbridge_calls WHERE call_id = 'c1'")
+            assert row.fetchone() == ("queued",)
+    finally:  # cleaning up runs the loop again
+        run.cancel()
+        loop.run_until_complete(asyncio.gather(run, return_exceptions=True))
+        loop.run_until_complete(journal.close())
+        loop.close()
+        pool.shutdown()

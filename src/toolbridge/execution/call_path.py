@@ -571,9 +571,11 @@ class _WorkStart:
     go of as never started cannot start after all), else yes, and the start is said.
 
     A call the journal marks running (`_DeferredStart.gated`) has the thread ask the loop
-    and wait: the loop records the start, and answers no if it could not (`_go`). A call
-    only listeners hear of costs the thread no wait: it takes the answer itself and tells
-    the loop, which gives `call_started` then, or at `stop` if the outcome came first."""
+    and wait: the loop records the start, and answers no if it could not (`_go`); a loop
+    that no longer runs (closed, or stopped and left) answers nothing, so the thread gives
+    up then: the call does not start. A call only listeners hear of costs the thread no
+    wait: it takes the answer itself and tells the loop, which gives `call_started` then,
+    or at `stop` if the outcome came first."""
 
     __slots__ = ("answer", "deferred", "given", "going", "lock", "loop")
 
@@ -593,11 +595,14 @@ class _WorkStart:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to hear
                 self.loop.call_soon_threadsafe(self.deferred.started)
             return True
+        loop = self.loop
         try:
-            self.loop.call_soon_threadsafe(self._ask)
+            loop.call_soon_threadsafe(self._ask)
         except RuntimeError:  # the loop is closed: its run is over
             return False
-        given.wait()
+        while not given.wait(_LOOP_LOOK):
+            if loop.is_closed() or not loop.is_running():  # left: nobody will answer
+                return self._decide(False)
         return self.answer is True
 
     def stop(self) -> bool:
@@ -630,3 +635,7 @@ class _WorkStart:
                 if self.given is not None:
                     self.given.set()
             return self.answer
+
+
+_LOOP_LOOK = 0.25
+"""Seconds between a waiting thread's looks at whether its loop still runs."""
