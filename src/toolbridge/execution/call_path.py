@@ -616,16 +616,11 @@ class _WorkStart:
             self.going = self.loop.create_task(self._go())
 
     async def _go(self) -> None:
-        deferred, answer = self.deferred, False
-        try:
-            if self.answer is not None:  # stopped before this step: nothing to record
-                return
-            if await deferred() is None:
-                answer = self.answer is None  # (stopped meanwhile: no)
-                if answer:
-                    deferred.started()
+        try:  # stopped before this step: nothing to record; stopped meanwhile: no
+            if self.answer is None and await self.deferred() is None and self._decide(True):
+                self.deferred.started()
         finally:  # even when this is cancelled: the thread waits for an answer
-            self._decide(answer)
+            self._decide(False)
 
     def _decide(self, answer: bool) -> bool:
         """Give `answer` unless one was given: the answer."""
