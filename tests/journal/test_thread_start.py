@@ -115,9 +115,9 @@ async def test_a_stop_lets_go_of_the_sync_calls_no_thread_ran(workspace: Path) -
     assert held.entered == [0]  # no thread ran the calls let go of, even later
 
 
-@pytest.mark.parametrize("journaled", [True, False], ids=["journal", "listeners"])
+@pytest.mark.parametrize("watcher", ["sqlite", "postgres", "listeners"])
 async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_started(
-    workspace: Path, journaled: bool
+    workspace: Path, watcher: str, request: pytest.FixtureRequest
 ) -> None:
     one_thread()
     held = Held()
@@ -133,10 +133,11 @@ async def test_a_sync_call_timed_out_before_a_thread_ran_it_says_it_never_starte
     calls = [CALLS[0], ToolCallRequest("q", "quick", {})]
     async with contextlib.AsyncExitStack() as stack:
         journal = None
-        if journaled:
-            journal = await stack.enter_async_context(
-                await open_journal(str(workspace / "j.sqlite3"))
-            )
+        if watcher != "listeners":  # a journal too
+            target = str(workspace / "j.sqlite3")
+            if watcher == "postgres":
+                target = request.getfixturevalue("postgres_url")
+            journal = await stack.enter_async_context(await open_journal(target))
         run = asyncio.ensure_future(executor(workspace, held, journal, events, quick).run(calls))
         await until(
             lambda: any(e.type is EventType.CALL_FINISHED for e in events),
