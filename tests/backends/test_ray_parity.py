@@ -225,8 +225,12 @@ async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
         [before] = await executor.run([ToolCallRequest("p", "pid", {})])
         slow = [ToolCallRequest(f"s{i}", "too_slow", {"seconds": 30}) for i in range(2)]
         outcomes = await asyncio.wait_for(executor.run(slow), 60)
-        # One ran, one waited for the worker's only slot: both end at the limit, same text.
-        assert [o.result.text for o in outcomes] == [timeout_error("too_slow", 0.5).render()] * 2
+        # One ran, one waited for the worker's only slot: both end at the limit, and the
+        # one that waited says it never started.
+        assert [o.result.text for o in outcomes] == [
+            timeout_error("too_slow", 0.5).render(),
+            timeout_error("too_slow", 0.5, started=False).render(),
+        ]
         [after] = await executor.run([ToolCallRequest("p", "pid", {})])
         assert after.value == before.value  # waiting is not hanging: the worker was kept
     finally:

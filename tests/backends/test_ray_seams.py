@@ -137,7 +137,7 @@ async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_sta
             [late] = await asyncio.wait_for(
                 other.run([ToolCallRequest("late", "slow_start", {"label": "late"})]), WAIT
             )
-            assert late.result.text == timeout_error("slow_start", 0.5).render()
+            assert late.result.text == timeout_error("slow_start", 0.5, started=False).render()
             [entry] = await journal.entries(session="t")
             holder.cancel()
             with pytest.raises(asyncio.CancelledError):

@@ -5,10 +5,11 @@ loop; sync functions run in a worker thread so they never block it - unless decl
 ``inline=True``: a cheap, non-blocking sync function then runs on the loop itself,
 saving the thread hop (about 20x less overhead per call). A call in a thread starts when
 a thread runs it (`Tool.defers_start`): with more calls than threads, the rest wait in
-the pool's queue, not running yet for the journal. An inline call cannot be
-interrupted: a timeout or a cancel takes effect only after it returns, and nothing else
-on the loop runs meanwhile. A parameter annotated with `ToolContext` is filled in at
-call time and is not in the schema, so the model can neither see nor set it.
+the pool's queue, not running yet for the journal or the event listeners. An inline
+call cannot be interrupted: a timeout or a cancel takes effect only after it returns,
+and nothing else on the loop runs meanwhile. A parameter annotated with `ToolContext`
+is filled in at call time and is not in the schema, so the model can neither see nor
+set it.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from toolbridge.core.naming import NameIndex
 from toolbridge.core.results import MalformedResult, to_tool_result
 from toolbridge.core.schema import CompiledSchema, check_parameters_schema
 from toolbridge.core.tool import Tool, ToolContext, ToolResult, _current_call
+from toolbridge.core.work_start import current_work_start
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -378,7 +379,8 @@ class ToolRegistry:
         except BaseException as exc:
             exception = exc
             if deadline is not None and deadline.expired() and time_limit is not None:
-                error = timeout_error(tool.name, time_limit)
+                work = current_work_start()  # a tool waiting for a worker may not have started
+                error = timeout_error(tool.name, time_limit, started=work is None or work.stop())
             elif isinstance(exc, MalformedResult):
                 error = malformed_result_error(tool.name, exc)
             else:
@@ -443,8 +445,18 @@ def approval_required_error(tool_name: str) -> ToolError:
     )
 
 
-def timeout_error(tool_name: str, time_limit: float) -> ToolError:
-    """The model's view of a call stopped at its time limit, on every backend."""
+def timeout_error(tool_name: str, time_limit: float, *, started: bool = True) -> ToolError:
+    """The model's view of a call stopped at its time limit, on every backend; `started`:
+    False when its tool never started (it waited for a worker all along), so that nothing
+    of it ran and sending it again is safe."""
+    if not started:
+        return ToolError(
+            ErrorKind.TIMEOUT,
+            f"tool {tool_name!r} did not start within its time limit of {time_limit:g} s: "
+            "it waited for a busy worker all along, so the call did not run.",
+            "Sending the same call again is safe (nothing of it ran): later, or with fewer "
+            "calls at once; or tell the user the tools are too busy.",
+        )
     return ToolError(
         ErrorKind.TIMEOUT,
         f"tool {tool_name!r} did not finish within its time limit of {time_limit:g} s; its "

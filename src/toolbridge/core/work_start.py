@@ -3,9 +3,10 @@
 A sync function tool runs in a worker thread; with more calls than threads, a call waits
 in the pool's queue after its `execute` began. Such a tool says so (`Tool.defers_start`)
 and, from where its work runs, asks the call's `WorkStart` just before the work starts:
-the executor installs one for the call when a journal records it: the call is marked
-running only then, so one that never left the queue is not taken for one that may have
-partly run.
+the executor installs one for the call when someone listens (a journal, event
+listeners): the call is marked running, and `call_started` comes, only then, so one that
+never left the queue is not taken for one that may have partly run, and one whose run
+ended first (stopped, timed out) never starts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ class WorkStart(Protocol):
         """Called where the work runs (a worker thread), just before it starts: whether it
         may start. Blocks until the call's start is recorded; False when the call was
         stopped meanwhile or its start could not be recorded (the work must not run)."""
+        ...
+
+    def stop(self) -> bool:
+        """Called where the call runs (the event loop) when its run ends (done, stopped,
+        timed out): from now on the work may no longer start. Whether it started."""
         ...
 
 

@@ -228,8 +228,8 @@ class CallPath:
                     if answer is not None:
                         start = self._started(batch, call)
                         invocation = _answered(tool.name, answer)
-                    elif (self._defers_start and (recording is not None or batch.listeners)) or (
-                        tool.defers_start and recording is not None
+                    elif (self._defers_start or tool.defers_start) and (
+                        recording is not None or batch.listeners
                     ):
                         deferred = _DeferredStart(self, batch, call, recording)
                         try:
@@ -566,49 +566,71 @@ class _DeferredStart:
 
 
 class _WorkStart:
-    """The `WorkStart` of a call whose tool defers its start (a worker thread): asked in
-    that thread, it has the loop record the start (`_DeferredStart`) and answers whether
-    the work may run. Every answer is given on the loop, once: no once the call's run
-    ended (`stop`: stopped, timed out; the thread is let go at once, and work the executor
-    let go of as never started cannot start after all), no if the journal could not
-    record the start, else yes."""
+    """The `WorkStart` of a call whose tool defers its start (a worker thread), answered
+    once: no once the call's run ended (`stop`: stopped, timed out; work the executor let
+    go of as never started cannot start after all), else yes, and the start is said.
 
-    __slots__ = ("answer", "decided", "deferred", "going", "loop")
+    A call the journal marks running (`_DeferredStart.gated`) has the thread ask the loop
+    and wait: the loop records the start, and answers no if it could not (`_go`); a loop
+    that no longer runs (closed, or stopped and left) answers nothing, so the thread gives
+    up then: the call does not start. A call only listeners hear of costs the thread no
+    wait: it takes the answer itself and tells the loop, which gives `call_started` then,
+    or at `stop` if the outcome came first."""
+
+    __slots__ = ("answer", "deferred", "given", "going", "lock", "loop")
 
     def __init__(self, deferred: _DeferredStart, loop: asyncio.AbstractEventLoop) -> None:
         self.deferred, self.loop = deferred, loop
-        self.answer = False
-        self.decided = threading.Event()
+        self.answer: bool | None = None  # None: not given yet
+        self.lock = threading.Lock()  # the thread and the loop may give it at once
+        # What a thread that asks the loop waits on.
+        self.given = threading.Event() if deferred.gated else None
         self.going: asyncio.Task[None] | None = None  # `_go`, kept from the collector
 
     def enter(self) -> bool:
+        given = self.given
+        if given is None:  # nothing to record: it starts unless its run ended
+            if not self._decide(True):
+                return False
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to hear
+                self.loop.call_soon_threadsafe(self.deferred.started)
+            return True
+        loop = self.loop
         try:
-            self.loop.call_soon_threadsafe(self._ask)
+            loop.call_soon_threadsafe(self._ask)
         except RuntimeError:  # the loop is closed: its run is over
             return False
-        self.decided.wait()
-        return self.answer
+        while not given.wait(_LOOP_LOOK):
+            if loop.is_closed() or not loop.is_running():  # left: nobody will answer
+                return self._decide(False)
+        return self.answer is True
 
-    def stop(self) -> None:
-        self._decide(False)
+    def stop(self) -> bool:
+        if self._decide(False):  # it started: said before its outcome, whatever came first
+            self.deferred.started()
+            return True
+        return False
 
     def _ask(self) -> None:
-        if not self.decided.is_set():
+        if self.answer is None:
             self.going = self.loop.create_task(self._go())
 
     async def _go(self) -> None:
-        deferred, answer = self.deferred, False
-        try:
-            if self.decided.is_set():  # stopped before this step: nothing to record
-                return
-            if not deferred.gated or await deferred() is None:
-                answer = not self.decided.is_set()  # (stopped meanwhile: no)
-                if answer:
-                    deferred.started()
+        try:  # stopped before this step: nothing to record; stopped meanwhile: no
+            if self.answer is None and await self.deferred() is None and self._decide(True):
+                self.deferred.started()
         finally:  # even when this is cancelled: the thread waits for an answer
-            self._decide(answer)
+            self._decide(False)
 
-    def _decide(self, answer: bool) -> None:
-        if not self.decided.is_set():
-            self.answer = answer
-            self.decided.set()
+    def _decide(self, answer: bool) -> bool:
+        """Give `answer` unless one was given: the answer."""
+        with self.lock:
+            if self.answer is None:
+                self.answer = answer
+                if self.given is not None:
+                    self.given.set()
+            return self.answer
+
+
+_LOOP_LOOK = 0.25
+"""Seconds between a waiting thread's looks at whether its loop still runs."""

@@ -45,6 +45,7 @@ from toolbridge.journal.records import (
     Claim,
     ClaimAction,
     JournalEntry,
+    JournalError,
     session_in_use,
     session_lock_number,
 )
@@ -66,6 +67,9 @@ _SESSION_LOCKS = 0x746F6F6C  # 'tool': the (int, int) advisory locks of held ses
 
 class PostgresJournal(BatchWriter, CallJournal):
     """A journal in a PostgreSQL database; open it with ``await PostgresJournal.connect(url)``."""
+
+    close_limit: float = 10.0
+    """Seconds `close` waits for the server to answer what is left, before hanging up."""
 
     def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
         super().__init__(conn, description=description, owner=owner)
@@ -361,17 +365,32 @@ class PostgresJournal(BatchWriter, CallJournal):
         return result
 
     async def close(self) -> None:
+        """Apply what is queued, let go of the owned calls and disconnect. A server that
+        does not answer within `close_limit` seconds is hung up on: what still waits for
+        it fails with a `JournalError` that says so (logged too), and the close ends."""
         if self._closed:
             return
-        await self._stop()
-        import psycopg
+        limit = self.close_limit
+        unanswered = JournalError(
+            f"the journal at {self._description} did not answer within {limit:g} s while "
+            "closing, so its connection was dropped: what it had not answered may not be "
+            "recorded (what was sent may still be, when the server goes on), and the calls "
+            "this journal held read as interrupted once the server notices. Check that the "
+            "server is up and not overloaded."
+        )
+        deadline = asyncio.get_running_loop().call_later(limit, self._hang_up, unanswered)
+        try:
+            await self._stop()
+            import psycopg
 
-        # Owned calls are interrupted from now on, not once the server has seen the close
-        # (a broken connection holds nothing: the server drops its locks with it).
-        with contextlib.suppress(psycopg.Error):
-            await self._conn.execute("SELECT pg_advisory_unlock_all()")
-        await self._conn.close()  # the server drops the owner lock: owned calls are interrupted
-        _OPEN_JOURNALS.discard(self)
+            # Owned calls are interrupted from now on, not once the server has seen the
+            # close (a broken connection holds nothing: the server drops its locks with it).
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.execute("SELECT pg_advisory_unlock_all()")
+        finally:
+            deadline.cancel()
+            await self._conn.close()  # the server drops the owner lock: calls interrupted
+            _OPEN_JOURNALS.discard(self)
 
 
 # Journals open in this process. A child forked without exec (a tool's multiprocessing

@@ -15,7 +15,10 @@ claim nobody heard is undone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -139,6 +142,7 @@ class BatchWriter:
         self._answers: list[tuple[Job[Any], bool, Any]] = []  # of the batch being applied
         self._idle: asyncio.Future[None] | None = None  # the writer waits on it for a job
         self._closed = False
+        self._cut_off: JournalError | None = None  # see `_hang_up`
         self._writer = asyncio.create_task(self._serve(), name="toolbridge-journal")
 
     def _queue(self, job: Job[Any]) -> None:
@@ -186,6 +190,20 @@ class BatchWriter:
         self._closed = True
         self._wake()
         await self._writer
+
+    def _hang_up(self, why: JournalError) -> None:
+        """Cut the connection off (its server does not answer): the statement waiting for
+        the server fails at once, as every later one does, each job answered with `why`.
+        Shut down, not closed: the driver's socket number stays its own until it closes."""
+        import psycopg
+
+        logger.error("%s", why)
+        self._cut_off = why
+        with (
+            contextlib.suppress(OSError, psycopg.Error),  # closed or lost: nothing waits
+            socket.socket(fileno=os.dup(self._conn.fileno())) as sock,
+        ):
+            sock.shutdown(socket.SHUT_RDWR)
 
     async def _serve(self) -> None:
         """Apply queued jobs batch by batch until `_stop`."""
@@ -283,7 +301,7 @@ class BatchWriter:
 
     def _fail(self, jobs: list[Job[Any]], error: Exception) -> None:
         """Answer each of `jobs` with what `error` means for the journal."""
-        failed = (
+        failed = self._cut_off or (
             error if isinstance(error, JournalError) else server_error(error, self._description)
         )
         for job in jobs:

@@ -275,7 +275,8 @@ class _Worker:
 
 
 def _timed_out(call: _Call) -> tuple[Any, ...]:
-    """A call whose budget ran out before its tool started: the limit's own text."""
+    """A call whose budget ran out before its tool started: the limit's text for a call
+    that never started, as a local call waiting for a worker thread gets."""
     assert call.time_limit is not None
-    error = timeout_error(call.name, call.time_limit)
+    error = timeout_error(call.name, call.time_limit, started=False)
     return _wire(Invocation(ToolResult.error(error), None, error, TimeoutError()))
