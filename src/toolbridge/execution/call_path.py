@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
 from toolbridge.core.tool import Tool, ToolResult
-from toolbridge.core.work_start import reset_work_start, set_work_start
+from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.approval import ApprovalRequest, ApprovalRule, Approvals, arguments_digest
 from toolbridge.execution.hooks import ExecutorHook, before_call_verdict, overrides, safe_hook
 from toolbridge.execution.journaling import Journaling
@@ -405,13 +404,9 @@ class CallPath:
                     tool_name, call_id, prepared, time_limit, on_start=deferred
                 )
             else:  # the tool defers it: it asks through the call's context
-                work = _WorkStart(deferred, asyncio.get_running_loop())
-                token = set_work_start(work)
-                try:
+                loop = asyncio.get_running_loop()
+                with AskedOnLoop(loop, deferred.may_start, deferred.started):
                     invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
-                finally:
-                    work.stop()  # from now on its work may no longer start
-                    reset_work_start(token)
         if deferred.unrecorded is None:
             return invocation
         assert deferred.recording is not None
@@ -559,56 +554,12 @@ class _DeferredStart:
         self.recorded = self.unrecorded is None
         return self.unrecorded
 
+    async def may_start(self) -> bool:
+        """Whether a tool that asks for its start (`WorkStart`) may start: its start is
+        recorded, or there is nothing to record."""
+        return not self.gated or await self() is None
+
     def started(self) -> None:
         if not self.went:  # once, even when a dead worker's call starts again elsewhere
             self.went = True
             self.start = self.path._started(self.batch, self.call)
-
-
-class _WorkStart:
-    """The `WorkStart` of a call whose tool defers its start (a worker thread): asked in
-    that thread, it has the loop record the start (`_DeferredStart`) and answers whether
-    the work may run. Every answer is given on the loop, once: no once the call's run
-    ended (`stop`: stopped, timed out; the thread is let go at once, and work the executor
-    let go of as never started cannot start after all), no if the journal could not
-    record the start, else yes."""
-
-    __slots__ = ("answer", "decided", "deferred", "going", "loop")
-
-    def __init__(self, deferred: _DeferredStart, loop: asyncio.AbstractEventLoop) -> None:
-        self.deferred, self.loop = deferred, loop
-        self.answer = False
-        self.decided = threading.Event()
-        self.going: asyncio.Task[None] | None = None  # `_go`, kept from the collector
-
-    def enter(self) -> bool:
-        try:
-            self.loop.call_soon_threadsafe(self._ask)
-        except RuntimeError:  # the loop is closed: its run is over
-            return False
-        self.decided.wait()
-        return self.answer
-
-    def stop(self) -> None:
-        self._decide(False)
-
-    def _ask(self) -> None:
-        if not self.decided.is_set():
-            self.going = self.loop.create_task(self._go())
-
-    async def _go(self) -> None:
-        deferred, answer = self.deferred, False
-        try:
-            if self.decided.is_set():  # stopped before this step: nothing to record
-                return
-            if not deferred.gated or await deferred() is None:
-                answer = not self.decided.is_set()  # (stopped meanwhile: no)
-                if answer:
-                    deferred.started()
-        finally:  # even when this is cancelled: the thread waits for an answer
-            self._decide(answer)
-
-    def _decide(self, answer: bool) -> None:
-        if not self.decided.is_set():
-            self.answer = answer
-            self.decided.set()
