@@ -55,6 +55,13 @@ async def mark(label: str) -> str:
     return f"{label} marked"
 
 
+@tool(concurrency_safe=True)
+def mark_sync(label: str) -> str:
+    """`mark` as a sync function: it runs in one of its worker's threads."""
+    _log("effects.txt", label)
+    return f"{label} marked"
+
+
 @tool
 async def stubborn(label: str) -> str:
     """Says it started, then ignores being cancelled (a misbehaving tool): only killing
@@ -123,7 +130,7 @@ def build(ctx: ToolContext) -> ToolRegistry:
         return serial
 
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
-    tools += [progress_then_die, registry_serial, stubborn]
+    tools += [progress_then_die, registry_serial, stubborn, mark_sync]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry

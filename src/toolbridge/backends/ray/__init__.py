@@ -15,7 +15,9 @@ A journaled call (the executor passes a gated `on_start`) waits on its worker, o
 has a slot there, for the caller's go: the journal records it running first, so a call
 queued on a busy worker is still queued in the journal, one whose worker died before it
 started goes to the next worker, and one whose run stopped before its go was sent is let
-go of (queued again). The executor hears when each call starts (its `call_started`).
+go of (queued again). A go that does not come within `go_timeout` (a caller that is
+gone) frees the slot: the call is dropped without starting. The executor hears when
+each call starts (its `call_started`).
 A worker keeps the registries of the contexts it used last (`contexts_per_worker`), not
 of every session it ever served.
 

@@ -38,6 +38,13 @@ MAX_PENDING_PROGRESS = 100
 """Progress reports of one call a worker keeps while the caller has not taken them: past
 that, the oldest give way (the caller sees the latest, in order)."""
 
+GO_TIMEOUT = 60.0
+"""Seconds a worker waits for the caller's go to start a journaled call (the default of
+`RayBackend`'s ``go_timeout``). A caller answers as soon as its journal has recorded the
+start, seconds at worst (SQLite gives up waiting for a lock after 10 s): no answer by then
+means the caller is gone (its event loop closed, the message lost), and the call, which
+never started, is dropped so that its slot is not held for ever."""
+
 
 class _Outbox:
     """What the calls of one request have to send back until the stream takes it: each
@@ -102,10 +109,13 @@ class _Worker:
     last), runs requests of prepared calls on it, streaming back what they report and
     answer."""
 
-    def __init__(self, source: ToolSource, max_calls: int, max_contexts: int) -> None:
+    def __init__(
+        self, source: ToolSource, max_calls: int, max_contexts: int, go_timeout: float
+    ) -> None:
         self.source = source
         self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
         self.max_contexts = max_contexts
+        self.go_timeout = go_timeout  # how long a gated call waits for its caller's go
         self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
         self.gates: dict[tuple[int, int], asyncio.Future[float | None]] = {}  # the caller's go
@@ -211,20 +221,17 @@ class _Worker:
             loop = asyncio.get_running_loop()
             began = loop.time()
             waits = call.gated or self.slots.locked()  # the wait is in the budget
-            if self.slots.locked():  # a full worker
-                if not await self._slot(budget):
-                    outbox.answer(position, _ANSWER, _timed_out(call))
-                    return
-            else:
-                await self.slots.acquire()  # free: no wait
+            if not await self._slot(budget):
+                outbox.answer(position, _ANSWER, _timed_out(call))
+                return
             try:
+                go = _Go(self, batch, position, outbox) if call.gated else None
                 recording = 0.0  # the caller's time to record the start: not the call's
-                if call.gated:  # the journal records it running before it starts
-                    go = await self._go(batch, position, outbox)
-                    if go is None:
-                        outbox.answer(position, _CANCELLED, None)  # the caller answered it
+                if go is not None:  # the journal records it running before it starts
+                    if not await go():
+                        outbox.answer(position, *go.refusal())
                         return
-                    recording = go
+                    recording = go.said or 0.0
                 if budget is not None and waits:
                     budget -= loop.time() - began - recording  # what waiting for a slot left
                     if budget <= 0:
@@ -254,7 +261,10 @@ class _Worker:
                 del self.in_use[key]
 
     async def _slot(self, budget: float | None) -> bool:
-        """Wait for a free slot within `budget`: whether one came."""
+        """Take a slot, waiting for one within `budget` on a full worker: whether one came."""
+        if not self.slots.locked():
+            await self.slots.acquire()  # free: no wait
+            return True
         try:
             async with asyncio.timeout(budget):
                 await self.slots.acquire()
@@ -262,16 +272,51 @@ class _Worker:
             return False
         return True
 
-    async def _go(self, batch: int, position: int, outbox: _Outbox) -> float | None:
-        """Ask the caller whether a gated call may start: its answer (see `go`). No limit
-        of its own: the caller's clock runs for the call and kills this worker past it."""
+
+class _Go:
+    """The caller's go for a gated call (the journal records it running before it starts),
+    asked once the call has its slot. The wait has a limit of its own (`go_timeout`): a
+    caller that is gone would otherwise hold the slot for ever."""
+
+    __slots__ = ("batch", "dropped", "no", "outbox", "position", "said", "worker")
+
+    def __init__(self, worker: _Worker, batch: int, position: int, outbox: _Outbox) -> None:
+        self.worker, self.batch, self.position, self.outbox = worker, batch, position, outbox
+        self.said: float | None = None  # the caller's answer (see `_Worker.go`)
+        self.no = False  # the caller said no, or nothing in time: the call never starts
+        self.dropped = False  # no answer within `go_timeout`
+
+    async def __call__(self) -> bool:
+        """Ask the caller whether the call may start: whether it said yes in time."""
+        worker, key = self.worker, (self.batch, self.position)
         gate: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
-        self.gates[(batch, position)] = gate
-        outbox.starting(position)
+        worker.gates[key] = gate
+        self.outbox.starting(self.position)
         try:
-            return await gate
+            async with asyncio.timeout(worker.go_timeout):
+                self.said = await gate
+        except TimeoutError:
+            self.no = self.dropped = True
+            logger.warning(
+                "call at position %d of request %d had no go from its caller within %g s "
+                "(go_timeout; is the caller gone?): dropped without starting, its slot freed",
+                self.position, self.batch, worker.go_timeout,
+            )  # fmt: skip
+            return False
         finally:
-            del self.gates[(batch, position)]
+            del worker.gates[key]
+        self.no = self.said is None
+        return not self.no
+
+    def refusal(self) -> tuple[int, Any]:
+        """What a call that got no go answers: cancelled when its caller said no (it has
+        answered the call), else why the worker dropped it."""
+        if not self.dropped:
+            return _CANCELLED, None
+        return _FAILED, (
+            f"it had no go to start the call from its caller within {self.worker.go_timeout:g} "
+            "s (RayBackend's go_timeout), so it dropped the call, which never started"
+        )
 
 
 def _timed_out(call: _Call) -> tuple[Any, ...]:

@@ -1,0 +1,103 @@
+"""Ray: a journaled call's go from its worker. A go that comes late starts the call once;
+a go that never comes (a caller that is gone) frees the call's slot after `go_timeout`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.backends.test_ray_seams import SOURCE, WAIT, _lines, executor_for
+
+from toolbridge import ToolCallRequest
+from toolbridge.backends.ray import RayBackend
+from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
+
+
+async def states(journal: CallJournal) -> dict[str, CallState]:
+    return {e.key.call_id: e.state for e in await journal.entries(session="s")}
+
+
+class LateGo(SQLiteJournal):
+    """A real SQLite journal that records a call's start only once the test lets it: the
+    caller answers its worker's ask for the go late."""
+
+    asked: asyncio.Event
+    answer: asyncio.Event
+
+    async def start(self, key: CallKey) -> None:
+        self.asked.set()
+        await self.answer.wait()
+        await super().start(key)
+
+
+@pytest.mark.parametrize("name", ["mark", "mark_sync"])
+async def test_a_go_answered_late_starts_the_call_once(
+    workspace: Path, ray_runtime: None, name: str
+) -> None:
+    backend = RayBackend(SOURCE, workers=1, grace=WAIT)
+    try:
+        backend.start()
+        async with LateGo(workspace / "journal.sqlite3") as journal:
+            journal.asked, journal.answer = asyncio.Event(), asyncio.Event()
+            executor = executor_for(workspace, backend, journal=journal)
+            run = asyncio.create_task(executor.run([ToolCallRequest("m", name, {"label": "m"})]))
+            await asyncio.wait_for(journal.asked.wait(), WAIT)  # its worker asked
+            asked = await states(journal), _lines(workspace / "effects.txt")
+            journal.answer.set()
+            [outcome] = await asyncio.wait_for(run, WAIT)
+            [entry] = await journal.entries(session="s")
+    finally:
+        backend.close()
+    assert asked == ({"m": CallState.QUEUED}, [])  # it waits for its go
+    assert outcome.ok, outcome.result.text
+    assert (entry.state, entry.attempt) == (CallState.FINISHED, 1)
+    assert _lines(workspace / "effects.txt") == ["m"]  # once
+
+
+async def _items(refs: Any) -> list[Any]:
+    from toolbridge.backends.ray.wire import _unpacked
+
+    return [item async for ref in refs for item in _unpacked(await ref)]
+
+
+@pytest.mark.parametrize("name", ["mark", "mark_sync"])
+async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
+    workspace: Path, ray_runtime: None, name: str
+) -> None:
+    from toolbridge.backends.ray.wire import (
+        _FAILED,
+        _STARTING,
+        CONTROL,
+        _Call,
+        _Context,
+        _packed,
+        _Request,
+    )
+
+    # One slot, and a caller that asks for a call (gated: journaled) and is then gone:
+    # it never answers the worker's ask. The real wire, to a real worker.
+    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT, go_timeout=0.5)
+    try:
+        backend.start()
+        [actor] = backend._pool(None).actors
+        batch = next(backend._batches)
+        call = _Call(0, name, {"label": "never"}, "n", None, None, False, True, False)
+        request = _Request(batch, (_Context(str(workspace), "s"),), (call,))
+        refs = actor.run.options(num_returns="streaming").remote(_packed(request))
+        items = await asyncio.wait_for(_items(refs), WAIT)
+        # A go after the worker dropped the call starts nothing.
+        await actor.go.options(concurrency_group=CONTROL).remote(batch, {0: 0.0})
+        [after] = await asyncio.wait_for(
+            executor_for(workspace, backend).run([ToolCallRequest("m", "mark", {"label": "m"})]),
+            WAIT,
+        )
+    finally:
+        backend.close()
+    assert items[0] == (0, _STARTING, None)
+    [(position, kind, why)] = items[1:]
+    assert (position, kind) == (0, _FAILED)
+    assert "no go to start the call from its caller within 0.5 s" in why
+    assert after.ok, after.result.text  # the slot was freed: the next call ran
+    assert _lines(workspace / "effects.txt") == ["m"]  # the dropped call never ran
