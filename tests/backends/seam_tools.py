@@ -12,7 +12,9 @@ import gc
 import itertools
 import os
 import signal
+import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from toolbridge import Tool, ToolContext, ToolRegistry, current_context, tool, tool_parameters
@@ -60,6 +62,19 @@ def mark_sync(label: str) -> str:
     """`mark` as a sync function: it runs in one of its worker's threads."""
     _log("effects.txt", label)
     return f"{label} marked"
+
+
+@tool(concurrency_safe=True)
+def hold_sync(label: str) -> str:
+    """A sync tool (in one of its worker's threads): says it started, then holds its thread
+    until a file named ``release`` appears (or 60 s pass). Not read-only: never retried."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    release = current_context().workspace / "release"
+    for _ in range(1200):
+        if release.exists():
+            return f"{label} released"
+        time.sleep(0.05)
+    return f"{label} never released"
 
 
 @tool
@@ -130,7 +145,17 @@ def build(ctx: ToolContext) -> ToolRegistry:
         return serial
 
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
-    tools += [progress_then_die, registry_serial, stubborn, mark_sync]
+    tools += [progress_then_die, registry_serial, stubborn, mark_sync, hold_sync]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry
+
+
+def build_one_thread(ctx: ToolContext) -> ToolRegistry:
+    """`build`, on a worker that has one thread for sync tools (far fewer than its slots):
+    a second sync call waits for the first to give the thread back."""
+    import ray
+
+    if ray.get_runtime_context().get_actor_id() is not None:  # a worker, not the caller
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+    return build(ctx)

@@ -1,22 +1,91 @@
-"""Ray: a journaled call's go from its worker. A go that comes late starts the call once;
-a go that never comes (a caller that is gone) frees the call's slot after `go_timeout`."""
+"""Ray: a journaled call's go from its worker. A sync tool's call asks for it when one of
+the worker's threads starts its work, not when it gets a slot, so a call waiting for a
+thread is still queued (and a stop lets go of it); a go that comes late starts the call
+once; a go that never comes (a caller that is gone) frees the call's slot after
+`go_timeout`."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.backends.test_ray_seams import SOURCE, WAIT, _lines, executor_for
+from tests.backends.test_ray_seams import SOURCE, WAIT, _lines, executor_for, lines
 
 from toolbridge import ToolCallRequest
-from toolbridge.backends.ray import RayBackend
+from toolbridge.backends.ray import RayBackend, ToolSource
 from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
+
+ONE_THREAD = ToolSource("seam_tools:build_one_thread")
+BATCH = [ToolCallRequest(f"c{n}", "hold_sync", {"label": f"c{n}"}) for n in range(3)]
+
+
+@pytest.fixture
+def one_thread(ray_runtime: None) -> Iterator[RayBackend]:
+    """One worker with one thread for sync tools, and many more slots."""
+    backend = RayBackend(ONE_THREAD, workers=1, grace=WAIT)
+    backend.start()
+    yield backend
+    backend.close()
 
 
 async def states(journal: CallJournal) -> dict[str, CallState]:
     return {e.key.call_id: e.state for e in await journal.entries(session="s")}
+
+
+async def test_sync_calls_waiting_for_a_worker_thread_are_queued_until_one_runs_them(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        executor = executor_for(workspace, one_thread, journal=journal)
+        run = asyncio.create_task(executor.run(BATCH))
+        [first] = await lines(workspace / "started.txt", 1)
+        during = await states(journal)
+        (workspace / "release").write_text("go")
+        outcomes = await asyncio.wait_for(run, WAIT)
+        entries = await journal.entries(session="s")
+    ran = first.split()[0]
+    # All three have a slot on the worker, but its one thread runs one: the others have
+    # not started, so the journal must not say they run.
+    assert during == {c.id: CallState.RUNNING if c.id == ran else CallState.QUEUED for c in BATCH}
+    assert [o.result.text for o in outcomes] == [f"c{n} released" for n in range(3)]
+    assert sorted(line.split()[0] for line in _lines(workspace / "started.txt")) == [
+        "c0", "c1", "c2",
+    ]  # fmt: skip
+    assert {(e.state, e.attempt) for e in entries} == {(CallState.FINISHED, 1)}
+
+
+async def test_a_stop_lets_go_of_the_sync_calls_no_worker_thread_ran(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        run = asyncio.create_task(executor_for(workspace, one_thread, journal=journal).run(BATCH))
+        [first] = await lines(workspace / "started.txt", 1)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        stopped = await states(journal)
+        # The next run (a new process would do the same), on the restarted worker.
+        (workspace / "release").write_text("go")
+        again = await asyncio.wait_for(
+            executor_for(workspace, one_thread, journal=journal).run(BATCH), WAIT
+        )
+        entries = {e.key.call_id: e for e in await journal.entries(session="s")}
+    ran = first.split()[0]
+    # The call its thread ran may have partly run; the others never started: queued again.
+    assert stopped == {
+        c.id: CallState.INTERRUPTED if c.id == ran else CallState.QUEUED for c in BATCH
+    }
+    for call, outcome in zip(BATCH, again, strict=True):
+        if call.id == ran:  # not read-only: the user is asked first
+            assert outcome.kind == "interrupted" and outcome.approval is not None
+        else:  # run now without asking anyone, as their first attempt
+            assert outcome.ok, outcome.result.text
+            assert (entries[call.id].state, entries[call.id].attempt) == (CallState.FINISHED, 1)
+    started = sorted(line.split()[0] for line in _lines(workspace / "started.txt"))
+    assert started == ["c0", "c1", "c2"]  # each once: the stopped run started only `ran`
 
 
 class LateGo(SQLiteJournal):

@@ -12,8 +12,9 @@ executors) go to each worker in one request; the worker streams back chunks of w
 finished, and the progress its calls reported, as it happens.
 
 A journaled call (the executor passes a gated `on_start`) waits on its worker, once it
-has a slot there, for the caller's go: the journal records it running first, so a call
-queued on a busy worker is still queued in the journal, one whose worker died before it
+has a slot there (and, for a sync tool, once one of the worker's threads starts it), for
+the caller's go: the journal records it running first, so a call queued on a busy worker
+is still queued in the journal, one whose worker died before it
 started goes to the next worker, and one whose run stopped before its go was sent is let
 go of (queued again). A go that does not come within `go_timeout` (a caller that is
 gone) frees the slot: the call is dropped without starting. The executor hears when

@@ -183,7 +183,8 @@ class _Dispatcher:
             task.add_done_callback(self.tasks.discard)
 
     async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
-        """Calls that have a slot on their worker: the journal records each running, then
+        """Calls their worker is about to start (they have a slot there, and a thread for a
+        sync tool): the journal records each running, then
         the worker hears in one message which may start. A call whose start cannot be
         recorded is answered here with the journal's error and never starts. The time the
         journal takes is not the calls': their clocks stop meanwhile, and the worker

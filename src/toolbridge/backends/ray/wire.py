@@ -49,8 +49,9 @@ class _Context:
 class _Call(NamedTuple):
     """One call as it travels: the index of its context in the request, what to run, its
     limit (named in a timeout) and budget (what is left of it), whether the caller listens
-    to its progress, and whether its tool waits for the caller's go once it has a slot
-    (the journal records it running first)."""
+    to its progress, and whether its tool waits for the caller's go once it is about to
+    start (it has a slot, and a thread for a sync tool: the journal records it running
+    first)."""
 
     context: int
     name: str
@@ -72,8 +73,8 @@ class _Request(NamedTuple):
 
 
 # What a worker streams back, in chunks of (position in the request, kind, payload).
-# _STARTING: a gated call has its slot and waits for the caller's go; any other call
-# the caller is told of starts now.
+# _STARTING: a gated call is about to start (a slot, and a thread for a sync tool) and
+# waits for the caller's go; any other call the caller is told of starts now.
 _PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
 _Item = tuple[int, int, Any]
 

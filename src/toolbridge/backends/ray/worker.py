@@ -6,6 +6,7 @@ they report and answer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -30,6 +31,7 @@ from toolbridge.backends.ray.wire import (
 )
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.core.tool import ToolResult
+from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.progress import ToolProgress, set_progress_sink
 
 logger = logging.getLogger(__name__)
@@ -78,8 +80,8 @@ class _Outbox:
         self.wake.set()
 
     def starting(self, position: int) -> None:
-        """A gated call has its slot: ask the caller whether it may start; any other the
-        caller is told of: it starts now."""
+        """A gated call is about to start (it has its slot, and a thread for a sync tool):
+        ask the caller whether it may; any other the caller is told of: it starts now."""
         self.starts.add(position)
         self.ready[position] = None
         self.wake.set()
@@ -226,8 +228,11 @@ class _Worker:
                 return
             try:
                 go = _Go(self, batch, position, outbox) if call.gated else None
+                # A tool that defers its start (a sync tool, waiting for one of this worker's
+                # threads) asks for its go when a thread starts its work; any other, now.
+                later = go if go is not None and tool.defers_start else None
                 recording = 0.0  # the caller's time to record the start: not the call's
-                if go is not None:  # the journal records it running before it starts
+                if go is not None and later is None:
                     if not await go():
                         outbox.answer(position, *go.refusal())
                         return
@@ -239,13 +244,17 @@ class _Worker:
                         return
                 if call.told:
                     outbox.starting(position)
-                invocation = await registry.run_prepared(
-                    PreparedCall(call.name, tool, call.arguments, None),
-                    call_id=call.call_id,
-                    time_limit=call.time_limit,
-                    budget=budget,
-                    approved=True,
-                )
+                with AskedOnLoop(loop, later) if later else contextlib.nullcontext():
+                    invocation = await registry.run_prepared(
+                        PreparedCall(call.name, tool, call.arguments, None),
+                        call_id=call.call_id,
+                        time_limit=call.time_limit,
+                        budget=budget,
+                        approved=True,
+                    )
+                if go is not None and go.no:  # its work never started
+                    outbox.answer(position, *go.refusal())
+                    return
             finally:
                 self.slots.release()
             outbox.answer(position, _ANSWER, _wire(invocation))
@@ -275,8 +284,9 @@ class _Worker:
 
 class _Go:
     """The caller's go for a gated call (the journal records it running before it starts),
-    asked once the call has its slot. The wait has a limit of its own (`go_timeout`): a
-    caller that is gone would otherwise hold the slot for ever."""
+    asked once: when the call has its slot, or, for a tool that defers its start (a sync
+    tool), when one of the worker's threads starts its work. The wait has a limit of its
+    own (`go_timeout`): a caller that is gone would otherwise hold the slot for ever."""
 
     __slots__ = ("batch", "dropped", "no", "outbox", "position", "said", "worker")
 
