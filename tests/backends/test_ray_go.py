@@ -1,18 +1,29 @@
 """Ray: a journaled call's go from its worker. A sync tool's call asks for it when one of
 the worker's threads starts its work, not when it gets a slot, so a call waiting for a
-thread is still queued (and a stop lets go of it); a go that comes late starts the call
+thread is still queued (a stop lets go of it; a killed caller leaves it queued, to run as
+its first attempt); a go that comes late starts the call
 once; a go that never comes (a caller that is gone) frees the call's slot after
 `go_timeout`."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.backends.test_ray_seams import SOURCE, WAIT, _lines, executor_for, lines
+from tests.backends.test_ray_seams import (
+    SOURCE,
+    WAIT,
+    _lines,
+    claimed,
+    driver,
+    executor_for,
+    lines,
+)
 
 from toolbridge import ToolCallRequest
 from toolbridge.backends.ray import RayBackend, ToolSource
@@ -86,6 +97,38 @@ async def test_a_stop_lets_go_of_the_sync_calls_no_worker_thread_ran(
             assert (entries[call.id].state, entries[call.id].attempt) == (CallState.FINISHED, 1)
     started = sorted(line.split()[0] for line in _lines(workspace / "started.txt"))
     assert started == ["c0", "c1", "c2"]  # each once: the stopped run started only `ran`
+
+
+async def test_sync_calls_a_killed_caller_left_waiting_for_a_worker_thread_run_as_first_attempts(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    caller = await driver(workspace, "threads")  # BATCH, on a worker with one thread
+    try:
+        [first] = await lines(workspace / "started.txt", 1)
+        live = await claimed(workspace, len(BATCH))
+    finally:
+        os.killpg(caller.pid, signal.SIGKILL)  # the caller, its Ray and its worker
+        await caller.wait()
+    ran = first.split()[0]
+    assert live == {c.id: CallState.RUNNING if c.id == ran else CallState.QUEUED for c in BATCH}
+    (workspace / "release").write_text("go")
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        killed = await states(journal)
+        again = await asyncio.wait_for(
+            executor_for(workspace, one_thread, journal=journal).run(BATCH), WAIT
+        )
+        entries = {e.key.call_id: e for e in await journal.entries(session="s")}
+    assert killed == {
+        c.id: CallState.INTERRUPTED if c.id == ran else CallState.QUEUED for c in BATCH
+    }
+    for call, outcome in zip(BATCH, again, strict=True):
+        if call.id == ran:  # it may have partly run, and is not read-only: asked first
+            assert outcome.kind == "interrupted" and outcome.approval is not None
+        else:  # never started: run now as first attempts, with nothing to approve
+            assert outcome.ok, outcome.result.text
+            assert (entries[call.id].state, entries[call.id].attempt) == (CallState.FINISHED, 1)
+    started = sorted(line.split()[0] for line in _lines(workspace / "started.txt"))
+    assert started == ["c0", "c1", "c2"]  # each once
 
 
 class LateGo(SQLiteJournal):

@@ -192,36 +192,48 @@ async def test_a_worker_killed_mid_call_gives_one_start_one_finish_and_the_retry
     assert reports[-2:] == [(1, "half way"), (2, "done")]  # the retry's, in order
 
 
-async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_queued(
-    workspace: Path, ray_runtime: None
-) -> None:
+async def driver(workspace: Path, *args: str) -> asyncio.subprocess.Process:
+    """A caller process (seam_driver.py) on a local Ray of its own, in its own process
+    group (a kill of the group takes its Ray processes too)."""
     import sys
 
     here = Path(__file__).parent
     paths = [str(here), *filter(None, [os.environ.get("PYTHONPATH")])]
-    driver = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         str(here / "seam_driver.py"),
         str(workspace),
+        *args,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
-        start_new_session=True,  # its own group: the kill takes its Ray processes too
+        start_new_session=True,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
+
+
+async def claimed(workspace: Path, count: int) -> dict[str, CallState]:
+    """The states in the journal at workspace once `count` calls are claimed."""
+    end = asyncio.get_running_loop().time() + WAIT
+    while True:
+        async with SQLiteJournal(workspace / "journal.sqlite3", create=False) as reader:
+            states = {e.key.call_id: e.state for e in await reader.entries(session="s")}
+        if len(states) >= count:
+            return states
+        assert asyncio.get_running_loop().time() < end, f"only claimed: {states}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_queued(
+    workspace: Path, ray_runtime: None
+) -> None:
+    caller = await driver(workspace)
     try:
         await lines(workspace / "started.txt", 1)  # "a" holds the worker's only slot
-        end = asyncio.get_running_loop().time() + WAIT
-        while True:  # "b" is claimed too (it waits on the worker)
-            async with SQLiteJournal(workspace / "journal.sqlite3", create=False) as reader:
-                states = {e.key.call_id: e.state for e in await reader.entries(session="s")}
-            if "b" in states:
-                break
-            assert asyncio.get_running_loop().time() < end, f"b never claimed: {states}"
-            await asyncio.sleep(0.05)
+        states = await claimed(workspace, 2)  # "b" is claimed too (it waits on the worker)
         assert states["b"] is CallState.QUEUED  # its tool never started
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        await driver.wait()
+        os.killpg(caller.pid, signal.SIGKILL)
+        await caller.wait()
     backend = RayBackend(SOURCE, workers=1, grace=WAIT)
     try:
         async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
