@@ -6,12 +6,11 @@ they report and answer."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from toolbridge.backends.ray.source import ToolSource
@@ -229,7 +228,7 @@ class _Worker:
             try:
                 go = _Go(self, batch, position, outbox) if call.gated else None
                 # A tool that defers its start (a sync tool, waiting for one of this worker's
-                # threads) asks for its go when a thread starts its work; any other, now.
+                # threads) asks for its go when a thread starts its work; any other now.
                 later = go if go is not None and tool.defers_start else None
                 recording = 0.0  # the caller's time to record the start: not the call's
                 if go is not None and later is None:
@@ -244,14 +243,12 @@ class _Worker:
                         return
                 if call.told:
                     outbox.starting(position)
-                with AskedOnLoop(loop, later) if later else contextlib.nullcontext():
-                    invocation = await registry.run_prepared(
-                        PreparedCall(call.name, tool, call.arguments, None),
-                        call_id=call.call_id,
-                        time_limit=call.time_limit,
-                        budget=budget,
-                        approved=True,
-                    )
+                run = functools.partial(
+                    registry.run_prepared, PreparedCall(call.name, tool, call.arguments, None),
+                    call_id=call.call_id, time_limit=call.time_limit, budget=budget,
+                    approved=True,
+                )  # fmt: skip
+                invocation = await (run() if later is None else _asked_in_thread(run, later))
                 if go is not None and go.no:  # its work never started
                     outbox.answer(position, *go.refusal())
                     return
@@ -327,6 +324,19 @@ class _Go:
             f"it had no go to start the call from its caller within {self.worker.go_timeout:g} "
             "s (RayBackend's go_timeout), so it dropped the call, which never started"
         )
+
+
+async def _asked_in_thread(run: Callable[[], Awaitable[Invocation]], go: _Go) -> Invocation:
+    """`run` a call whose tool defers its start (a sync tool): its go is asked by the
+    worker thread that starts its work (the same `WorkStart` as locally), so a call
+    waiting for a thread is still queued in its caller's journal."""
+    work = AskedOnLoop(asyncio.get_running_loop(), go)
+    try:
+        with work:
+            return await run()
+    finally:
+        if work.going is not None:  # its run ended: a go still awaited is not needed
+            work.going.cancel()
 
 
 def _timed_out(call: _Call) -> tuple[Any, ...]:
