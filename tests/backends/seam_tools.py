@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import logging
 import os
 import signal
 import time
@@ -158,4 +159,14 @@ def build_one_thread(ctx: ToolContext) -> ToolRegistry:
 
     if ray.get_runtime_context().get_actor_id() is not None:  # a worker, not the caller
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+    return build(ctx)
+
+
+def build_logging(ctx: ToolContext) -> ToolRegistry:
+    """`build`, on a worker whose toolbridge warnings go to ``worker.log`` in the workspace
+    (a library's logs go where the application sends them: here, the test)."""
+    into = str(ctx.workspace / "worker.log")
+    logger = logging.getLogger("toolbridge")
+    if not any(getattr(h, "baseFilename", None) == into for h in logger.handlers):
+        logger.addHandler(logging.FileHandler(into))
     return build(ctx)

@@ -190,7 +190,8 @@ async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
 
     # One slot, and a caller that asks for a call (gated: journaled) and is then gone:
     # it never answers the worker's ask. The real wire, to a real worker.
-    backend = RayBackend(SOURCE, workers=1, max_calls_per_worker=1, grace=WAIT, go_timeout=0.5)
+    source = ToolSource("seam_tools:build_logging")  # the worker's warnings: worker.log
+    backend = RayBackend(source, workers=1, max_calls_per_worker=1, grace=WAIT, go_timeout=0.5)
     try:
         backend.start()
         [actor] = backend._pool(None).actors
@@ -211,5 +212,7 @@ async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
     [(position, kind, why)] = items[1:]
     assert (position, kind) == (0, _FAILED)
     assert "no go to start the call from its caller within 0.5 s" in why
+    warning = f"call 'n' ({name}) had no go from its caller within 0.5 s (go_timeout"
+    assert warning in (workspace / "worker.log").read_text()
     assert after.ok, after.result.text  # the slot was freed: the next call ran
     assert _lines(workspace / "effects.txt") == ["m"]  # the dropped call never ran

@@ -226,7 +226,7 @@ class _Worker:
                 outbox.answer(position, _ANSWER, _timed_out(call))
                 return
             try:
-                go = _Go(self, batch, position, outbox) if call.gated else None
+                go = _Go(self, batch, position, outbox, call) if call.gated else None
                 # A tool that defers its start (a sync tool, waiting for one of this worker's
                 # threads) asks for its go when a thread starts its work; any other now.
                 later = go if go is not None and tool.defers_start else None
@@ -285,10 +285,13 @@ class _Go:
     tool), when one of the worker's threads starts its work. The wait has a limit of its
     own (`go_timeout`): a caller that is gone would otherwise hold the slot for ever."""
 
-    __slots__ = ("batch", "dropped", "no", "outbox", "position", "said", "worker")
+    __slots__ = ("batch", "call", "dropped", "no", "outbox", "position", "said", "worker")
 
-    def __init__(self, worker: _Worker, batch: int, position: int, outbox: _Outbox) -> None:
+    def __init__(
+        self, worker: _Worker, batch: int, position: int, outbox: _Outbox, call: _Call
+    ) -> None:
         self.worker, self.batch, self.position, self.outbox = worker, batch, position, outbox
+        self.call = call
         self.said: float | None = None  # the caller's answer (see `_Worker.go`)
         self.no = False  # the caller said no, or nothing in time: the call never starts
         self.dropped = False  # no answer within `go_timeout`
@@ -305,9 +308,9 @@ class _Go:
         except TimeoutError:
             self.no = self.dropped = True
             logger.warning(
-                "call at position %d of request %d had no go from its caller within %g s "
-                "(go_timeout; is the caller gone?): dropped without starting, its slot freed",
-                self.position, self.batch, worker.go_timeout,
+                "call %r (%s) had no go from its caller within %g s (go_timeout; is the "
+                "caller gone?): dropped without starting, its slot freed",
+                self.call.call_id, self.call.name, worker.go_timeout,
             )  # fmt: skip
             return False
         finally:
