@@ -78,6 +78,13 @@ def hold_sync(label: str) -> str:
     return f"{label} never released"
 
 
+@tool(concurrency_safe=True, timeout=0.5)
+def limited_sync(label: str) -> str:
+    """A sync tool with a short limit: says it started, then answers."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    return f"{label} done"
+
+
 @tool
 async def stubborn(label: str) -> str:
     """Says it started, then ignores being cancelled (a misbehaving tool): only killing
@@ -88,6 +95,12 @@ async def stubborn(label: str) -> str:
             await asyncio.sleep(60)
         except asyncio.CancelledError:  # swallowed on purpose: the fault under test
             continue
+
+
+@tool(read_only=True)
+async def worker_pid() -> int:
+    """The process id of the worker that runs the call."""
+    return os.getpid()
 
 
 @tool(read_only=True)
@@ -147,18 +160,23 @@ def build(ctx: ToolContext) -> ToolRegistry:
 
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
     tools += [progress_then_die, registry_serial, stubborn, mark_sync, hold_sync]
+    tools += [limited_sync, worker_pid]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry
 
 
+_threads: list[ThreadPoolExecutor] = []
+
+
 def build_one_thread(ctx: ToolContext) -> ToolRegistry:
-    """`build`, on a worker that has one thread for sync tools (far fewer than its slots):
-    a second sync call waits for the first to give the thread back."""
+    """`build`, on a worker that has one thread for sync tools (far fewer than its slots),
+    whatever the sessions: a second sync call waits for the first to give it back."""
     import ray
 
-    if ray.get_runtime_context().get_actor_id() is not None:  # a worker, not the caller
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+    if ray.get_runtime_context().get_actor_id() is not None and not _threads:  # a worker
+        _threads.append(ThreadPoolExecutor(max_workers=1))
+        asyncio.get_running_loop().set_default_executor(_threads[0])
     return build(ctx)
 
 

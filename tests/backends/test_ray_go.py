@@ -131,6 +131,32 @@ async def test_sync_calls_a_killed_caller_left_waiting_for_a_worker_thread_run_a
     assert started == ["c0", "c1", "c2"]  # each once
 
 
+async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_spares_it(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    """Its thread never started it, so nothing runs on that needs a new worker process:
+    the call that holds the thread goes on."""
+    from toolbridge.core.registry import timeout_error
+
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        holder = executor_for(workspace, one_thread, journal=journal)
+        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
+        await lines(workspace / "started.txt", 1)
+        waiter = executor_for(workspace, one_thread, session="t", journal=journal)
+        [late] = await asyncio.wait_for(
+            waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
+        )
+        [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
+        (workspace / "release").write_text("go")
+        [released] = await asyncio.wait_for(held, WAIT)
+        entry = {e.key.call_id: e for e in await journal.entries(session="t")}["q"]
+    assert late.result.text == timeout_error("limited_sync", 0.5).render()
+    assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
+    [started] = _lines(workspace / "started.txt")
+    assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
+    assert released.ok, released.result.text
+
+
 class LateGo(SQLiteJournal):
     """A real SQLite journal that records a call's start only once the test lets it: the
     caller answers its worker's ask for the go late."""

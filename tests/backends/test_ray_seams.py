@@ -118,8 +118,9 @@ async def test_a_cancelled_run_leaves_a_call_queued_on_its_worker_queued_for_the
     assert _lines(workspace / "effects.txt") == ["b"]
 
 
+@pytest.mark.parametrize("name", ["slow_start", "limited_sync"])  # async, sync (in a thread)
 async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_starts(
-    workspace: Path, ray_runtime: None
+    workspace: Path, ray_runtime: None, name: str
 ) -> None:
     from toolbridge.core.registry import timeout_error
 
@@ -135,17 +136,21 @@ async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_sta
             # Its 0.5 s limit runs out on the worker, whose only slot "a" holds.
             other = executor_for(workspace, backend, session="t", journal=journal)
             [late] = await asyncio.wait_for(
-                other.run([ToolCallRequest("late", "slow_start", {"label": "late"})]), WAIT
+                other.run([ToolCallRequest("late", name, {"label": "late"})]), WAIT
             )
-            assert late.result.text == timeout_error("slow_start", 0.5).render()
+            assert late.result.text == timeout_error(name, 0.5).render()
             [entry] = await journal.entries(session="t")
             holder.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await holder
+            [pid] = await asyncio.wait_for(
+                other.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT
+            )
     finally:
         backend.close()
     assert entry.state is CallState.FINISHED and entry.started_at is None
-    assert [line.split()[0] for line in _lines(workspace / "started.txt")] == ["a"]
+    [started] = _lines(workspace / "started.txt")
+    assert started.split() == ["a", str(pid.value)]  # the same worker: none was killed
 
 
 async def test_a_call_no_worker_can_take_is_journaled_as_never_started(

@@ -24,10 +24,11 @@ of every session it ever served.
 
 A call's time limit starts when it reaches the backend, so waiting for a worker counts,
 but not the journal's time to record its start (its clock stops meanwhile); the worker
-stops the call at the limit. A call that runs blocking code, or whose worker
-does not answer within `grace` seconds after the limit, has its worker killed and
-restarted. A call whose worker died is answered with a ``worker_lost`` error, after
-retries on a fresh worker when its tool is read-only or idempotent.
+stops the call at the limit. A call that runs blocking code (not one whose limit ended
+before its thread started it), or whose worker does not answer within `grace` seconds
+after the limit, has its worker killed and restarted. A call whose worker died is
+answered with a ``worker_lost`` error, after retries on a fresh worker when its tool is
+read-only or idempotent.
 
 The package, one job per module: `backend` (`RayBackend`: pools by resource shape, a
 call's entry, starting and closing), `dispatch` (the caller's side on one event loop:

@@ -25,6 +25,7 @@ from toolbridge.backends.ray.wire import (
     _FAILED,
     _PROGRESS,
     _STARTING,
+    _UNSTARTED,
     CONTROL,
     _Call,
     _invocation,
@@ -254,11 +255,13 @@ class _Dispatcher:
                 except Exception:  # a listener's failure must not fail the call
                     logger.exception("progress sink %r failed", call.sink)
             return
-        if kind == _ANSWER:
+        if kind in (_ANSWER, _UNSTARTED):
             invocation = _invocation(payload)
             self._finish(call, invocation)
             error = invocation.error
-            if error is not None and error.kind is ErrorKind.TIMEOUT and _blocking(call.tool):
+            if error is None or error.kind is not ErrorKind.TIMEOUT or kind == _UNSTARTED:
+                return
+            if _blocking(call.tool):
                 # its thread runs on: only a new process stops it
                 self._restart(call.stream, "a blocking call outlived its time limit")
         elif kind == _FAILED:

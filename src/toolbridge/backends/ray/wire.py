@@ -75,7 +75,9 @@ class _Request(NamedTuple):
 # What a worker streams back, in chunks of (position in the request, kind, payload).
 # _STARTING: a gated call is about to start (a slot, and a thread for a sync tool) and
 # waits for the caller's go; any other call the caller is told of starts now.
-_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
+# _UNSTARTED: an answer (a timeout) for a call whose tool never started: no thread of
+# its runs on, so a blocking tool's worker needs no new process.
+_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING, _UNSTARTED = 0, 1, 2, 3, 4, 5
 _Item = tuple[int, int, Any]
 
 

@@ -20,6 +20,7 @@ from toolbridge.backends.ray.wire import (
     _FAILED,
     _PROGRESS,
     _STARTING,
+    _UNSTARTED,
     _Call,
     _Context,
     _Item,
@@ -223,7 +224,7 @@ class _Worker:
             began = loop.time()
             waits = call.gated or self.slots.locked()  # the wait is in the budget
             if not await self._slot(budget):
-                outbox.answer(position, _ANSWER, _timed_out(call))
+                outbox.answer(position, _UNSTARTED, _timed_out(call))
                 return
             try:
                 go = _Go(self, batch, position, outbox, call) if call.gated else None
@@ -239,7 +240,7 @@ class _Worker:
                 if budget is not None and waits:
                     budget -= loop.time() - began - recording  # what waiting for a slot left
                     if budget <= 0:
-                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        outbox.answer(position, _UNSTARTED, _timed_out(call))
                         return
                 if call.told:
                     outbox.starting(position)
@@ -249,12 +250,10 @@ class _Worker:
                     approved=True,
                 )  # fmt: skip
                 invocation = await (run() if later is None else _asked_in_thread(run, later))
-                if go is not None and go.no:  # its work never started
-                    outbox.answer(position, *go.refusal())
-                    return
             finally:
                 self.slots.release()
-            outbox.answer(position, _ANSWER, _wire(invocation))
+            answer = (_ANSWER, _wire(invocation)) if later is None else later.answer(invocation)
+            outbox.answer(position, *answer)
         except asyncio.CancelledError:
             outbox.answer(position, _CANCELLED, None)
             raise
@@ -285,7 +284,7 @@ class _Go:
     tool), when one of the worker's threads starts its work. The wait has a limit of its
     own (`go_timeout`): a caller that is gone would otherwise hold the slot for ever."""
 
-    __slots__ = ("batch", "call", "dropped", "no", "outbox", "position", "said", "worker")
+    __slots__ = ("batch", "call", "dropped", "no", "outbox", "position", "said", "went", "worker")
 
     def __init__(
         self, worker: _Worker, batch: int, position: int, outbox: _Outbox, call: _Call
@@ -295,6 +294,10 @@ class _Go:
         self.said: float | None = None  # the caller's answer (see `_Worker.go`)
         self.no = False  # the caller said no, or nothing in time: the call never starts
         self.dropped = False  # no answer within `go_timeout`
+        self.went = False  # the call's work started (`AskedOnLoop` let its thread run it)
+
+    def started(self) -> None:
+        self.went = True
 
     async def __call__(self) -> bool:
         """Ask the caller whether the call may start: whether it said yes in time."""
@@ -318,6 +321,14 @@ class _Go:
         self.no = self.said is None
         return not self.no
 
+    def answer(self, invocation: Invocation) -> tuple[int, Any]:
+        """What a call whose go its thread asks for answers once its run ended: why it
+        never started when it had no go; else its answer, marked as that of a call that
+        never started (no thread of its runs on) when no thread started its work."""
+        if self.no:
+            return self.refusal()
+        return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
+
     def refusal(self) -> tuple[int, Any]:
         """What a call that got no go answers: cancelled when its caller said no (it has
         answered the call), else why the worker dropped it."""
@@ -333,7 +344,7 @@ async def _asked_in_thread(run: Callable[[], Awaitable[Invocation]], go: _Go) ->
     """`run` a call whose tool defers its start (a sync tool): its go is asked by the
     worker thread that starts its work (the same `WorkStart` as locally), so a call
     waiting for a thread is still queued in its caller's journal."""
-    work = AskedOnLoop(asyncio.get_running_loop(), go)
+    work = AskedOnLoop(asyncio.get_running_loop(), go, go.started)
     try:
         with work:
             return await run()
