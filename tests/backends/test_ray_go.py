@@ -157,6 +157,38 @@ async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_s
     assert released.ok, released.result.text
 
 
+async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    """The calls of the stopped run never started (their go was never sent), so no thread
+    of theirs runs on: the call of another run that holds the thread goes on."""
+    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
+        holder = executor_for(workspace, one_thread, journal=journal)
+        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
+        await lines(workspace / "started.txt", 1)
+        stopped = executor_for(workspace, one_thread, session="t", journal=journal)
+        batch = [
+            ToolCallRequest("m", "mark", {"label": "m"}),  # async: it runs, in the same request
+            *(ToolCallRequest(f"w{n}", "mark_sync", {"label": f"w{n}"}) for n in range(2)),
+        ]
+        run = asyncio.create_task(stopped.run(batch))
+        await lines(workspace / "effects.txt", 1)  # the request is on the worker
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        [pid] = await asyncio.wait_for(
+            stopped.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT
+        )
+        (workspace / "release").write_text("go")
+        [released] = await asyncio.wait_for(held, WAIT)
+        left = {e.key.call_id: e.state for e in await journal.entries(session="t")}
+    [started] = _lines(workspace / "started.txt")
+    assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
+    assert released.ok, released.result.text
+    assert _lines(workspace / "effects.txt") == ["m"]  # the sync calls never ran
+    assert (left["w0"], left["w1"]) == (CallState.QUEUED, CallState.QUEUED)  # let go of
+
+
 class LateGo(SQLiteJournal):
     """A real SQLite journal that records a call's start only once the test lets it: the
     caller answers its worker's ask for the go late."""

@@ -11,7 +11,7 @@ import itertools
 import logging
 from typing import Any, Protocol
 
-from toolbridge.backends.ray.calls import _may_retry, _Pending, _Stream
+from toolbridge.backends.ray.calls import _may_retry, _never_started, _Pending, _Stream
 from toolbridge.backends.ray.errors import (
     _cancelled,
     _failed,
@@ -349,7 +349,8 @@ class _Dispatcher:
 
     async def stop(self, call: _Pending) -> None:
         """The caller was cancelled: stop the call on its worker (kill the worker when the
-        call runs blocking code or does not stop within `grace`)."""
+        call runs blocking code, unless it never started, or does not stop within
+        `grace`)."""
         if call.answered:
             return
         if call.stream is None:
@@ -364,7 +365,7 @@ class _Dispatcher:
         call.waiter = asyncio.get_running_loop().create_future()
         self._cancel_soon(stream, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
-        if _blocking(call.tool) or not done:
+        if (_blocking(call.tool) and not _never_started(call)) or not done:
             if not done:
                 self._finish(call, _failed(_cancelled(call.tool.name)))
             self._restart(stream, "a cancelled call did not stop")
