@@ -370,3 +370,9 @@ def _alive(pid: int) -> bool:
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan")])
+def test_the_wait_for_a_go_must_be_positive(ray_runtime: None, seconds: float) -> None:
+    with pytest.raises(ValueError, match="go_timeout must be > 0 seconds"):
+        RayBackend(SOURCE, go_timeout=seconds)

@@ -64,6 +64,12 @@ class RayBackend:
                 f"contexts_per_worker must be >= 1, got {contexts_per_worker}: it is how many "
                 "sessions' tools a worker keeps built"
             )
+        if not go_timeout > 0:
+            raise ValueError(
+                f"go_timeout must be > 0 seconds, got {go_timeout}: it is how long a worker "
+                "waits for a caller's go to start a journaled call (the default is "
+                f"{GO_TIMEOUT:g})"
+            )
 
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
