@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import logging
 import os
 import signal
+import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from toolbridge import Tool, ToolContext, ToolRegistry, current_context, tool, tool_parameters
@@ -55,6 +58,33 @@ async def mark(label: str) -> str:
     return f"{label} marked"
 
 
+@tool(concurrency_safe=True)
+def mark_sync(label: str) -> str:
+    """`mark` as a sync function: it runs in one of its worker's threads."""
+    _log("effects.txt", label)
+    return f"{label} marked"
+
+
+@tool(concurrency_safe=True)
+def hold_sync(label: str) -> str:
+    """A sync tool (in one of its worker's threads): says it started, then holds its thread
+    until a file named ``release`` appears (or 60 s pass). Not read-only: never retried."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    release = current_context().workspace / "release"
+    for _ in range(1200):
+        if release.exists():
+            return f"{label} released"
+        time.sleep(0.05)
+    return f"{label} never released"
+
+
+@tool(concurrency_safe=True, timeout=0.5)
+def limited_sync(label: str) -> str:
+    """A sync tool with a short limit: says it started, then answers."""
+    _log("started.txt", f"{label} {os.getpid()}")
+    return f"{label} done"
+
+
 @tool
 async def stubborn(label: str) -> str:
     """Says it started, then ignores being cancelled (a misbehaving tool): only killing
@@ -65,6 +95,12 @@ async def stubborn(label: str) -> str:
             await asyncio.sleep(60)
         except asyncio.CancelledError:  # swallowed on purpose: the fault under test
             continue
+
+
+@tool(read_only=True)
+async def worker_pid() -> int:
+    """The process id of the worker that runs the call."""
+    return os.getpid()
 
 
 @tool(read_only=True)
@@ -123,7 +159,32 @@ def build(ctx: ToolContext) -> ToolRegistry:
         return serial
 
     tools = [hold, hold_until_released, mark, live_registries, cancels_itself, slow_start]
-    tools += [progress_then_die, registry_serial, stubborn]
+    tools += [progress_then_die, registry_serial, stubborn, mark_sync, hold_sync]
+    tools += [limited_sync, worker_pid]
     registry = ToolRegistry([*tools, NeedsQuantum()], context=ctx)
     _built.add(registry)
     return registry
+
+
+_threads: list[ThreadPoolExecutor] = []
+
+
+def build_one_thread(ctx: ToolContext) -> ToolRegistry:
+    """`build`, on a worker that has one thread for sync tools (far fewer than its slots),
+    whatever the sessions: a second sync call waits for the first to give it back."""
+    import ray
+
+    if ray.get_runtime_context().get_actor_id() is not None and not _threads:  # a worker
+        _threads.append(ThreadPoolExecutor(max_workers=1))
+        asyncio.get_running_loop().set_default_executor(_threads[0])
+    return build(ctx)
+
+
+def build_logging(ctx: ToolContext) -> ToolRegistry:
+    """`build`, on a worker whose toolbridge warnings go to ``worker.log`` in the workspace
+    (a library's logs go where the application sends them: here, the test)."""
+    into = str(ctx.workspace / "worker.log")
+    logger = logging.getLogger("toolbridge")
+    if not any(getattr(h, "baseFilename", None) == into for h in logger.handlers):
+        logger.addHandler(logging.FileHandler(into))
+    return build(ctx)

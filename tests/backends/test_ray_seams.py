@@ -118,8 +118,9 @@ async def test_a_cancelled_run_leaves_a_call_queued_on_its_worker_queued_for_the
     assert _lines(workspace / "effects.txt") == ["b"]
 
 
+@pytest.mark.parametrize("name", ["slow_start", "limited_sync"])  # async, sync (in a thread)
 async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_starts(
-    workspace: Path, ray_runtime: None
+    workspace: Path, ray_runtime: None, name: str
 ) -> None:
     from toolbridge.core.registry import timeout_error
 
@@ -135,17 +136,21 @@ async def test_a_call_whose_limit_ends_while_it_waits_on_a_busy_worker_never_sta
             # Its 0.5 s limit runs out on the worker, whose only slot "a" holds.
             other = executor_for(workspace, backend, session="t", journal=journal)
             [late] = await asyncio.wait_for(
-                other.run([ToolCallRequest("late", "slow_start", {"label": "late"})]), WAIT
+                other.run([ToolCallRequest("late", name, {"label": "late"})]), WAIT
             )
-            assert late.result.text == timeout_error("slow_start", 0.5, started=False).render()
+            assert late.result.text == timeout_error(name, 0.5, started=False).render()
             [entry] = await journal.entries(session="t")
             holder.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await holder
+            [pid] = await asyncio.wait_for(
+                other.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT
+            )
     finally:
         backend.close()
     assert entry.state is CallState.FINISHED and entry.started_at is None
-    assert [line.split()[0] for line in _lines(workspace / "started.txt")] == ["a"]
+    [started] = _lines(workspace / "started.txt")
+    assert started.split() == ["a", str(pid.value)]  # the same worker: none was killed
 
 
 async def test_a_call_no_worker_can_take_is_journaled_as_never_started(
@@ -192,36 +197,48 @@ async def test_a_worker_killed_mid_call_gives_one_start_one_finish_and_the_retry
     assert reports[-2:] == [(1, "half way"), (2, "done")]  # the retry's, in order
 
 
-async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_queued(
-    workspace: Path, ray_runtime: None
-) -> None:
+async def driver(workspace: Path, *args: str) -> asyncio.subprocess.Process:
+    """A caller process (seam_driver.py) on a local Ray of its own, in its own process
+    group (a kill of the group takes its Ray processes too)."""
     import sys
 
     here = Path(__file__).parent
     paths = [str(here), *filter(None, [os.environ.get("PYTHONPATH")])]
-    driver = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         str(here / "seam_driver.py"),
         str(workspace),
+        *args,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
-        start_new_session=True,  # its own group: the kill takes its Ray processes too
+        start_new_session=True,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
+
+
+async def claimed(workspace: Path, count: int) -> dict[str, CallState]:
+    """The states in the journal at workspace once `count` calls are claimed."""
+    end = asyncio.get_running_loop().time() + WAIT
+    while True:
+        async with SQLiteJournal(workspace / "journal.sqlite3", create=False) as reader:
+            states = {e.key.call_id: e.state for e in await reader.entries(session="s")}
+        if len(states) >= count:
+            return states
+        assert asyncio.get_running_loop().time() < end, f"only claimed: {states}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_killed_caller_leaves_the_call_its_busy_worker_never_started_queued(
+    workspace: Path, ray_runtime: None
+) -> None:
+    caller = await driver(workspace)
     try:
         await lines(workspace / "started.txt", 1)  # "a" holds the worker's only slot
-        end = asyncio.get_running_loop().time() + WAIT
-        while True:  # "b" is claimed too (it waits on the worker)
-            async with SQLiteJournal(workspace / "journal.sqlite3", create=False) as reader:
-                states = {e.key.call_id: e.state for e in await reader.entries(session="s")}
-            if "b" in states:
-                break
-            assert asyncio.get_running_loop().time() < end, f"b never claimed: {states}"
-            await asyncio.sleep(0.05)
+        states = await claimed(workspace, 2)  # "b" is claimed too (it waits on the worker)
         assert states["b"] is CallState.QUEUED  # its tool never started
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        await driver.wait()
+        os.killpg(caller.pid, signal.SIGKILL)
+        await caller.wait()
     backend = RayBackend(SOURCE, workers=1, grace=WAIT)
     try:
         async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
@@ -353,3 +370,9 @@ def _alive(pid: int) -> bool:
 def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
     with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
         RayBackend(SOURCE, contexts_per_worker=0)
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan")])
+def test_the_wait_for_a_go_must_be_positive(ray_runtime: None, seconds: float) -> None:
+    with pytest.raises(ValueError, match="go_timeout must be > 0 seconds"):
+        RayBackend(SOURCE, go_timeout=seconds)

@@ -29,11 +29,12 @@ class StartHook(Protocol):
     `defers_start` (only when someone listens: a journal, or event listeners).
 
     When `gated`, the backend awaits the hook once the call has its place (a worker's
-    slot), just before its tool starts, and starts it only on None (the journal records
-    the call running first); a `ToolError` means: do not start it (the executor answers
-    the call with that error). The backend calls `started()` when the tool starts (for a
-    gated call: as its go is sent, the point from which it may run); a call the backend
-    was stopped from starting before then is let go of, not found interrupted."""
+    slot, and its thread for a sync tool), just before its tool starts, and starts it
+    only on None (the journal records the call running first); a `ToolError` means: do
+    not start it (the executor answers the call with that error). The backend calls
+    `started()` when the tool starts (for a gated call: as its go is sent, the point from
+    which it may run); a call the backend was stopped from starting before then is let
+    go of, not found interrupted."""
 
     @property
     def gated(self) -> bool: ...

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, PolicyViolation, ToolError
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, describe_exception
 from toolbridge.core.tool import Tool, ToolResult
-from toolbridge.core.work_start import reset_work_start, set_work_start
+from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.approval import ApprovalRequest, ApprovalRule, Approvals, arguments_digest
 from toolbridge.execution.hooks import ExecutorHook, before_call_verdict, overrides, safe_hook
 from toolbridge.execution.journaling import Journaling
@@ -405,13 +404,10 @@ class CallPath:
                     tool_name, call_id, prepared, time_limit, on_start=deferred
                 )
             else:  # the tool defers it: it asks through the call's context
-                work = _WorkStart(deferred, asyncio.get_running_loop())
-                token = set_work_start(work)
-                try:
+                loop = asyncio.get_running_loop()
+                ask = deferred.may_start if deferred.gated else None  # (listeners: no wait)
+                with AskedOnLoop(loop, ask, deferred.started):
                     invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
-                finally:
-                    work.stop()  # from now on its work may no longer start
-                    reset_work_start(token)
         if deferred.unrecorded is None:
             return invocation
         assert deferred.recording is not None
@@ -559,78 +555,12 @@ class _DeferredStart:
         self.recorded = self.unrecorded is None
         return self.unrecorded
 
+    async def may_start(self) -> bool:
+        """Whether a tool that asks for its start (`WorkStart`) may start: its start is
+        recorded."""
+        return await self() is None
+
     def started(self) -> None:
         if not self.went:  # once, even when a dead worker's call starts again elsewhere
             self.went = True
             self.start = self.path._started(self.batch, self.call)
-
-
-class _WorkStart:
-    """The `WorkStart` of a call whose tool defers its start (a worker thread), answered
-    once: no once the call's run ended (`stop`: stopped, timed out; work the executor let
-    go of as never started cannot start after all), else yes, and the start is said.
-
-    A call the journal marks running (`_DeferredStart.gated`) has the thread ask the loop
-    and wait: the loop records the start, and answers no if it could not (`_go`); a loop
-    that no longer runs (closed, or stopped and left) answers nothing, so the thread gives
-    up then: the call does not start. A call only listeners hear of costs the thread no
-    wait: it takes the answer itself and tells the loop, which gives `call_started` then,
-    or at `stop` if the outcome came first."""
-
-    __slots__ = ("answer", "deferred", "given", "going", "lock", "loop")
-
-    def __init__(self, deferred: _DeferredStart, loop: asyncio.AbstractEventLoop) -> None:
-        self.deferred, self.loop = deferred, loop
-        self.answer: bool | None = None  # None: not given yet
-        self.lock = threading.Lock()  # the thread and the loop may give it at once
-        # What a thread that asks the loop waits on.
-        self.given = threading.Event() if deferred.gated else None
-        self.going: asyncio.Task[None] | None = None  # `_go`, kept from the collector
-
-    def enter(self) -> bool:
-        given = self.given
-        if given is None:  # nothing to record: it starts unless its run ended
-            if not self._decide(True):
-                return False
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to hear
-                self.loop.call_soon_threadsafe(self.deferred.started)
-            return True
-        loop = self.loop
-        try:
-            loop.call_soon_threadsafe(self._ask)
-        except RuntimeError:  # the loop is closed: its run is over
-            return False
-        while not given.wait(_LOOP_LOOK):
-            if loop.is_closed() or not loop.is_running():  # left: nobody will answer
-                return self._decide(False)
-        return self.answer is True
-
-    def stop(self) -> bool:
-        if self._decide(False):  # it started: said before its outcome, whatever came first
-            self.deferred.started()
-            return True
-        return False
-
-    def _ask(self) -> None:
-        if self.answer is None:
-            self.going = self.loop.create_task(self._go())
-
-    async def _go(self) -> None:
-        try:  # stopped before this step: nothing to record; stopped meanwhile: no
-            if self.answer is None and await self.deferred() is None and self._decide(True):
-                self.deferred.started()
-        finally:  # even when this is cancelled: the thread waits for an answer
-            self._decide(False)
-
-    def _decide(self, answer: bool) -> bool:
-        """Give `answer` unless one was given: the answer."""
-        with self.lock:
-            if self.answer is None:
-                self.answer = answer
-                if self.given is not None:
-                    self.given.set()
-            return self.answer
-
-
-_LOOP_LOOK = 0.25
-"""Seconds between a waiting thread's looks at whether its loop still runs."""

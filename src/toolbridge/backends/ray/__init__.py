@@ -12,19 +12,23 @@ executors) go to each worker in one request; the worker streams back chunks of w
 finished, and the progress its calls reported, as it happens.
 
 A journaled call (the executor passes a gated `on_start`) waits on its worker, once it
-has a slot there, for the caller's go: the journal records it running first, so a call
-queued on a busy worker is still queued in the journal, one whose worker died before it
+has a slot there (and, for a sync tool, once one of the worker's threads starts it), for
+the caller's go: the journal records it running first, so a call queued on a busy worker
+is still queued in the journal, one whose worker died before it
 started goes to the next worker, and one whose run stopped before its go was sent is let
-go of (queued again). The executor hears when each call starts (its `call_started`).
+go of (queued again). A go that does not come within `go_timeout` (a caller that is
+gone) frees the slot: the call is dropped without starting. The executor hears when
+each call starts (its `call_started`).
 A worker keeps the registries of the contexts it used last (`contexts_per_worker`), not
 of every session it ever served.
 
 A call's time limit starts when it reaches the backend, so waiting for a worker counts,
 but not the journal's time to record its start (its clock stops meanwhile); the worker
-stops the call at the limit. A call that runs blocking code, or whose worker
-does not answer within `grace` seconds after the limit, has its worker killed and
-restarted. A call whose worker died is answered with a ``worker_lost`` error, after
-retries on a fresh worker when its tool is read-only or idempotent.
+stops the call at the limit. A call that runs blocking code (not one whose limit ended
+before its thread started it), or whose worker does not answer within `grace` seconds
+after the limit, has its worker killed and restarted. A call whose worker died is
+answered with a ``worker_lost`` error, after retries on a fresh worker when its tool is
+read-only or idempotent.
 
 The package, one job per module: `backend` (`RayBackend`: pools by resource shape, a
 call's entry, starting and closing), `dispatch` (the caller's side on one event loop:

@@ -18,7 +18,7 @@ from toolbridge.backends.ray.errors import _failed
 from toolbridge.backends.ray.pool import _RAY_KEYS, _Pool
 from toolbridge.backends.ray.source import ToolSource
 from toolbridge.backends.ray.wire import CONTROL, _Context
-from toolbridge.backends.ray.worker import _Worker
+from toolbridge.backends.ray.worker import GO_TIMEOUT, _Worker
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry
 from toolbridge.core.tool import Tool
 from toolbridge.execution.progress import current_progress_sink
@@ -36,7 +36,9 @@ class RayBackend:
     `max_calls_per_worker`: how many calls one worker runs at once (more wait there, within
     their limits). `start_timeout`: how long a call without a time limit waits for a worker
     to take it. `contexts_per_worker`: how many sessions' registries a worker keeps built
-    (the one used longest ago goes first).
+    (the one used longest ago goes first). `go_timeout`: how long a worker holds a slot
+    for a journaled call whose caller has not answered its ask to start it (a caller
+    that is gone); past it, the call is dropped without starting and its slot freed.
     """
 
     defers_start = True  # a call may wait on its worker: the journal hears when it starts
@@ -52,6 +54,7 @@ class RayBackend:
         retries: int = 2,
         grace: float = 1.0,
         start_timeout: float = 60.0,
+        go_timeout: float = GO_TIMEOUT,
         address: str | None = None,
     ) -> None:
         import ray
@@ -60,6 +63,12 @@ class RayBackend:
             raise ValueError(
                 f"contexts_per_worker must be >= 1, got {contexts_per_worker}: it is how many "
                 "sessions' tools a worker keeps built"
+            )
+        if not go_timeout > 0:
+            raise ValueError(
+                f"go_timeout must be > 0 seconds, got {go_timeout}: it is how long a worker "
+                "waits for a caller's go to start a journaled call (the default is "
+                f"{GO_TIMEOUT:g})"
             )
 
         if not ray.is_initialized():
@@ -72,6 +81,7 @@ class RayBackend:
         self.retries = retries
         self.grace = grace
         self.start_timeout = start_timeout
+        self.go_timeout = go_timeout
         self._remote = ray.remote(concurrency_groups={CONTROL: 2})(_Worker)  # type: ignore[call-overload]
         self._pools: dict[tuple[tuple[str, Any], ...], _Pool] = {}
         self._batches = itertools.count()
@@ -137,10 +147,8 @@ class RayBackend:
                 options["resources"] = custom
             size = self.workers_per_resource if resources else self.workers
             worker = self._remote.options(**options)
-            actors = [
-                worker.remote(self.source, self.max_calls_per_worker, self.contexts_per_worker)
-                for _ in range(size)
-            ]
+            made = (self.source, self.max_calls_per_worker, self.contexts_per_worker)
+            actors = [worker.remote(*made, self.go_timeout) for _ in range(size)]
             pool = self._pools[shape] = _Pool(actors, dict(resources))
         return pool
 

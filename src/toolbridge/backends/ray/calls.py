@@ -56,6 +56,11 @@ class _Stream:
 
 def _may_retry(call: _Pending) -> bool:
     """Whether a call of a dead worker may go to another: its tool is safe to run again,
-    or it never started (the journal heard of no start)."""
-    gated = call.on_start is not None and call.on_start.gated
-    return call.retryable or (gated and not call.started)
+    or it never started."""
+    return call.retryable or _never_started(call)
+
+
+def _never_started(call: _Pending) -> bool:
+    """Whether the call surely never started on its worker: gated, and its go never sent
+    (the journal heard of no start)."""
+    return call.on_start is not None and call.on_start.gated and not call.started

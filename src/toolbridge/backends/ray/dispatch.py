@@ -11,7 +11,7 @@ import itertools
 import logging
 from typing import Any, Protocol
 
-from toolbridge.backends.ray.calls import _may_retry, _Pending, _Stream
+from toolbridge.backends.ray.calls import _may_retry, _never_started, _Pending, _Stream
 from toolbridge.backends.ray.errors import (
     _cancelled,
     _failed,
@@ -25,6 +25,7 @@ from toolbridge.backends.ray.wire import (
     _FAILED,
     _PROGRESS,
     _STARTING,
+    _UNSTARTED,
     CONTROL,
     _Call,
     _invocation,
@@ -183,7 +184,8 @@ class _Dispatcher:
             task.add_done_callback(self.tasks.discard)
 
     async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
-        """Calls that have a slot on their worker: the journal records each running, then
+        """Calls their worker is about to start (they have a slot there, and a thread for a
+        sync tool): the journal records each running, then
         the worker hears in one message which may start. A call whose start cannot be
         recorded is answered here with the journal's error and never starts. The time the
         journal takes is not the calls': their clocks stop meanwhile, and the worker
@@ -253,11 +255,13 @@ class _Dispatcher:
                 except Exception:  # a listener's failure must not fail the call
                     logger.exception("progress sink %r failed", call.sink)
             return
-        if kind == _ANSWER:
+        if kind in (_ANSWER, _UNSTARTED):
             invocation = _invocation(payload)
             self._finish(call, invocation)
             error = invocation.error
-            if error is not None and error.kind is ErrorKind.TIMEOUT and _blocking(call.tool):
+            if error is None or error.kind is not ErrorKind.TIMEOUT or kind == _UNSTARTED:
+                return
+            if _blocking(call.tool):
                 # its thread runs on: only a new process stops it
                 self._restart(call.stream, "a blocking call outlived its time limit")
         elif kind == _FAILED:
@@ -345,7 +349,8 @@ class _Dispatcher:
 
     async def stop(self, call: _Pending) -> None:
         """The caller was cancelled: stop the call on its worker (kill the worker when the
-        call runs blocking code or does not stop within `grace`)."""
+        call runs blocking code, unless it never started, or does not stop within
+        `grace`)."""
         if call.answered:
             return
         if call.stream is None:
@@ -360,7 +365,7 @@ class _Dispatcher:
         call.waiter = asyncio.get_running_loop().create_future()
         self._cancel_soon(stream, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
-        if _blocking(call.tool) or not done:
+        if (_blocking(call.tool) and not _never_started(call)) or not done:
             if not done:
                 self._finish(call, _failed(_cancelled(call.tool.name)))
             self._restart(stream, "a cancelled call did not stop")

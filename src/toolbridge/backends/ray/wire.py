@@ -49,8 +49,9 @@ class _Context:
 class _Call(NamedTuple):
     """One call as it travels: the index of its context in the request, what to run, its
     limit (named in a timeout) and budget (what is left of it), whether the caller listens
-    to its progress, and whether its tool waits for the caller's go once it has a slot
-    (the journal records it running first)."""
+    to its progress, and whether its tool waits for the caller's go once it is about to
+    start (it has a slot, and a thread for a sync tool: the journal records it running
+    first)."""
 
     context: int
     name: str
@@ -72,9 +73,11 @@ class _Request(NamedTuple):
 
 
 # What a worker streams back, in chunks of (position in the request, kind, payload).
-# _STARTING: a gated call has its slot and waits for the caller's go; any other call
-# the caller is told of starts now.
-_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING = 0, 1, 2, 3, 4
+# _STARTING: a gated call is about to start (a slot, and a thread for a sync tool) and
+# waits for the caller's go; any other call the caller is told of starts now.
+# _UNSTARTED: an answer (a timeout) for a call whose tool never started: no thread of
+# its runs on, so a blocking tool's worker needs no new process.
+_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING, _UNSTARTED = 0, 1, 2, 3, 4, 5
 _Item = tuple[int, int, Any]
 
 

@@ -10,7 +10,7 @@ import functools
 import logging
 import os
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from toolbridge.backends.ray.source import ToolSource
@@ -20,6 +20,7 @@ from toolbridge.backends.ray.wire import (
     _FAILED,
     _PROGRESS,
     _STARTING,
+    _UNSTARTED,
     _Call,
     _Context,
     _Item,
@@ -30,6 +31,7 @@ from toolbridge.backends.ray.wire import (
 )
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.core.tool import ToolResult
+from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.progress import ToolProgress, set_progress_sink
 
 logger = logging.getLogger(__name__)
@@ -37,6 +39,13 @@ logger = logging.getLogger(__name__)
 MAX_PENDING_PROGRESS = 100
 """Progress reports of one call a worker keeps while the caller has not taken them: past
 that, the oldest give way (the caller sees the latest, in order)."""
+
+GO_TIMEOUT = 60.0
+"""Seconds a worker waits for the caller's go to start a journaled call (the default of
+`RayBackend`'s ``go_timeout``). A caller answers as soon as its journal has recorded the
+start, seconds at worst (SQLite gives up waiting for a lock after 10 s): no answer by then
+means the caller is gone (its event loop closed, the message lost), and the call, which
+never started, is dropped so that its slot is not held for ever."""
 
 
 class _Outbox:
@@ -71,8 +80,8 @@ class _Outbox:
         self.wake.set()
 
     def starting(self, position: int) -> None:
-        """A gated call has its slot: ask the caller whether it may start; any other the
-        caller is told of: it starts now."""
+        """A gated call is about to start (it has its slot, and a thread for a sync tool):
+        ask the caller whether it may; any other the caller is told of: it starts now."""
         self.starts.add(position)
         self.ready[position] = None
         self.wake.set()
@@ -102,10 +111,13 @@ class _Worker:
     last), runs requests of prepared calls on it, streaming back what they report and
     answer."""
 
-    def __init__(self, source: ToolSource, max_calls: int, max_contexts: int) -> None:
+    def __init__(
+        self, source: ToolSource, max_calls: int, max_contexts: int, go_timeout: float
+    ) -> None:
         self.source = source
         self.slots = asyncio.Semaphore(max_calls)  # calls running at once, whatever the requests
         self.max_contexts = max_contexts
+        self.go_timeout = go_timeout  # how long a gated call waits for its caller's go
         self.registries: OrderedDict[tuple[str, str, str], ToolRegistry] = OrderedDict()
         self.running: dict[int, dict[int, asyncio.Task[None]]] = {}
         self.gates: dict[tuple[int, int], asyncio.Future[float | None]] = {}  # the caller's go
@@ -211,37 +223,37 @@ class _Worker:
             loop = asyncio.get_running_loop()
             began = loop.time()
             waits = call.gated or self.slots.locked()  # the wait is in the budget
-            if self.slots.locked():  # a full worker
-                if not await self._slot(budget):
-                    outbox.answer(position, _ANSWER, _timed_out(call))
-                    return
-            else:
-                await self.slots.acquire()  # free: no wait
+            if not await self._slot(budget):
+                outbox.answer(position, _UNSTARTED, _timed_out(call))
+                return
             try:
+                go = _Go(self, batch, position, outbox, call) if call.gated else None
+                # A tool that defers its start (a sync tool, waiting for one of this worker's
+                # threads) asks for its go when a thread starts its work; any other now.
+                later = go if go is not None and tool.defers_start else None
                 recording = 0.0  # the caller's time to record the start: not the call's
-                if call.gated:  # the journal records it running before it starts
-                    go = await self._go(batch, position, outbox)
-                    if go is None:
-                        outbox.answer(position, _CANCELLED, None)  # the caller answered it
+                if go is not None and later is None:
+                    if not await go():
+                        outbox.answer(position, *go.refusal())
                         return
-                    recording = go
+                    recording = go.said or 0.0
                 if budget is not None and waits:
                     budget -= loop.time() - began - recording  # what waiting for a slot left
                     if budget <= 0:
-                        outbox.answer(position, _ANSWER, _timed_out(call))
+                        outbox.answer(position, _UNSTARTED, _timed_out(call))
                         return
                 if call.told:
                     outbox.starting(position)
-                invocation = await registry.run_prepared(
-                    PreparedCall(call.name, tool, call.arguments, None),
-                    call_id=call.call_id,
-                    time_limit=call.time_limit,
-                    budget=budget,
+                run = functools.partial(
+                    registry.run_prepared, PreparedCall(call.name, tool, call.arguments, None),
+                    call_id=call.call_id, time_limit=call.time_limit, budget=budget,
                     approved=True,
-                )
+                )  # fmt: skip
+                invocation = await (run() if later is None else _asked_in_thread(run, later))
             finally:
                 self.slots.release()
-            outbox.answer(position, _ANSWER, _wire(invocation))
+            answer = (_ANSWER, _wire(invocation)) if later is None else later.answer(invocation)
+            outbox.answer(position, *answer)
         except asyncio.CancelledError:
             outbox.answer(position, _CANCELLED, None)
             raise
@@ -254,7 +266,10 @@ class _Worker:
                 del self.in_use[key]
 
     async def _slot(self, budget: float | None) -> bool:
-        """Wait for a free slot within `budget`: whether one came."""
+        """Take a slot, waiting for one within `budget` on a full worker: whether one came."""
+        if not self.slots.locked():
+            await self.slots.acquire()  # free: no wait
+            return True
         try:
             async with asyncio.timeout(budget):
                 await self.slots.acquire()
@@ -262,16 +277,80 @@ class _Worker:
             return False
         return True
 
-    async def _go(self, batch: int, position: int, outbox: _Outbox) -> float | None:
-        """Ask the caller whether a gated call may start: its answer (see `go`). No limit
-        of its own: the caller's clock runs for the call and kills this worker past it."""
+
+class _Go:
+    """The caller's go for a gated call (the journal records it running before it starts),
+    asked once: when the call has its slot, or, for a tool that defers its start (a sync
+    tool), when one of the worker's threads starts its work. The wait has a limit of its
+    own (`go_timeout`): a caller that is gone would otherwise hold the slot for ever."""
+
+    __slots__ = ("batch", "call", "dropped", "no", "outbox", "position", "said", "went", "worker")
+
+    def __init__(
+        self, worker: _Worker, batch: int, position: int, outbox: _Outbox, call: _Call
+    ) -> None:
+        self.worker, self.batch, self.position, self.outbox = worker, batch, position, outbox
+        self.call = call
+        self.said: float | None = None  # the caller's answer (see `_Worker.go`)
+        self.no = False  # the caller said no, or nothing in time: the call never starts
+        self.dropped = False  # no answer within `go_timeout`
+        self.went = False  # the call's work started (`AskedOnLoop` let its thread run it)
+
+    def started(self) -> None:
+        self.went = True
+
+    async def __call__(self) -> bool:
+        """Ask the caller whether the call may start: whether it said yes in time."""
+        worker, key = self.worker, (self.batch, self.position)
         gate: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
-        self.gates[(batch, position)] = gate
-        outbox.starting(position)
+        worker.gates[key] = gate
+        self.outbox.starting(self.position)
         try:
-            return await gate
+            async with asyncio.timeout(worker.go_timeout):
+                self.said = await gate
+        except TimeoutError:
+            self.no = self.dropped = True
+            logger.warning(
+                "call %r (%s) had no go from its caller within %g s (go_timeout; is the "
+                "caller gone?): dropped without starting, its slot freed",
+                self.call.call_id, self.call.name, worker.go_timeout,
+            )  # fmt: skip
+            return False
         finally:
-            del self.gates[(batch, position)]
+            del worker.gates[key]
+        self.no = self.said is None
+        return not self.no
+
+    def answer(self, invocation: Invocation) -> tuple[int, Any]:
+        """What a call whose go its thread asks for answers once its run ended: why it
+        never started when it had no go; else its answer, marked as that of a call that
+        never started (no thread of its runs on) when no thread started its work."""
+        if self.no:
+            return self.refusal()
+        return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
+
+    def refusal(self) -> tuple[int, Any]:
+        """What a call that got no go answers: cancelled when its caller said no (it has
+        answered the call), else why the worker dropped it."""
+        if not self.dropped:
+            return _CANCELLED, None
+        return _FAILED, (
+            f"it had no go to start the call from its caller within {self.worker.go_timeout:g} "
+            "s (RayBackend's go_timeout), so it dropped the call, which never started"
+        )
+
+
+async def _asked_in_thread(run: Callable[[], Awaitable[Invocation]], go: _Go) -> Invocation:
+    """`run` a call whose tool defers its start (a sync tool): its go is asked by the
+    worker thread that starts its work (the same `WorkStart` as locally), so a call
+    waiting for a thread is still queued in its caller's journal."""
+    work = AskedOnLoop(asyncio.get_running_loop(), go, go.started)
+    try:
+        with work:
+            return await run()
+    finally:
+        if work.going is not None:  # its run ended: a go still awaited is not needed
+            work.going.cancel()
 
 
 def _timed_out(call: _Call) -> tuple[Any, ...]:
