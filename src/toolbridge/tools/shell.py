@@ -178,7 +178,6 @@ class ExecTool(Tool):
         "yield_time_ms, a command still running then keeps running as a session (its "
         "stdin open) that write_stdin polls, writes to or stops."
     )
-    exclusive = True
 
     def __init__(
         self,
@@ -340,13 +339,15 @@ class ExecTool(Tool):
                     "without yield_time_ms.",
                 )
             )
-        try:
+        try:  # its report is the session's first: a write_stdin on it waits for it
             await session.wait(yield_time_ms / 1000)
+            return self.session_report(session, self.config.max_output_bytes)
         except BaseException:  # cancelled before it could be reported: nobody can reach it
             session.stop()
             self.sessions.forget(session)
             raise
-        return self.session_report(session, self.config.max_output_bytes)
+        finally:
+            session.pass_turn(None)
 
     def session_report(self, session: ExecSession, max_chars: int) -> ToolResult:
         """The output of `session` since the last poll and its state, in text and metadata."""
@@ -511,7 +512,6 @@ class WriteStdinTool(Tool):
         "the output produced since the last poll, and whether it still runs or its exit "
         "code. Empty chars only polls; terminate=true kills it and everything it started."
     )
-    exclusive = True
     scopes = frozenset()  # built with its exec tool (`ExecTool.companions`), never on its own
 
     def __init__(self, exec_tool: ExecTool) -> None:
@@ -521,22 +521,23 @@ class WriteStdinTool(Tool):
 
     async def execute(self, **kwargs: Any) -> ToolResult:
         session_id: int = kwargs["session_id"]
-        session = self.exec_tool.sessions.get(_context_session(), session_id)
+        context = _context_session()
+        session = self.exec_tool.sessions.get(context, session_id)
         if session is None:
-            return _invalid(
-                f"there is no exec session {session_id} in this session (it ended and was "
-                "reported already, or it was never started here)",
-                "Call list_exec_sessions to see the running ones, or start the command "
-                "again with exec and yield_time_ms.",
-            )
+            return _unknown_session(session_id)
         max_chars: int = kwargs.get("max_output_chars", 10_000)
         if kwargs.get("terminate"):
-            session.stop()
-            await asyncio.shield(asyncio.to_thread(session.join))
-            return self.exec_tool.session_report(session, max_chars)
-        with session.in_use():
-            problem = await self._write_and_wait(session, kwargs)
-        result = self.exec_tool.session_report(session, max_chars)
+            session.stop()  # at once: a call waiting on it returns with its end meanwhile
+        # The calls on one session take turns; calls on others run meanwhile.
+        async with session.turn():
+            if self.exec_tool.sessions.get(context, session_id) is not session:
+                return _unknown_session(session_id)  # the call before reported its end
+            if kwargs.get("terminate"):
+                await asyncio.shield(asyncio.to_thread(session.join))
+                return self.exec_tool.session_report(session, max_chars)
+            with session.in_use():
+                problem = await self._write_and_wait(session, kwargs)
+            result = self.exec_tool.session_report(session, max_chars)
         if problem is not None:
             result.content = f"Note: {problem}.\n{result.text}"
         return result
@@ -680,6 +681,15 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return "unknown signal"
+
+
+def _unknown_session(session_id: int) -> ToolResult:
+    return _invalid(
+        f"there is no exec session {session_id} in this session (it ended and was "
+        "reported already, or it was never started here)",
+        "Call list_exec_sessions to see the running ones, or start the command "
+        "again with exec and yield_time_ms.",
+    )
 
 
 def _invalid(message: str, hint: str) -> ToolResult:
