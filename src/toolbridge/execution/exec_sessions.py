@@ -490,18 +490,30 @@ class ExecSessions:
     def release(self, owner: object) -> None:
         """End the exec sessions `owner`'s calls started, and the sandboxes its calls used
         that nothing else uses now (no exec session, no call running)."""
+        self._release(lambda s: s.matches(owner), lambda _, box: owner in box.owners)
+
+    def end_context(self, context: str) -> None:
+        """End the exec sessions of context session `context`, and its sandbox unless a
+        call still runs in it (the idle limit ends it then)."""
+        self._release(lambda s: s.context == context, lambda c, _: c == context)
+
+    def _release(
+        self,
+        sessions: Callable[[ExecSession], bool],
+        boxes: Callable[[str, SandboxSession], bool],
+    ) -> None:
         with self._lock:
-            ending = [s for s in self._sessions.values() if s.matches(owner)]
+            ending = [s for s in self._sessions.values() if sessions(s)]
         self._end(ending)
         with self._lock:
             busy = {s.context for s in self._sessions.values()}
             done = [
                 c
                 for c, box in self._boxes.items()
-                if owner in box.owners and c not in busy and not box.calls
+                if boxes(c, box) and c not in busy and not box.calls
             ]
-            boxes = [self._boxes.pop(c) for c in done]
-        for box in boxes:
+            closing = [self._boxes.pop(c) for c in done]
+        for box in closing:
             box.close()
 
     def close(self) -> None:

@@ -18,11 +18,13 @@ regular expression over the registry, as the agent's local search) and ``call_to
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
 import socket
 import typing
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -73,6 +75,10 @@ class _Output:
     schema: dict[str, Any]
     dump: Callable[[Any, ToolResult], Any]
 
+
+# The `_meta` key under which a client without an MCP session (the 2026 protocol) names
+# its context session: requests that send the same key share exec sessions and a sandbox.
+SESSION_META = "toolbridge/session"
 
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
@@ -260,14 +266,27 @@ class MCPToolServer:
         connection = getattr(session, "_connection", session)
         self._sessions[id(connection)] = (session, digest)
 
-    def _client_session(self, session: Any) -> str | None:
-        """The context session of the client behind `session`: the registry context's
-        session and the client's MCP session id (HTTP), or None (stdio: one client, and
-        stateless HTTP, where requests carry no client identity)."""
-        client = getattr(getattr(session, "_connection", None), "session_id", None)
-        if not isinstance(client, str) or not client:
-            return None
-        return f"{self.registry.context.session}/mcp-{client}"
+    def _client_session(self, ctx: Any) -> tuple[str | None, bool]:
+        """The context session of the client behind the request `ctx`, and whether it is
+        the request's own (ended once the request is answered):
+
+        - with an MCP session (stdio's one client; streamable HTTP's ``Mcp-Session-Id``):
+          the registry context's session (stdio), or one of the client's own (HTTP);
+        - HTTP without one (the 2026 protocol, stateless HTTP), where nothing in a request
+          tells its client apart: the key the client sends in ``_meta`` under
+          ``toolbridge/session``, or else a context session of the request's own.
+        """
+        base = self.registry.context.session
+        client = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
+        if isinstance(client, str) and client:
+            return f"{base}/mcp-{client}", False
+        if ctx.request is None:  # stdio (or in-process): the process serves one client
+            return None, False
+        key = (ctx.meta or {}).get(SESSION_META)
+        if isinstance(key, str) and key:
+            digest = hashlib.sha256(key.encode(errors="surrogatepass")).hexdigest()[:32]
+            return f"{base}/mcp-key-{digest}", False
+        return f"{base}/mcp-request-{uuid.uuid4().hex}", True
 
     def _definition(self, tool: Tool) -> mt.Tool:
         output = self._output(tool)
@@ -315,7 +334,8 @@ class MCPToolServer:
         relay = _ProgressRelay(ctx.session.report_progress)
         # Each client its own context session: none sees or drives another's exec
         # sessions or shares its sandbox (and its /tmp).
-        token = set_session(self._client_session(ctx.session))
+        session, own = self._client_session(ctx)
+        token = set_session(session)
         try:
             with progress_sink(relay):
                 outcome = (await self.executor.run([call]))[0]
@@ -331,6 +351,10 @@ class MCPToolServer:
                         outcome = (await self.executor.run([call]))[0]
         finally:
             reset_session(token)
+            if own:  # nobody can reach what it left running: end it
+                assert session is not None
+                for tool in list(self.registry):
+                    await tool.end_session(session)
         await relay.flush()
         return self._result(outcome)
 
