@@ -148,6 +148,7 @@ async def test_clients_of_the_2026_protocol_share_nothing_unless_they_send_one_k
             c, "exec", command=f"echo > /tmp/left-by-c; sleep {token}", yield_time_ms=0
         )
         assert "still running" in left, left
+        assert "has ended with its request" in left and "toolbridge/session" in left, left
         assert not _running(token)  # ended before the request was answered
         assert await call(c, "list_exec_sessions") == "No exec sessions."
         assert "No such file" in await call(c, "exec", command="cat /tmp/left-by-c")

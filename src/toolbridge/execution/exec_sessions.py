@@ -492,16 +492,16 @@ class ExecSessions:
         that nothing else uses now (no exec session, no call running)."""
         self._release(lambda s: s.matches(owner), lambda _, box: owner in box.owners)
 
-    def end_context(self, context: str) -> None:
+    def end_context(self, context: str) -> int:
         """End the exec sessions of context session `context`, and its sandbox unless a
-        call still runs in it (the idle limit ends it then)."""
-        self._release(lambda s: s.context == context, lambda c, _: c == context)
+        call still runs in it (the idle limit ends it then); how many sessions ended."""
+        return self._release(lambda s: s.context == context, lambda c, _: c == context)
 
     def _release(
         self,
         sessions: Callable[[ExecSession], bool],
         boxes: Callable[[str, SandboxSession], bool],
-    ) -> None:
+    ) -> int:
         with self._lock:
             ending = [s for s in self._sessions.values() if sessions(s)]
         self._end(ending)
@@ -515,6 +515,7 @@ class ExecSessions:
             closing = [self._boxes.pop(c) for c in done]
         for box in closing:
             box.close()
+        return len(ending)
 
     def close(self) -> None:
         """End every exec session and every sandbox (blocking, bounded)."""

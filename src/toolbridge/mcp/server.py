@@ -80,6 +80,13 @@ class _Output:
 # its context session: requests that send the same key share exec sessions and a sandbox.
 SESSION_META = "toolbridge/session"
 
+_ENDED_WITH_REQUEST = (
+    "Note: what this call left running has ended with its request: the client sent no "
+    f"{SESSION_META!r} key in the request's _meta, so the request had a session of its "
+    "own. To keep a command running across calls, the client sends the same key (a "
+    "random UUID it keeps) with each of them."
+)
+
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
 _CALL_SCHEMA: dict[str, Any] = {
@@ -336,6 +343,7 @@ class MCPToolServer:
         # sessions or shares its sandbox (and its /tmp).
         session, own = self._client_session(ctx)
         token = set_session(session)
+        ended = False
         try:
             with progress_sink(relay):
                 outcome = (await self.executor.run([call]))[0]
@@ -354,9 +362,12 @@ class MCPToolServer:
             if own:  # nobody can reach what it left running: end it
                 assert session is not None
                 for tool in list(self.registry):
-                    await tool.end_session(session)
+                    ended = await tool.end_session(session) or ended
         await relay.flush()
-        return self._result(outcome)
+        result = self._result(outcome)
+        if ended:
+            result.content.append(mt.TextContent(type="text", text=_ENDED_WITH_REQUEST))
+        return result
 
     async def _search(self, arguments: Mapping[str, Any]) -> mt.CallToolResult:
         """``search_tools``: the definitions of the best matches, as JSON text."""

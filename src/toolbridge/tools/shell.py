@@ -229,9 +229,10 @@ class ExecTool(Tool):
         """End the exec sessions the calls of `owner` (an executor) started."""
         await asyncio.shield(asyncio.to_thread(self.sessions.release, owner))
 
-    async def end_session(self, session: str) -> None:
-        """End the exec sessions and the sandbox of context session `session`."""
-        await asyncio.shield(asyncio.to_thread(self.sessions.end_context, session))
+    async def end_session(self, session: str) -> bool:
+        """End the exec sessions and the sandbox of context session `session`; whether
+        an exec session was left running."""
+        return bool(await asyncio.shield(asyncio.to_thread(self.sessions.end_context, session)))
 
     def close(self) -> None:
         """End every exec session and sandbox of this tool (blocking, bounded)."""
