@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
+
+from tests.journal.waiting import until
+from tests.tools_shell_web.test_exec_sessions import describe, gone, marker, running
 
 from toolbridge import ToolCallRequest, ToolContext, ToolRegistry
 from toolbridge.execution.executor import ToolExecutor
@@ -120,6 +124,41 @@ async def test_two_calls_on_one_session_take_turns_in_their_order(workspace: Pat
         ended = polling.result().result
         assert ended.metadata["running"] is False and ended.metadata["signal"] == 9, ended.text
         assert f"no exec session {session}" in stopped.result.text
+    finally:
+        await executor.aclose()
+        tool.close()
+
+
+async def test_a_call_cancelled_while_its_session_starts_leaves_nothing(workspace: Path) -> None:
+    # The session starts in a thread (with the context's first sandbox: bubblewrap starts
+    # first); a call cancelled meanwhile left it running, out of anyone's reach, holding
+    # the first turn on it.
+    tool = ExecTool(workspace, ExecConfig(sandbox="bwrap"), environ=ENV)
+    started = Started()
+    registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+    executor = ToolExecutor(registry, listeners=[started])
+    token = marker()
+    finished = threading.Event()
+    start = tool.sessions.start
+
+    def starting(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return start(*args, **kwargs)
+        finally:
+            finished.set()
+
+    tool.sessions.start = starting  # type: ignore[method-assign]
+    try:
+        call = asyncio.create_task(
+            one(executor, "start", "exec", command=f"sleep {token}", yield_time_ms=0)
+        )
+        await started.of("start").wait()
+        call.cancel()
+        await asyncio.wait([call])
+        # Once the start's thread is done, its session is ended and forgotten.
+        assert await asyncio.to_thread(finished.wait, 30)
+        await until(lambda: tool.sessions.listing("default") == [], "the session stays")
+        assert await gone(token), describe(running(token))
     finally:
         await executor.aclose()
         tool.close()

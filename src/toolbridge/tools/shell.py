@@ -323,8 +323,8 @@ class ExecTool(Tool):
         yield_time_ms: int,
     ) -> ToolResult:
         """Start `command` as an exec session; report it once it ends or `yield_time_ms` pass."""
-        try:
-            session = await asyncio.to_thread(
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(
                 self.sessions.start,
                 context,
                 current_call_owner(),
@@ -334,6 +334,12 @@ class ExecTool(Tool):
                 env=env,
                 home=home,
             )
+        )
+        try:
+            session = await asyncio.shield(starting)
+        except asyncio.CancelledError:  # it may start all the same: nobody could reach it
+            starting.add_done_callback(self._abandon)
+            raise
         except SessionLimit as exc:
             return ToolResult.error(
                 ToolError(
@@ -353,6 +359,13 @@ class ExecTool(Tool):
             raise
         finally:
             session.pass_turn(None)
+
+    def _abandon(self, starting: asyncio.Future[ExecSession]) -> None:
+        """End the session a cancelled call started (a thread started it meanwhile)."""
+        if not starting.cancelled() and starting.exception() is None:
+            session = starting.result()
+            session.stop()
+            self.sessions.forget(session)
 
     def session_report(self, session: ExecSession, max_chars: int) -> ToolResult:
         """The output of `session` since the last poll and its state, in text and metadata."""
