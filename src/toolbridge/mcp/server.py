@@ -277,11 +277,11 @@ class MCPToolServer:
         """The context session of the client behind the request `ctx`, and whether it is
         the request's own (ended once the request is answered):
 
-        - with an MCP session (stdio's one client; streamable HTTP's ``Mcp-Session-Id``):
-          the registry context's session (stdio), or one of the client's own (HTTP);
-        - HTTP without one (the 2026 protocol, stateless HTTP), where nothing in a request
-          tells its client apart: the key the client sends in ``_meta`` under
-          ``toolbridge/session``, or else a context session of the request's own.
+        - streamable HTTP with an MCP session (``Mcp-Session-Id``): the client's own;
+        - stdio: the registry context's (the process serves one client);
+        - HTTP without a session (the 2026 protocol), where nothing in a request tells
+          its client apart: the one of the key the client sends in ``_meta`` under
+          ``toolbridge/session``, or else one of the request's own.
         """
         base = self.registry.context.session
         client = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
