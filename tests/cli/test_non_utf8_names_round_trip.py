@@ -1,6 +1,7 @@
 """A model shown a file whose name is not UTF-8 can open it: the agent's list_dir result
 shows the byte as ``\\xe9`` and read_file with that name reads the file (before, the
-model saw ``caf\\udce9.txt``, which named no file); ``call --json`` shows it the same way."""
+model saw ``caf\\udce9.txt``, which named no file); ``call --json`` shows it the same way,
+and so does exec's output (``ls``)."""
 
 from __future__ import annotations
 
@@ -48,5 +49,17 @@ def test_call_shows_the_name_as_the_model_sees_it(cli: Cli) -> None:
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["content"] == "caf\\xe9.txt  (8 B)"
     read = cli("call", "read_file", json.dumps({"path": "caf\\xe9.txt"}))
+    assert read.returncode == 0, read.stderr
+    assert "bonjour" in read.stdout
+
+
+def test_exec_shows_the_name_as_the_file_tools_do(cli: Cli) -> None:
+    # Its output was decoded with U+FFFD for the byte: the name seen named no file.
+    (Path(cli.workspace) / CAFE).write_text("bonjour\n")
+    listed = cli("call", "exec", json.dumps({"command": "ls"}), "--json")
+    assert listed.returncode == 0, listed.stderr
+    name = json.loads(listed.stdout)["content"].splitlines()[0]
+    assert name == "caf\\xe9.txt"
+    read = cli("call", "read_file", json.dumps({"path": name}))
     assert read.returncode == 0, read.stderr
     assert "bonjour" in read.stdout

@@ -2,7 +2,8 @@
 
 It lists a tool whose schema omits ``"type": "object"``, one whose schema is not an
 object schema, one that refers to a remote document, and one whose structured result
-does not match its own ``outputSchema``. Run as ``python quirky_server.py``.
+does not match its own ``outputSchema``, and one whose result has a lone surrogate in a
+key. Run as ``python quirky_server.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/a"}}},
     },
     {"name": "liar", "inputSchema": {"type": "object"}, "outputSchema": OUTPUT},
+    {"name": "lone_key", "inputSchema": {"type": "object"}},
 ]
+# A lossy content block (a resource link) whose _meta has a lone surrogate in a key and a
+# value: json.dumps writes each as the JSON escape "\udc80".
+LONE_KEY = {
+    "type": "resource_link",
+    "uri": "file:///lone",
+    "name": "lone",
+    "_meta": {"k\udc80": "v\udc80", "nested": [{"\udc80": 1}]},
+}
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +48,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
             "content": [{"type": "text", "text": '{"n": "x"}'}],
             "structuredContent": {"n": "x"},
         }
+    if method == "tools/call" and params["name"] == "lone_key":
+        return {"content": [{"type": "text", "text": "linked"}, LONE_KEY]}
     if method == "tools/call":
         n = params.get("arguments", {}).get("n")
         return {"content": [{"type": "text", "text": f"n={n!r}"}]}

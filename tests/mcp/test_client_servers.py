@@ -333,6 +333,20 @@ async def test_schemas_are_normalised_or_refused_and_output_is_checked(
         assert "structured content" in liar.result.text.lower()
 
 
+async def test_a_lone_surrogate_escape_from_a_server_is_read_as_text(workspace: Path) -> None:
+    # The SDK's JSON parser refuses "\udc80" (Python's reads it): it dropped the whole
+    # answer, and the call waited out its time limit. It is read now, each lone surrogate
+    # written as the six characters \udc80, in keys as in values.
+    registry = _registry(workspace)
+    quirky = {"command": sys.executable, "args": [str(Path(__file__).parent / "quirky_server.py")]}
+    async with MCPClient({"mcpServers": {"q": quirky}}, registry):
+        outcome = await _run(registry, "mcp_q_lone_key", {})
+        assert outcome.status is OutcomeStatus.OK, outcome.result.text
+        assert outcome.result.text == "linked\n[resource link: lone <file:///lone>]"
+        link = outcome.result.metadata[CONTENT_KEY][1]
+        assert link["_meta"] == {"k\\udc80": "v\\udc80", "nested": [{"\\udc80": 1}]}
+
+
 async def test_a_server_that_never_answers_times_out_at_connection(workspace: Path) -> None:
     registry = _registry(workspace)
     silent = {

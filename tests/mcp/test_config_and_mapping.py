@@ -217,6 +217,14 @@ def test_mcp_content_becomes_blocks_and_keeps_the_original() -> None:
     assert len(result.metadata[CONTENT_KEY]) == 5
 
 
+def test_a_lone_surrogate_in_a_key_of_lossy_content_is_kept_as_text() -> None:
+    # A server in this process can hand one over; dumped as JSON it became U+FFFD.
+    link = {"type": "resource_link", "uri": "file:///a", "name": "a", "_meta": {"k\udc80": 1}}
+    result = from_mcp_result(_result(content=[link]), server="s", tool="t")
+    assert result.metadata[CONTENT_KEY][0]["_meta"] == {"k\\udc80": 1}
+    assert to_mcp_content(result)[0].meta == {"k\\udc80": 1}  # served on as sent
+
+
 def test_structured_content_is_kept_as_json_once() -> None:
     value = {"temperature": 21}
     result = from_mcp_result(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import mcp_types as mt
 from mcp import Client
@@ -73,3 +76,81 @@ async def test_two_http_clients_never_see_or_drive_each_others_sessions(workspac
         assert "from-a" in _text(seen)
         ended = await a.call_tool("write_stdin", {"session_id": 1, "terminate": True})
         assert "Exit code:" in _text(ended)
+
+
+@asynccontextmanager
+async def _serve_process(parts: Any, workspace: Path) -> AsyncIterator[str]:
+    """`toolbridge mcp serve --http` as a real process; yields its URL."""
+    command = parts.toolbridge(workspace, "--http", "127.0.0.1:0")
+    process = await asyncio.create_subprocess_exec(
+        command["command"], *command["args"], stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        async with asyncio.timeout(60):
+            line = (await process.stderr.readline()).decode()
+        match = re.search(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", line)
+        assert match, line
+        yield match.group(1)
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def _running(token: str) -> bool:
+    """Whether a live process's command line holds `token`."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+async def test_clients_of_the_2026_protocol_share_nothing_unless_they_send_one_key(
+    parts: Any, workspace: Path
+) -> None:
+    # The 2026 protocol has no MCP session: a client's requests share a context session
+    # only through the key it sends in _meta; a request without one has its own.
+    async with _serve_process(parts, workspace) as url, AsyncExitStack() as stack:
+
+        async def client(key: str | None) -> tuple[Client, dict[str, Any] | None]:
+            http = await stack.enter_async_context(create_mcp_http_client())
+            transport = streamable_http_client(url, http_client=http)
+            opened = await stack.enter_async_context(Client(transport, mode="2026-07-28"))
+            return opened, None if key is None else {"toolbridge/session": key}
+
+        a, b = await client(uuid.uuid4().hex), await client(uuid.uuid4().hex)
+        c = await client(None)
+
+        async def call(who: tuple[Client, dict[str, Any] | None], name: str, **args: Any) -> str:
+            return _text(await who[0].call_tool(name, args, meta=who[1]))  # type: ignore[arg-type]
+
+        started = await call(
+            a, "exec", command="echo from-a > /tmp/left-by-a; cat", yield_time_ms=0
+        )
+        assert "still running: session_id 1" in started, started
+        assert await call(b, "list_exec_sessions") == "No exec sessions."
+        assert "there is no exec session 1" in await call(b, "write_stdin", session_id=1)
+        assert "No such file" in await call(b, "exec", command="cat /tmp/left-by-a")
+
+        # A's next requests, with its key, reach its session and its sandbox.
+        answer = await call(a, "write_stdin", session_id=1, chars="ping\n", wait_for="ping")
+        assert "ping" in answer and "still running" in answer, answer
+        assert "from-a" in await call(a, "exec", command="cat /tmp/left-by-a")
+
+        # Without a key, what a request leaves running ends with it.
+        token = f"{300 + uuid.uuid4().int % 100000 / 1000000:.6f}"
+        left = await call(
+            c, "exec", command=f"echo > /tmp/left-by-c; sleep {token}", yield_time_ms=0
+        )
+        assert "still running" in left, left
+        assert "has ended with its request" in left and "toolbridge/session" in left, left
+        assert not _running(token)  # ended before the request was answered
+        assert await call(c, "list_exec_sessions") == "No exec sessions."
+        assert "No such file" in await call(c, "exec", command="cat /tmp/left-by-c")
+        assert "No such file" in await call(a, "exec", command="cat /tmp/left-by-c")
+        assert "Exit code:" in await call(a, "write_stdin", session_id=1, terminate=True)

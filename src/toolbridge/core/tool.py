@@ -264,6 +264,12 @@ class Tool:
     async def release(self, owner: object) -> None:
         """End what the calls of `owner` (an executor) left running; its `aclose` calls this."""
 
+    async def end_session(self, session: str) -> bool:
+        """End what the calls of context session `session` left running; whether they had
+        left anything. An MCP server calls this when a request that had a context session
+        of its own is answered."""
+        return False
+
     def to_schema(self) -> dict[str, Any]:
         """The definition in OpenAI Chat Completions shape, as a fresh plain dict."""
         return {

@@ -12,6 +12,8 @@ toolbridge writes to, its output read continuously by a thread into a bounded bu
 It ends (its whole process tree killed) on terminate, on `ExecSessions.release` of the
 executor whose calls started it, on `ExecSessions.close`, after `idle_s` without a
 poll, or when this process exits (its channel and the server's socket close then).
+The calls on one exec session take turns (`ExecSession.turn`), in the order they came;
+calls on different sessions, and every other call, run beside them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 # Raw output kept to find a `wait_for` text in what arrived since the last poll.
 _WINDOW_BYTES = 65_536
+
+
+_Turn = tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]
 
 
 class SessionLimit(Exception):
@@ -107,6 +113,9 @@ class ExecSession:
         self._lock = threading.Lock()
         self._ended = threading.Event()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], bytes]] = []
+        # The calls waiting for their turn on it, the one whose turn it is first; None is
+        # the exec call that started it, whose report comes before any other call's.
+        self._turns: deque[_Turn | None] = deque([None])
         self._channel: socket.socket | None = None
         self._stdin: int | None = None
         self._thread: threading.Thread | None = None
@@ -250,6 +259,33 @@ class ExecSession:
                         await ready
                 finally:
                     loop.remove_writer(fd)
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Wait for this call's turn on the session (the calls before it have returned);
+        hold it for the `async with` block. A poll that interleaved with another would
+        take the other's output, or write in the middle of its wait."""
+        loop = asyncio.get_running_loop()
+        mine: _Turn = (loop, loop.create_future())
+        with self._lock:
+            self._turns.append(mine)
+            if self._turns[0] is mine:
+                mine[1].set_result(None)
+        try:
+            await mine[1]
+            yield
+        finally:
+            self.pass_turn(mine)
+
+    def pass_turn(self, turn: _Turn | None) -> None:
+        """Give up `turn` (None: the starting exec call's), or stop waiting for it; the
+        next call's turn comes when the one that had it gives it up."""
+        with self._lock:
+            first = self._turns[0] is turn
+            self._turns.remove(turn)
+            following = self._turns[0] if first and self._turns else None
+        if following is not None:
+            _wake(*following)
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
@@ -454,19 +490,32 @@ class ExecSessions:
     def release(self, owner: object) -> None:
         """End the exec sessions `owner`'s calls started, and the sandboxes its calls used
         that nothing else uses now (no exec session, no call running)."""
+        self._release(lambda s: s.matches(owner), lambda _, box: owner in box.owners)
+
+    def end_context(self, context: str) -> int:
+        """End the exec sessions of context session `context`, and its sandbox unless a
+        call still runs in it (the idle limit ends it then); how many sessions ended."""
+        return self._release(lambda s: s.context == context, lambda c, _: c == context)
+
+    def _release(
+        self,
+        sessions: Callable[[ExecSession], bool],
+        boxes: Callable[[str, SandboxSession], bool],
+    ) -> int:
         with self._lock:
-            ending = [s for s in self._sessions.values() if s.matches(owner)]
+            ending = [s for s in self._sessions.values() if sessions(s)]
         self._end(ending)
         with self._lock:
             busy = {s.context for s in self._sessions.values()}
             done = [
                 c
                 for c, box in self._boxes.items()
-                if owner in box.owners and c not in busy and not box.calls
+                if boxes(c, box) and c not in busy and not box.calls
             ]
-            boxes = [self._boxes.pop(c) for c in done]
-        for box in boxes:
+            closing = [self._boxes.pop(c) for c in done]
+        for box in closing:
             box.close()
+        return len(ending)
 
     def close(self) -> None:
         """End every exec session and every sandbox (blocking, bounded)."""

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolbridge.security.names import shown
 from toolbridge.security.terminal import strip_control_sequences
 
 __all__ = [
@@ -115,12 +116,18 @@ class OutputCapture:
         Head and tail are cleaned apart, so a sequence cut in two cannot swallow the note.
         """
         if not self.omitted:
-            return strip_control_sequences((self.head + self.tail).decode(errors="replace"))
+            return _text(self.head + self.tail)
         return (
-            strip_control_sequences(self.head.decode(errors="replace"))
+            _text(self.head)
             + f"\n[... output truncated: {self.omitted} bytes omitted ...]\n"
-            + strip_control_sequences(self.tail.decode(errors="replace"))
+            + _text(self.tail)
         )
+
+
+def _text(output: bytes | bytearray) -> str:
+    """`output` decoded, each byte that is not UTF-8 written ``\\xNN`` as the file tools
+    show a name's (U+FFFD hid which file `ls` listed), without control sequences."""
+    return shown(strip_control_sequences(output.decode(errors="surrogateescape")))
 
 
 @dataclass(frozen=True, slots=True)

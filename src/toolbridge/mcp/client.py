@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import warnings
@@ -32,6 +33,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
@@ -43,6 +45,7 @@ from toolbridge.mcp.config import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import from_mcp_result
 from toolbridge.mcp.names import local_names
 from toolbridge.mcp.schemas import input_schema, output_schema, tool_policy
+from toolbridge.mcp.sendable import sendable
 
 __all__ = ["MCPClient", "MCPConnection", "MCPServerStatus", "MCPTool", "MCPToolsChanged"]
 
@@ -618,8 +621,29 @@ async def _watch(
         yield _WatchedReadStream(read_stream, on_closed), write_stream
 
 
+def _readable(item: Any) -> Any:
+    """`item` as read from a transport, or the message the SDK refused only for a lone
+    surrogate escape (``"\\udc80"``, which its JSON parser refuses and Python's reads),
+    parsed with each lone surrogate written as text, as `sendable` does: the SDK dropped
+    the message, and the call it answered waited out its time limit."""
+    if not isinstance(item, ValidationError):
+        return item
+    errors = item.errors()
+    if len(errors) != 1 or errors[0]["type"] != "json_invalid":
+        return item
+    if "surrogate" not in errors[0]["msg"]:
+        return item
+    try:
+        value = json.loads(errors[0]["input"])
+        message = mt.jsonrpc_message_adapter.validate_python(sendable(value), by_name=False)
+    except ValueError:
+        return item
+    return SessionMessage(message)
+
+
 class _WatchedReadStream:
-    """A read stream that reports its end of stream (the server went away)."""
+    """A read stream that reports its end of stream (the server went away), and reads
+    the messages with a lone surrogate the SDK refuses (`_readable`)."""
 
     def __init__(self, inner: Any, on_closed: Callable[[], None]) -> None:
         self._inner = inner
@@ -631,7 +655,7 @@ class _WatchedReadStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            return _readable(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._on_closed()
             raise
@@ -644,7 +668,7 @@ class _WatchedReadStream:
 
     async def __anext__(self) -> Any:
         try:
-            return await self._inner.__anext__()
+            return _readable(await self._inner.__anext__())
         except (StopAsyncIteration, anyio.ClosedResourceError):
             self._on_closed()
             raise

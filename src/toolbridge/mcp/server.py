@@ -18,11 +18,13 @@ regular expression over the registry, as the agent's local search) and ``call_to
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
 import socket
 import typing
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -73,6 +75,17 @@ class _Output:
     schema: dict[str, Any]
     dump: Callable[[Any, ToolResult], Any]
 
+
+# The `_meta` key under which a client without an MCP session (the 2026 protocol) names
+# its context session: requests that send the same key share exec sessions and a sandbox.
+SESSION_META = "toolbridge/session"
+
+_ENDED_WITH_REQUEST = (
+    "Note: what this call left running has ended with its request: the client sent no "
+    f"{SESSION_META!r} key in the request's _meta, so the request had a session of its "
+    "own. To keep a command running across calls, the client sends the same key (a "
+    "random UUID it keeps) with each of them."
+)
 
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
@@ -260,14 +273,27 @@ class MCPToolServer:
         connection = getattr(session, "_connection", session)
         self._sessions[id(connection)] = (session, digest)
 
-    def _client_session(self, session: Any) -> str | None:
-        """The context session of the client behind `session`: the registry context's
-        session and the client's MCP session id (HTTP), or None (stdio: one client, and
-        stateless HTTP, where requests carry no client identity)."""
-        client = getattr(getattr(session, "_connection", None), "session_id", None)
-        if not isinstance(client, str) or not client:
-            return None
-        return f"{self.registry.context.session}/mcp-{client}"
+    def _client_session(self, ctx: Any) -> tuple[str | None, bool]:
+        """The context session of the client behind the request `ctx`, and whether it is
+        the request's own (ended once the request is answered):
+
+        - streamable HTTP with an MCP session (``Mcp-Session-Id``): the client's own;
+        - stdio: the registry context's (the process serves one client);
+        - HTTP without a session (the 2026 protocol), where nothing in a request tells
+          its client apart: the one of the key the client sends in ``_meta`` under
+          ``toolbridge/session``, or else one of the request's own.
+        """
+        base = self.registry.context.session
+        client = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
+        if isinstance(client, str) and client:
+            return f"{base}/mcp-{client}", False
+        if ctx.request is None:  # stdio (or in-process): the process serves one client
+            return None, False
+        key = (ctx.meta or {}).get(SESSION_META)
+        if isinstance(key, str) and key:
+            digest = hashlib.sha256(key.encode(errors="surrogatepass")).hexdigest()[:32]
+            return f"{base}/mcp-key-{digest}", False
+        return f"{base}/mcp-request-{uuid.uuid4().hex}", True
 
     def _definition(self, tool: Tool) -> mt.Tool:
         output = self._output(tool)
@@ -315,7 +341,9 @@ class MCPToolServer:
         relay = _ProgressRelay(ctx.session.report_progress)
         # Each client its own context session: none sees or drives another's exec
         # sessions or shares its sandbox (and its /tmp).
-        token = set_session(self._client_session(ctx.session))
+        session, own = self._client_session(ctx)
+        token = set_session(session)
+        ended = False
         try:
             with progress_sink(relay):
                 outcome = (await self.executor.run([call]))[0]
@@ -331,8 +359,15 @@ class MCPToolServer:
                         outcome = (await self.executor.run([call]))[0]
         finally:
             reset_session(token)
+            if own:  # nobody can reach what it left running: end it
+                assert session is not None
+                for tool in list(self.registry):
+                    ended = await tool.end_session(session) or ended
         await relay.flush()
-        return self._result(outcome)
+        result = self._result(outcome)
+        if ended:
+            result.content.append(mt.TextContent(type="text", text=_ENDED_WITH_REQUEST))
+        return result
 
     async def _search(self, arguments: Mapping[str, Any]) -> mt.CallToolResult:
         """``search_tools``: the definitions of the best matches, as JSON text."""

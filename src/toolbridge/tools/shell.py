@@ -178,7 +178,6 @@ class ExecTool(Tool):
         "yield_time_ms, a command still running then keeps running as a session (its "
         "stdin open) that write_stdin polls, writes to or stops."
     )
-    exclusive = True
 
     def __init__(
         self,
@@ -229,6 +228,11 @@ class ExecTool(Tool):
     async def release(self, owner: object) -> None:
         """End the exec sessions the calls of `owner` (an executor) started."""
         await asyncio.shield(asyncio.to_thread(self.sessions.release, owner))
+
+    async def end_session(self, session: str) -> bool:
+        """End the exec sessions and the sandbox of context session `session`; whether
+        an exec session was left running."""
+        return bool(await asyncio.shield(asyncio.to_thread(self.sessions.end_context, session)))
 
     def close(self) -> None:
         """End every exec session and sandbox of this tool (blocking, bounded)."""
@@ -319,8 +323,8 @@ class ExecTool(Tool):
         yield_time_ms: int,
     ) -> ToolResult:
         """Start `command` as an exec session; report it once it ends or `yield_time_ms` pass."""
-        try:
-            session = await asyncio.to_thread(
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(
                 self.sessions.start,
                 context,
                 current_call_owner(),
@@ -330,6 +334,12 @@ class ExecTool(Tool):
                 env=env,
                 home=home,
             )
+        )
+        try:
+            session = await asyncio.shield(starting)
+        except asyncio.CancelledError:  # it may start all the same: nobody could reach it
+            starting.add_done_callback(self._abandon)
+            raise
         except SessionLimit as exc:
             return ToolResult.error(
                 ToolError(
@@ -340,13 +350,22 @@ class ExecTool(Tool):
                     "without yield_time_ms.",
                 )
             )
-        try:
+        try:  # its report is the session's first: a write_stdin on it waits for it
             await session.wait(yield_time_ms / 1000)
+            return self.session_report(session, self.config.max_output_bytes)
         except BaseException:  # cancelled before it could be reported: nobody can reach it
             session.stop()
             self.sessions.forget(session)
             raise
-        return self.session_report(session, self.config.max_output_bytes)
+        finally:
+            session.pass_turn(None)
+
+    def _abandon(self, starting: asyncio.Future[ExecSession]) -> None:
+        """End the session a cancelled call started (a thread started it meanwhile)."""
+        if not starting.cancelled() and starting.exception() is None:
+            session = starting.result()
+            session.stop()
+            self.sessions.forget(session)
 
     def session_report(self, session: ExecSession, max_chars: int) -> ToolResult:
         """The output of `session` since the last poll and its state, in text and metadata."""
@@ -511,7 +530,6 @@ class WriteStdinTool(Tool):
         "the output produced since the last poll, and whether it still runs or its exit "
         "code. Empty chars only polls; terminate=true kills it and everything it started."
     )
-    exclusive = True
     scopes = frozenset()  # built with its exec tool (`ExecTool.companions`), never on its own
 
     def __init__(self, exec_tool: ExecTool) -> None:
@@ -521,22 +539,23 @@ class WriteStdinTool(Tool):
 
     async def execute(self, **kwargs: Any) -> ToolResult:
         session_id: int = kwargs["session_id"]
-        session = self.exec_tool.sessions.get(_context_session(), session_id)
+        context = _context_session()
+        session = self.exec_tool.sessions.get(context, session_id)
         if session is None:
-            return _invalid(
-                f"there is no exec session {session_id} in this session (it ended and was "
-                "reported already, or it was never started here)",
-                "Call list_exec_sessions to see the running ones, or start the command "
-                "again with exec and yield_time_ms.",
-            )
+            return _unknown_session(session_id)
         max_chars: int = kwargs.get("max_output_chars", 10_000)
         if kwargs.get("terminate"):
-            session.stop()
-            await asyncio.shield(asyncio.to_thread(session.join))
-            return self.exec_tool.session_report(session, max_chars)
-        with session.in_use():
-            problem = await self._write_and_wait(session, kwargs)
-        result = self.exec_tool.session_report(session, max_chars)
+            session.stop()  # at once: a call waiting on it returns with its end meanwhile
+        # The calls on one session take turns; calls on others run meanwhile.
+        async with session.turn():
+            if self.exec_tool.sessions.get(context, session_id) is not session:
+                return _unknown_session(session_id)  # the call before reported its end
+            if kwargs.get("terminate"):
+                await asyncio.shield(asyncio.to_thread(session.join))
+                return self.exec_tool.session_report(session, max_chars)
+            with session.in_use():
+                problem = await self._write_and_wait(session, kwargs)
+            result = self.exec_tool.session_report(session, max_chars)
         if problem is not None:
             result.content = f"Note: {problem}.\n{result.text}"
         return result
@@ -680,6 +699,15 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return "unknown signal"
+
+
+def _unknown_session(session_id: int) -> ToolResult:
+    return _invalid(
+        f"there is no exec session {session_id} in this session (it ended and was "
+        "reported already, or it was never started here)",
+        "Call list_exec_sessions to see the running ones, or start the command "
+        "again with exec and yield_time_ms.",
+    )
 
 
 def _invalid(message: str, hint: str) -> ToolResult:
