@@ -150,7 +150,7 @@ async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_s
         (workspace / "release").write_text("go")
         [released] = await asyncio.wait_for(held, WAIT)
         entry = {e.key.call_id: e for e in await journal.entries(session="t")}["q"]
-    assert late.result.text == timeout_error("limited_sync", 0.5).render()
+    assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
     assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
     [started] = _lines(workspace / "started.txt")
     assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed

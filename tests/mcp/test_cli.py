@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +12,12 @@ import mcp_types as mt
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from tests.mcp.http_process import served_over_http
 
 
 async def test_serve_http_with_a_token(parts: Any, workspace: Path) -> None:
     (workspace / "hello.txt").write_text("hello\n")
-    command = parts.toolbridge(workspace, "--http", "127.0.0.1:0", "--token", "t0k3n")
-    process = await asyncio.create_subprocess_exec(
-        command["command"], *command["args"], stderr=asyncio.subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        async with asyncio.timeout(60):
-            line = (await process.stderr.readline()).decode()
-        match = re.search(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert match, line
-        url = match.group(1)
+    async with served_over_http(parts, workspace, "--token", "t0k3n") as url:
         async with httpx.AsyncClient() as http:
             assert (await http.post(url, json={})).status_code == 401
         headers = {"Authorization": "Bearer t0k3n"}
@@ -39,9 +29,6 @@ async def test_serve_http_with_a_token(parts: Any, workspace: Path) -> None:
             assert not result.is_error
             assert isinstance(result.content[0], mt.TextContent)
             assert "hello" in result.content[0].text
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 async def test_servers_command_lists_tools_and_failures(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -16,6 +15,7 @@ import mcp_types as mt
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from tests.mcp.http_process import served_over_http
 
 from toolbridge import ToolContext, ToolRegistry
 from toolbridge.mcp import MCPToolServer
@@ -78,25 +78,6 @@ async def test_two_http_clients_never_see_or_drive_each_others_sessions(workspac
         assert "Exit code:" in _text(ended)
 
 
-@asynccontextmanager
-async def _serve_process(parts: Any, workspace: Path) -> AsyncIterator[str]:
-    """`toolbridge mcp serve --http` as a real process; yields its URL."""
-    command = parts.toolbridge(workspace, "--http", "127.0.0.1:0")
-    process = await asyncio.create_subprocess_exec(
-        command["command"], *command["args"], stderr=asyncio.subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        async with asyncio.timeout(60):
-            line = (await process.stderr.readline()).decode()
-        match = re.search(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert match, line
-        yield match.group(1)
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 def _running(token: str) -> bool:
     """Whether a live process's command line holds `token`."""
     for entry in Path("/proc").iterdir():
@@ -115,7 +96,7 @@ async def test_clients_of_the_2026_protocol_share_nothing_unless_they_send_one_k
 ) -> None:
     # The 2026 protocol has no MCP session: a client's requests share a context session
     # only through the key it sends in _meta; a request without one has its own.
-    async with _serve_process(parts, workspace) as url, AsyncExitStack() as stack:
+    async with served_over_http(parts, workspace) as url, AsyncExitStack() as stack:
 
         async def client(key: str | None) -> tuple[Client, dict[str, Any] | None]:
             http = await stack.enter_async_context(create_mcp_http_client())
