@@ -113,3 +113,55 @@ def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
     assert len(answers) == 1
     answer = answers[0]
     assert isinstance(answer, Claim) and answer.action is ClaimAction.RUN, answer
+
+
+def test_a_close_from_another_thread_never_loses_jobs_a_loop_took_to_hand_over(
+    workspace: Path,
+) -> None:
+    # A loop's `_gather` takes its jobs out of `_pending` (under the lock), then hands them
+    # over (outside it). A close from another thread in between found nothing pending,
+    # stopped the writer thread and returned; the jobs then went to a writer that no longer
+    # reads its queue, and their callers waited for ever. Now they are answered: closed.
+    journal = SQLiteJournal(workspace / "j.sqlite3")
+    taken, go_on = threading.Event(), threading.Event()
+    answers: list[object] = []
+
+    def hold_the_hand_over(frame: FrameType, event: str, arg: object) -> object:
+        if (
+            not taken.is_set()
+            and event == "line"
+            and frame.f_code.co_name == "_gather"
+            and linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            == "if rest is None:"
+        ):
+            taken.set()
+            go_on.wait(LIMIT)
+        return hold_the_hand_over
+
+    def claim() -> None:
+        sys.settrace(hold_the_hand_over)
+
+        async def claiming() -> object:
+            try:
+                return await asyncio.wait_for(journal.claim(CallKey("s", "c", "h"), "t", {}), 5)
+            except BaseException as exc:
+                return exc
+
+        try:
+            answers.append(asyncio.run(claiming()))
+        finally:
+            sys.settrace(None)
+
+    claimer = threading.Thread(target=claim)
+    claimer.start()
+    assert taken.wait(LIMIT), "the loop never took its jobs to hand them over"
+    closer = threading.Thread(target=lambda: asyncio.run(journal.close()))
+    closer.start()
+    closer.join(LIMIT)  # nothing pending: the close ends while the jobs are in hand
+    go_on.set()
+    claimer.join(LIMIT)
+    assert not closer.is_alive()
+    assert len(answers) == 1
+    answer = answers[0]
+    assert not isinstance(answer, TimeoutError), "the claim was never answered"
+    assert isinstance(answer, Claim) or "closed" in str(answer), answer

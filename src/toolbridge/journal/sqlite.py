@@ -480,7 +480,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             heard = [job for job in jobs if not _unheard(job)]
             if heard:
                 self._hand_over(heard)
-        self._jobs.put(None)
+        self._stop_writer()
         await asyncio.to_thread(self._thread.join)
 
 

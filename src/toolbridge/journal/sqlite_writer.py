@@ -106,6 +106,9 @@ class GroupCommit:
         self._pending: dict[asyncio.AbstractEventLoop, list[Job]] = {}
         self._pending_lock = threading.Lock()
         self._closed = False
+        # The writer thread was told to stop (`_stop_writer`): what a loop still hands over
+        # (jobs it took before `close` took the rest) is answered closed, not queued behind it.
+        self._stopped = False
         self._checkpoint_asked = False  # a checkpoint is in the writer thread's queue
         # Per batch, on the writer thread: the rows its claims asked about, new rows to insert,
         # finished calls to store.
@@ -212,10 +215,24 @@ class GroupCommit:
             self._put(jobs)
 
     def _put(self, jobs: list[Job]) -> None:
-        """Hand `jobs` to the writer thread."""
-        with self._handed_lock:
-            self._handed += 1
-        self._jobs.put(jobs)
+        """Hand `jobs` to the writer thread; once it was told to stop, answer them closed
+        (a loop in another thread took them from `_pending` before `close` took the rest,
+        and hands them over after: queued behind the stop, their callers would wait for
+        ever)."""
+        with self._pending_lock:
+            if not self._stopped:
+                with self._handed_lock:
+                    self._handed += 1
+                self._jobs.put(jobs)
+                return
+        closed = journal_closed(str(self.path))
+        self._answer([(job, False, closed) for job in jobs if job.future is not None])
+
+    def _stop_writer(self) -> None:
+        """Tell the writer thread to stop once it applied what it was handed."""
+        with self._pending_lock:
+            self._stopped = True
+            self._jobs.put(None)
 
     def _serve(self) -> None:
         while (first := self._jobs.get()) is not None:
