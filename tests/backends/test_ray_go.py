@@ -157,6 +157,34 @@ async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_s
     assert released.ok, released.result.text
 
 
+async def test_a_listened_sync_call_whose_limit_ends_while_it_waits_for_a_thread_spares_it(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    """With listeners and no journal, as locally: the call starts for its listeners when a
+    thread starts it, and one whose limit ended before that is told it never ran (the
+    text a local call gets), and its worker, where nothing of it runs, is spared."""
+    from toolbridge.core.registry import timeout_error
+    from toolbridge.execution.outcomes import EventType
+
+    holder = executor_for(workspace, one_thread)
+    held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
+    await lines(workspace / "started.txt", 1)
+    events: list[Any] = []
+    waiter = executor_for(workspace, one_thread, session="t", listeners=[events.append])
+    [late] = await asyncio.wait_for(
+        waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
+    )
+    [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
+    (workspace / "release").write_text("go")
+    [released] = await asyncio.wait_for(held, WAIT)
+    assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
+    starts = [e.call.id for e in events if e.type is EventType.CALL_STARTED]
+    assert starts == ["pid"]  # q never started
+    [started] = _lines(workspace / "started.txt")
+    assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
+    assert released.ok, released.result.text
+
+
 async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it(
     workspace: Path, one_thread: RayBackend
 ) -> None:

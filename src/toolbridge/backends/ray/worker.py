@@ -229,8 +229,9 @@ class _Worker:
             try:
                 go = _Go(self, batch, position, outbox, call) if call.gated else None
                 # A tool that defers its start (a sync tool, waiting for one of this worker's
-                # threads) asks for its go when a thread starts its work; any other now.
-                later = go if go is not None and tool.defers_start else None
+                # threads) asks for its go, or tells the caller it starts (listeners only),
+                # when a thread starts its work; any other now.
+                later = _asked_later(tool.defers_start, call, go, outbox, position)
                 recording = 0.0  # the caller's time to record the start: not the call's
                 if go is not None and later is None:
                     if not await go():
@@ -242,7 +243,7 @@ class _Worker:
                     if budget <= 0:
                         outbox.answer(position, _UNSTARTED, _timed_out(call))
                         return
-                if call.told:
+                if call.told and later is None:
                     outbox.starting(position)
                 run = functools.partial(
                     registry.run_prepared, PreparedCall(call.name, tool, call.arguments, None),
@@ -340,11 +341,48 @@ class _Go:
         )
 
 
-async def _asked_in_thread(run: Callable[[], Awaitable[Invocation]], go: _Go) -> Invocation:
-    """`run` a call whose tool defers its start (a sync tool): its go is asked by the
-    worker thread that starts its work (the same `WorkStart` as locally), so a call
-    waiting for a thread is still queued in its caller's journal."""
-    work = AskedOnLoop(asyncio.get_running_loop(), go, go.started)
+class _Told:
+    """A call whose caller only listens for its start (no journal), of a tool that defers
+    its start (a sync tool): the caller hears it start when one of the worker's threads
+    starts its work, as a local call's listeners do, and a call whose limit ended before
+    that answers as one that never started (its worker is spared, its text says so)."""
+
+    __slots__ = ("outbox", "position", "went")
+
+    def __init__(self, outbox: _Outbox, position: int) -> None:
+        self.outbox, self.position = outbox, position
+        self.went = False
+
+    def started(self) -> None:
+        if not self.went:  # once: the thread's word and the run's end may both say it
+            self.went = True
+            self.outbox.starting(self.position)
+
+    def answer(self, invocation: Invocation) -> tuple[int, Any]:
+        return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
+
+
+def _asked_later(
+    defers: bool, call: _Call, go: _Go | None, outbox: _Outbox, position: int
+) -> _Go | _Told | None:
+    """What a thread of a tool that `defers` its start asks, or tells, as it starts the
+    call's work: its go (journaled), its start (listeners only); None: nothing waits."""
+    if not defers:
+        return None
+    if go is not None:
+        return go
+    return _Told(outbox, position) if call.told else None
+
+
+async def _asked_in_thread(
+    run: Callable[[], Awaitable[Invocation]], later: _Go | _Told
+) -> Invocation:
+    """`run` a call whose tool defers its start (a sync tool): its go is asked (or, for a
+    caller that only listens, its start said) by the worker thread that starts its work
+    (the same `WorkStart` as locally), so a call waiting for a thread is still queued in
+    its caller's journal, and not yet started for its listeners."""
+    ask = later if isinstance(later, _Go) else None  # listeners only: no wait
+    work = AskedOnLoop(asyncio.get_running_loop(), ask, later.started)
     try:
         with work:
             return await run()
