@@ -162,3 +162,26 @@ async def test_a_call_cancelled_while_its_session_starts_leaves_nothing(workspac
     finally:
         await executor.aclose()
         tool.close()
+
+
+async def test_ending_a_context_session_forgets_its_numbering(workspace: Path) -> None:
+    # An MCP server ends a context session of its own per request without a key (the 2026
+    # protocol): each one's session numbering was kept for ever, one entry per request on
+    # a long-lived server.
+    from toolbridge.core.tool import reset_session, set_session
+
+    tool = ExecTool(workspace, ExecConfig(sandbox="none", unsandboxed="allow"), environ=ENV)
+    registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+    executor = ToolExecutor(registry)
+    try:
+        for n in range(3):
+            token = set_session(f"request-{n}")
+            try:
+                await open_session(executor, "sleep 30")
+            finally:
+                reset_session(token)
+            assert await tool.end_session(f"request-{n}")
+        assert not any(key.startswith("request-") for key in tool.sessions._next_id)
+    finally:
+        await executor.aclose()
+        tool.close()

@@ -494,8 +494,14 @@ class ExecSessions:
 
     def end_context(self, context: str) -> int:
         """End the exec sessions of context session `context`, and its sandbox unless a
-        call still runs in it (the idle limit ends it then); how many sessions ended."""
-        return self._release(lambda s: s.context == context, lambda c, _: c == context)
+        call still runs in it (the idle limit ends it then); how many sessions ended. Its
+        session numbering goes too: a context session ended this way (an MCP request's
+        own) is not used again, and one kept per request would grow without end."""
+        ended = self._release(lambda s: s.context == context, lambda c, _: c == context)
+        with self._lock:
+            if not any(s.context == context for s in self._sessions.values()):
+                self._next_id.pop(context, None)
+        return ended
 
     def _release(
         self,
