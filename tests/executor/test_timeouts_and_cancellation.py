@@ -256,3 +256,57 @@ async def test_a_tool_that_swallows_its_cancellation_still_times_out(
     [outcome] = await ToolExecutor(registry).run([ToolCallRequest("t", "stubborn", {})])
     assert outcome.kind is ErrorKind.TIMEOUT
     assert "finished anyway" not in outcome.result.text
+
+
+async def test_an_isolated_tool_starts_at_once_for_listeners_and_its_timeout_says_it_ran(
+    registry: ToolRegistry, blocking_module: ModuleType, tmp_path: Path
+) -> None:
+    # An isolated tool is a sync function tool, so it said it defers its start (waits for a
+    # worker thread), but it starts its child process at once and never asks: with a
+    # listener its call never "started", and its timeout told the model that nothing of
+    # it ran and that sending it again is safe, though the child ran until it was killed
+    # (with a journal, its row stayed queued: a crash or a stop let it run again unasked).
+    from toolbridge.core.registry import timeout_error
+    from toolbridge.execution.outcomes import EventType
+
+    pid_file = tmp_path / "worker.pid"
+    isolated = IsolatedFunctionTool(blocking_module.sleep_forever, timeout=10.0)
+    assert not isolated.defers_start
+    registry.register(isolated)
+    events: list[Any] = []
+    executor = ToolExecutor(registry, listeners=[events.append])
+    call = ToolCallRequest("t", "sleep_forever", {"pid_file": str(pid_file)})
+    running = asyncio.create_task(executor.run([call]))
+    pid = await _wait_for_pid(pid_file)
+    [outcome] = await running
+
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert outcome.result.text == timeout_error("sleep_forever", 10.0).render()
+    assert [e.type for e in events] == [EventType.CALL_STARTED, EventType.CALL_FINISHED]
+    assert _process_is_gone(pid)
+
+
+async def test_a_journaled_isolated_call_is_running_while_its_child_runs(
+    registry: ToolRegistry, blocking_module: ModuleType, tmp_path: Path
+) -> None:
+    # Claimed queued (it said it defers its start) and never asking for its running mark,
+    # its row stayed queued while the child ran: a crash or a stop then let the next run
+    # run it again as the same attempt, without asking anyone.
+    from toolbridge.journal import CallState, SQLiteJournal
+
+    pid_file = tmp_path / "worker.pid"
+    registry.register(IsolatedFunctionTool(blocking_module.sleep_forever, timeout=10.0))
+    async with SQLiteJournal(tmp_path / "journal.sqlite3") as journal:
+        executor = ToolExecutor(registry, journal=journal)
+        call = ToolCallRequest("t", "sleep_forever", {"pid_file": str(pid_file)})
+        running = asyncio.create_task(executor.run([call]))
+        try:
+            pid = await _wait_for_pid(pid_file)
+            [entry] = await journal.entries()
+            assert entry.state is CallState.RUNNING, entry.state
+        finally:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        [entry] = await journal.entries()
+    assert entry.state is CallState.INTERRUPTED or entry.state is CallState.RUNNING, entry
+    assert _process_is_gone(pid)

@@ -116,6 +116,14 @@ class IsolatedFunctionTool(FunctionTool):
                 "functions (async tools are cancelled on timeout already)"
             )
 
+    @property
+    def defers_start(self) -> bool:
+        # Its work starts at once, in a child process, not when a worker thread is free, and
+        # never asks the call's WorkStart: saying it defers would keep its journal row
+        # queued while it runs (run again unasked after a crash or a stop), keep its
+        # call_started from listeners, and make its timeout say that nothing of it ran.
+        return False
+
     async def execute(self, **kwargs: Any) -> Any:
         if self._context_param is not None:
             kwargs[self._context_param] = current_context()
