@@ -4,10 +4,10 @@ A sync function tool runs in a worker thread; with more calls than threads, a ca
 in the pool's queue after its `execute` began. Such a tool says so (`Tool.defers_start`)
 and, from where its work runs, asks the call's `WorkStart` just before the work starts.
 The executor installs one for the call when someone listens (a journal, event listeners),
-and a Ray worker for a call whose caller journals it: the call is marked running, and
-`call_started` comes, only then, so one that never left the queue is not taken for one
-that may have partly run, and one whose run ended first (stopped, timed out) never
-starts. `AskedOnLoop` is the one implementation: the answer is decided on an event loop.
+and a Ray worker for a call whose caller does (it journals it, or only listens): the call
+is marked running, and `call_started` comes, only then, so one that never left the queue
+is not taken for one that may have partly run, and one whose run ended first (stopped,
+timed out) never starts. `AskedOnLoop` is the one implementation: the answer is decided on an event loop.
 """
 
 from __future__ import annotations
