@@ -7,7 +7,8 @@ The executor installs one for the call when someone listens (a journal, event li
 and a Ray worker for a call whose caller does (it journals it, or only listens): the call
 is marked running, and `call_started` comes, only then, so one that never left the queue
 is not taken for one that may have partly run, and one whose run ended first (stopped,
-timed out) never starts. `AskedOnLoop` is the one implementation: the answer is decided on an event loop.
+timed out) never starts. `AskedOnLoop` is the one implementation: the answer is decided
+on an event loop.
 """
 
 from __future__ import annotations
