@@ -154,7 +154,10 @@ class CallPath:
                 elif batch.outcomes[store.index] is None:
                     batch.outcomes[store.index] = store.outcome
             if unstored:
-                await asyncio.shield(self._let_go_unstored(unstored))
+                assert self._journal is not None
+                await self._journal.recorder.while_stopping(
+                    self._let_go_unstored(unstored), [store.recording.key for store in unstored]
+                )
             raise
 
     async def _let_go_unstored(self, stores: list[_Store]) -> None:
@@ -237,7 +240,7 @@ class CallPath:
                             )
                         except BaseException:
                             if recording is not None and not deferred.went:  # never started
-                                await asyncio.shield(self._unclaim(recording))
+                                await self._let_go(recording, started=False)
                                 recording = None
                             raise
                         start = deferred.start
@@ -250,7 +253,7 @@ class CallPath:
                                 unrecorded = await self._start_recording(recording)
                             except BaseException:
                                 if recording is not None:  # stopped before its tool started
-                                    await asyncio.shield(self._unclaim(recording))
+                                    await self._let_go(recording, started=False)
                                     recording = None
                                 raise
                             start = self._started(batch, call)
@@ -287,7 +290,7 @@ class CallPath:
                 )
             except BaseException:
                 if recording is not None:  # stopped mid-way: it may have partly run
-                    await asyncio.shield(self._abandon(recording))
+                    await self._let_go(recording, started=True)
                 raise
             if recording is not None:
                 assert journal is not None
@@ -378,9 +381,14 @@ class CallPath:
         assert self._journal is not None
         return await self._journal.start(recording)
 
-    async def _unclaim(self, recording: Recording) -> None:
-        assert self._journal is not None
-        await self._journal.unclaim(recording)
+    async def _let_go(self, recording: Recording, *, started: bool) -> None:
+        """Let go of a stopped call in the journal: `started` (it may have partly run), it
+        is left interrupted, else queued again; waited for no longer than the journal's
+        bound (`CallRecorder.while_stopping`)."""
+        journal = self._journal
+        assert journal is not None
+        work = journal.abandon(recording) if started else journal.unclaim(recording)
+        await journal.recorder.while_stopping(work, [recording.key])
 
     async def _abandon(self, recording: Recording) -> None:
         assert self._journal is not None

@@ -166,7 +166,9 @@ class Journaling:
             await storing
         except asyncio.CancelledError:
             if storing.cancelled():
-                await asyncio.shield(self.recorder.unfinished(recording))
+                await self.recorder.while_stopping(
+                    self.recorder.unfinished(recording), [recording.key]
+                )
             raise
         except ToolbridgeError as exc:
             await self.recorder.unfinished(recording)

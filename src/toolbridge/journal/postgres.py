@@ -69,7 +69,8 @@ class PostgresJournal(BatchWriter, CallJournal):
     """A journal in a PostgreSQL database; open it with ``await PostgresJournal.connect(url)``."""
 
     close_limit: float = 10.0
-    """Seconds `close` waits for the server to answer what is left, before hanging up."""
+    """Seconds `close` waits for the server to answer what is left, before hanging up; and
+    a stopped run for each write it waits for (`CallRecorder.while_stopping`)."""
 
     def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
         super().__init__(conn, description=description, owner=owner)

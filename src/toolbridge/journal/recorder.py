@@ -15,7 +15,7 @@ import asyncio
 import base64
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import ErrorKind, ToolError
@@ -73,6 +73,7 @@ class CallRecorder:
         self.journal = journal
         self.session = session
         self.redact = redact
+        self._left: set[asyncio.Task[None]] = set()  # see `while_stopping`
 
     async def begin(
         self,
@@ -138,7 +139,7 @@ class CallRecorder:
             return error
         except asyncio.CancelledError:
             if taken:  # stopped mid-way: let go of it (it stays interrupted), then stop
-                await asyncio.shield(self._let_go(key))
+                await self.while_stopping(self._let_go(key), [key])
             raise
         except UnstorableKey as exc:
             if exc.part != "call id" or taken:  # the program's or the user's: not the model's
@@ -170,6 +171,31 @@ class CallRecorder:
             await self.journal.abandon(key)
         except JournalError as exc:
             logger.error("could not let go of call %r: %s", key.call_id, exc)
+
+    async def while_stopping(
+        self, work: Coroutine[Any, Any, None], keys: Iterable[CallKey]
+    ) -> None:
+        """Wait for `work`, what a stopped run writes about the calls `keys` (letting go of
+        them), shielded from the stop, but no longer than the journal's `close_limit`: past
+        it the wait ends and says at error what it left, and the caller's stop goes on
+        (`work` too, until the journal answers or closes). A second cancel ends it at once."""
+        task = asyncio.ensure_future(work)
+        self._left.add(task)
+        task.add_done_callback(self._left.discard)
+        limit = self.journal.close_limit
+        await asyncio.wait((task,), timeout=limit)
+        if task.done():
+            task.result()  # its failure, if any, as a shielded wait would raise it
+            return
+        logger.error(
+            "the journal did not answer within %g s while a run was stopped, so the stop went "
+            "on without its answer. Left as the journal has them until it answers or closes: "
+            "call %s (a call still queued runs again, a call started reads interrupted, once "
+            "this process lets go of it). Check that the journal's server is up and not "
+            "overloaded.",
+            limit,
+            ", ".join(repr(key.call_id) for key in keys),
+        )
 
     async def start(self, recording: Recording) -> ToolError | None:
         """Mark a queued recording running, just before its tool starts; the `ToolError` to
