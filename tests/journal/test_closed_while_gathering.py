@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from toolbridge.journal import CallKey, CallState, Claim, ClaimAction, SQLiteJournal
 
@@ -50,32 +51,19 @@ async def test_an_outcome_nobody_waits_for_is_still_stored_by_close(workspace: P
         assert entry.outcome == {"text": "done"}
 
 
-def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
-    workspace: Path,
-) -> None:
-    # A loop in one thread adds a claim to its jobs while `close` runs in another. Paused
-    # at the moment the job goes into its loop's list (a trace function holds it there),
-    # the claim used to go into a list `close` had already taken away: never handed over,
-    # its caller waited for ever. Now `close` waits for the job to be added, and answers it.
-    journal = SQLiteJournal(workspace / "j.sqlite3")
-    adding, add = threading.Event(), threading.Event()  # the loop thread is at the append
-    closing = threading.Event()  # `close` is about to take the jobs
-    answers: list[object] = []
+def _about_to_run(frame: FrameType, event: str, function: str, text: str) -> bool:
+    """Whether a traced `frame` is about to run a line of `function` starting with `text`."""
+    if event != "line" or frame.f_code.co_name != function:
+        return False
+    return linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip().startswith(text)
 
-    def at(frame: FrameType, event: str, function: str, text: str) -> bool:
-        """Whether `frame` is about to run a line of `function` that starts with `text`."""
-        if event != "line" or frame.f_code.co_name != function:
-            return False
-        return linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip().startswith(text)
 
-    def hold_the_append(frame: FrameType, event: str, arg: object) -> object:
-        if not adding.is_set() and at(frame, event, "_queue", "pending.append(job)"):
-            adding.set()
-            add.wait(LIMIT)
-        return hold_the_append
+def _claiming(journal: SQLiteJournal, tracer: Any, answers: list[object]) -> threading.Thread:
+    """A thread that claims a call on a loop of its own, traced by `tracer`; its answer, or
+    what it raised, goes to `answers`."""
 
     def claim() -> None:
-        sys.settrace(hold_the_append)
+        sys.settrace(tracer)
 
         async def claiming() -> object:
             try:
@@ -88,8 +76,29 @@ def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
         finally:
             sys.settrace(None)
 
+    return threading.Thread(target=claim)
+
+
+def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
+    workspace: Path,
+) -> None:
+    # A loop in one thread adds a claim to its jobs while `close` runs in another. Paused
+    # at the moment the job goes into its loop's list (a trace function holds it there),
+    # the claim used to go into a list `close` had already taken away: never handed over,
+    # its caller waited for ever. Now `close` waits for the job to be added, and answers it.
+    journal = SQLiteJournal(workspace / "j.sqlite3")
+    adding, add = threading.Event(), threading.Event()  # the loop thread is at the append
+    closing = threading.Event()  # `close` is about to take the jobs
+    answers: list[object] = []
+
+    def hold_the_append(frame: FrameType, event: str, arg: object) -> object:
+        if not adding.is_set() and _about_to_run(frame, event, "_queue", "pending.append(job)"):
+            adding.set()
+            add.wait(LIMIT)
+        return hold_the_append
+
     def see_the_take(frame: FrameType, event: str, arg: object) -> object:
-        if at(frame, event, "close", "with self._pending_lock:"):
+        if _about_to_run(frame, event, "close", "with self._pending_lock:"):
             closing.set()
         return see_the_take
 
@@ -100,7 +109,7 @@ def test_a_close_from_another_thread_never_loses_a_job_a_loop_is_adding(
         finally:
             sys.settrace(None)
 
-    claimer = threading.Thread(target=claim)
+    claimer = _claiming(journal, hold_the_append, answers)
     claimer.start()
     assert adding.wait(LIMIT), "the claim never reached its loop's jobs"
     closer = threading.Thread(target=close)
@@ -127,32 +136,12 @@ def test_a_close_from_another_thread_never_loses_jobs_a_loop_took_to_hand_over(
     answers: list[object] = []
 
     def hold_the_hand_over(frame: FrameType, event: str, arg: object) -> object:
-        if (
-            not taken.is_set()
-            and event == "line"
-            and frame.f_code.co_name == "_gather"
-            and linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            == "if rest is None:"
-        ):
+        if not taken.is_set() and _about_to_run(frame, event, "_gather", "if rest is None:"):
             taken.set()
             go_on.wait(LIMIT)
         return hold_the_hand_over
 
-    def claim() -> None:
-        sys.settrace(hold_the_hand_over)
-
-        async def claiming() -> object:
-            try:
-                return await asyncio.wait_for(journal.claim(CallKey("s", "c", "h"), "t", {}), 5)
-            except BaseException as exc:
-                return exc
-
-        try:
-            answers.append(asyncio.run(claiming()))
-        finally:
-            sys.settrace(None)
-
-    claimer = threading.Thread(target=claim)
+    claimer = _claiming(journal, hold_the_hand_over, answers)
     claimer.start()
     assert taken.wait(LIMIT), "the loop never took its jobs to hand them over"
     closer = threading.Thread(target=lambda: asyncio.run(journal.close()))
