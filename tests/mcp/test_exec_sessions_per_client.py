@@ -9,25 +9,40 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import mcp_types as mt
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.mcp.http_process import served_over_http
 
-from toolbridge import ToolContext, ToolRegistry
+from toolbridge import Tool, ToolContext, ToolRegistry
 from toolbridge.mcp import MCPToolServer
 from toolbridge.tools.shell import ExecConfig, ExecTool
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
 
 
+class _FailsToEndSessions(Tool):
+    """A tool whose `end_session` fails (a plugin's bug)."""
+
+    name = "fails_to_end_sessions"
+    description = "Does nothing; fails to end a context session."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def execute(self, **kwargs: Any) -> str:
+        return "nothing"
+
+    async def end_session(self, session: str) -> bool:
+        raise RuntimeError("a plugin's bug")
+
+
 @asynccontextmanager
-async def _served(workspace: Path) -> AsyncIterator[str]:
+async def _served(workspace: Path, *others: Tool) -> AsyncIterator[str]:
     tool = ExecTool(workspace, ExecConfig(sandbox="bwrap"), environ=ENV)
-    registry = ToolRegistry([tool, *tool.companions()], context=ToolContext(workspace))
+    registry = ToolRegistry([*others, tool, *tool.companions()], context=ToolContext(workspace))
     server = MCPToolServer(registry)
     bound: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(server.run_http("127.0.0.1", 0, ready=bound.set_result))
@@ -135,3 +150,21 @@ async def test_clients_of_the_2026_protocol_share_nothing_unless_they_send_one_k
         assert "No such file" in await call(c, "exec", command="cat /tmp/left-by-c")
         assert "No such file" in await call(a, "exec", command="cat /tmp/left-by-c")
         assert "Exit code:" in await call(a, "write_stdin", session_id=1, terminate=True)
+
+
+async def test_a_tool_failing_to_end_a_request_s_session_leaves_the_others_ending_theirs(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A keyless request's context session ends with it, in every tool. One tool failing at
+    # that (tried first) made its error the request's answer, and the exec command the
+    # request left was never ended.
+    async with _served(workspace, _FailsToEndSessions()) as url, AsyncExitStack() as stack:
+        http = await stack.enter_async_context(create_mcp_http_client())
+        transport = streamable_http_client(url, http_client=http)
+        client = await stack.enter_async_context(Client(transport, mode="2026-07-28"))
+        token = f"{300 + uuid.uuid4().int % 100000 / 1000000:.6f}"
+        left = await client.call_tool("exec", {"command": f"sleep {token}", "yield_time_ms": 0})
+        assert not left.is_error, _text(left)
+        assert "has ended with its request" in _text(left), _text(left)
+        assert not _running(token)
+    assert "could not end context session" in caplog.text

@@ -361,13 +361,24 @@ class MCPToolServer:
             reset_session(token)
             if own:  # nobody can reach what it left running: end it
                 assert session is not None
-                for tool in list(self.registry):
-                    ended = await tool.end_session(session) or ended
+                ended = await self._end_session(session)
         await relay.flush()
         result = self._result(outcome)
         if ended:
             result.content.append(mt.TextContent(type="text", text=_ENDED_WITH_REQUEST))
         return result
+
+    async def _end_session(self, session: str) -> bool:
+        """End what a request's own context session left running, in every tool: whether
+        any had. A tool failing at it is logged, and the others still end theirs (its
+        error would replace the request's answer, and leave their sessions running)."""
+        ended = False
+        for tool in list(self.registry):
+            try:
+                ended = await tool.end_session(session) or ended
+            except Exception:
+                logger.exception("tool %r could not end context session %r", tool.name, session)
+        return ended
 
     async def _search(self, arguments: Mapping[str, Any]) -> mt.CallToolResult:
         """``search_tools``: the definitions of the best matches, as JSON text."""
