@@ -113,7 +113,8 @@ async def test_two_calls_on_one_session_take_turns_in_their_order(workspace: Pat
         assert answer.splitlines()[0] == "late: nothing", answer
         assert (await second).result.text.splitlines()[0] == "two"
         # A terminate does not wait for a long poll: it ends the command, the poll returns
-        # with the end, and the terminate, after it, finds it reported already.
+        # with the end, and the terminate, after it, finds it reported already: it says so,
+        # not that there is no such session (an error, for a stop that worked).
         polling = asyncio.create_task(
             one(executor, "poll", "write_stdin", session_id=session, wait_for="never",
                 wait_timeout_ms=WAIT)
@@ -123,7 +124,8 @@ async def test_two_calls_on_one_session_take_turns_in_their_order(workspace: Pat
         assert polling.done()
         ended = polling.result().result
         assert ended.metadata["running"] is False and ended.metadata["signal"] == 9, ended.text
-        assert f"no exec session {session}" in stopped.result.text
+        assert stopped.ok, stopped.result.text
+        assert f"Exec session {session} was stopped" in stopped.result.text
     finally:
         await executor.aclose()
         tool.close()

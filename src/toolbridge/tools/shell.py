@@ -549,6 +549,11 @@ class WriteStdinTool(Tool):
         # The calls on one session take turns; calls on others run meanwhile.
         async with session.turn():
             if self.exec_tool.sessions.get(context, session_id) is not session:
+                if kwargs.get("terminate"):  # it ended, by this stop: not the model's mistake
+                    return ToolResult(
+                        f"Exec session {session_id} was stopped; the call that was waiting "
+                        "on it reported its end and output."
+                    )
                 return _unknown_session(session_id)  # the call before reported its end
             if kwargs.get("terminate"):
                 await asyncio.shield(asyncio.to_thread(session.join))
