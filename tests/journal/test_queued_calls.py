@@ -1,9 +1,11 @@
 """Queued and started calls across a SIGKILL: only a call whose tool started may come
-back interrupted; a call that was waiting for a slot runs on restart as attempt 1.
+back interrupted; a call that was waiting to start runs on restart as attempt 1.
 
-A real worker process (queued_worker.py) runs six concurrency-safe calls with
-max_concurrency=2 and tools that hang once started; it is killed while two run and four
-wait, on SQLite and on a real PostgreSQL server.
+A real worker process (queued_worker.py) runs a batch whose work blocks once started and
+is killed while some calls run and the others wait, on SQLite and on a real PostgreSQL
+server. They wait for a slot (six calls, max_concurrency=2), or, sync function tools on a
+one-thread pool, for the thread (four calls): such a call is claimed queued and its thread
+asks for the running mark before it runs the function.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from toolbridge.journal import CallState, open_journal
 
@@ -51,34 +55,40 @@ def export(target: str, cwd: Path) -> dict[str, str]:
     return {row["call_id"]: row["state"] for row in map(json.loads, done.stdout.splitlines())}
 
 
+@pytest.mark.parametrize(
+    ("waits_for", "calls", "slots"), [("slots", 6, 2), ("thread", 4, 1)], ids=["slots", "thread"]
+)
 def test_queued_calls_of_a_killed_process_run_as_first_attempts(
-    journal_target: str, tmp_path: Path
+    journal_target: str, tmp_path: Path, waits_for: str, calls: int, slots: int
 ) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     argv = [sys.executable, str(WORKER), str(workspace), journal_target]
-    worker = subprocess.Popen([*argv, "hang"], stdout=subprocess.PIPE, text=True)
+    worker = subprocess.Popen([*argv, "hang", waits_for], stdout=subprocess.PIPE, text=True)
     try:
-        first = wait_for_starts(workspace, 2, worker)
+        first = wait_for_starts(workspace, slots, worker)
         live = asyncio.run(states(journal_target))
-        # Two calls hold the two slots and run; the other four are claimed and wait.
-        assert sorted(state for state, _ in live.values()) == ["queued"] * 4 + ["running"] * 2
+        # The calls holding the slots (the thread) run; the others are claimed and wait.
+        waiting = ["queued"] * (calls - slots)
+        assert sorted(state for state, _ in live.values()) == waiting + ["running"] * slots
         assert {call for call, (state, _) in live.items() if state == "running"} == set(first)
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.communicate(timeout=LIMIT)
     assert started(workspace) == first  # nothing else started
 
-    # Read at once, before any run opens the journal: the owner's lock is gone, so the two
-    # that started are interrupted, and the four that waited are still queued.
+    # Read at once, before any run opens the journal: the owner's lock is gone, so the
+    # calls that started are interrupted, and those that waited are still queued.
     after_kill = asyncio.run(states(journal_target))
     assert {c for c, (s, _) in after_kill.items() if s is CallState.INTERRUPTED} == set(first)
-    assert [s for c, (s, _) in after_kill.items() if c not in first] == [CallState.QUEUED] * 4
+    assert [s for c, (s, _) in after_kill.items() if c not in first] == [CallState.QUEUED] * (
+        calls - slots
+    )
     exported = export(journal_target, tmp_path)
     assert exported == {call: state.value for call, (state, _) in after_kill.items()}
 
     rerun = subprocess.run(
-        [*argv, "run"], capture_output=True, text=True, timeout=LIMIT, check=False
+        [*argv, "run", waits_for], capture_output=True, text=True, timeout=LIMIT, check=False
     )
     assert rerun.returncode == 0, rerun.stderr
     outcomes = {row[0]: row[1:] for row in map(json.loads, rerun.stdout.splitlines())}
