@@ -27,9 +27,9 @@ from peer_toolbridge import build_registry
 from workloads import ADD_SCHEMA, SCHEDULE_SCHEMA, WORKLOADS
 
 from toolbridge.core.calls import decode_arguments
-from toolbridge.core.casting import _CastState
+from toolbridge.core.casting import CastState
 from toolbridge.core.jsondata import json_data_issues, leaves_look_plain, text_may_hide_problems
-from toolbridge.core.schema_issues import _capped, _castable, _render_errors
+from toolbridge.core.schema_issues import capped, castable, render_errors
 
 
 def steps() -> dict[str, Callable[[], Any]]:
@@ -57,7 +57,7 @@ def steps() -> dict[str, Callable[[], Any]]:
         "W1 prepare_call": lambda: registry.prepare_call("add", w1),
         "W1 . decode_arguments": lambda: decode_arguments(w1),
         "W1 . text_may_hide_problems": lambda: text_may_hide_problems(w1),
-        "W1 . cast pass": lambda: add.schema._caster(w1_args, (), _CastState()),
+        "W1 . cast pass": lambda: add.schema._caster(w1_args, (), CastState()),
         "W1 . is_valid (cast value)": lambda: add.schema._validator.is_valid({"a": 1, "b": 2}),
         "W1 run_prepared (add)": run_prepared,
         "(await of an empty coroutine)": run_nothing,
@@ -71,8 +71,8 @@ def steps() -> dict[str, Callable[[], Any]]:
         "W3 . iter_errors (jsonschema-rs)": lambda: list(
             itertools.islice(meeting.schema._validator.iter_errors(w3), 21)
         ),
-        "W3 . castable?": lambda: any(_castable(error) for error in errors),
-        "W3 . issues rendered": lambda: _capped(list(_render_errors(errors, set()))),
+        "W3 . castable?": lambda: any(castable(error) for error in errors),
+        "W3 . issues rendered": lambda: capped(list(render_errors(errors, set()))),
     }
 
 

@@ -1,7 +1,7 @@
 """The shortcuts of the call path answer exactly as the general steps they skip.
 
 - A scalar node's caster returns a value of its exact type at once and casts integer
-  text inline; the general steps (`_MATCHES`, then `_CONVERTS`) must give the same
+  text inline; the general steps (`MATCHES`, then `CONVERTS`) must give the same
   value, the same object, and the same repair log for every input.
 - A tool's pydantic conversion calls the compiled validator directly; it must convert
   and refuse exactly as `TypeAdapter.validate_python` does.
@@ -27,22 +27,22 @@ from typing_extensions import TypedDict
 
 from toolbridge import ToolRegistry, tool
 from toolbridge.core.calls import Location, Repair, RepairAction, format_path
-from toolbridge.core.casting import _CONVERTS, _MATCHES, _NOTHING, _CastState, _scalar_caster
+from toolbridge.core.casting import CONVERTS, MATCHES, NOTHING, CastState, scalar_caster
 from toolbridge.core.signature import _validate_python
 
-TYPES = sorted(_CONVERTS)
+TYPES = sorted(CONVERTS)
 
 
-def general_scalar(type_name: str, value: Any, location: Location, state: _CastState) -> Any:
+def general_scalar(type_name: str, value: Any, location: Location, state: CastState) -> Any:
     """A scalar node's cast as the general steps do it: does the value match the type
     (a float with an integral value is made an int), else can it be converted."""
-    if _MATCHES[type_name](value):
+    if MATCHES[type_name](value):
         if type_name == "integer" and type(value) is float:
             state.repairs.append(Repair(location, "cast", value, int(value)))
             return int(value)
         return value
-    new = _CONVERTS[type_name](value)
-    if new is _NOTHING:
+    new = CONVERTS[type_name](value)
+    if new is NOTHING:
         return value
     action: RepairAction = "decode_json" if type_name in ("object", "array") else "cast"
     state.repairs.append(Repair(location, action, value, new))
@@ -115,9 +115,9 @@ def _same_value(first: Any, second: Any) -> bool:
 @example("object", '{"a": 1}')
 @example("array", "[1]")
 def test_property_a_scalar_caster_answers_as_the_general_steps(type_name: str, value: Any) -> None:
-    fast_state, general_state = _CastState(), _CastState()
+    fast_state, general_state = CastState(), CastState()
     location: Location = ("key", 0)
-    fast = _scalar_caster(type_name)(value, location, fast_state)
+    fast = scalar_caster(type_name)(value, location, fast_state)
     general = general_scalar(type_name, value, location, general_state)
     assert _same_value(fast, general)
     assert (fast is value) == (general is value)
@@ -128,8 +128,8 @@ def test_property_a_scalar_caster_answers_as_the_general_steps(type_name: str, v
 
 
 def test_integer_text_is_cast_inline_with_its_repair() -> None:
-    state = _CastState()
-    assert _scalar_caster("integer")(" 60 ", ("minutes",), state) == 60
+    state = CastState()
+    assert scalar_caster("integer")(" 60 ", ("minutes",), state) == 60
     assert state.repairs == [Repair(("minutes",), "cast", " 60 ", 60)]
 
 

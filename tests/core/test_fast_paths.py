@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from toolbridge import ToolRegistry, tool
-from toolbridge.core.casting import _CastState
+from toolbridge.core.casting import CastState
 from toolbridge.core.jsondata import json_data_issues
 from toolbridge.core.schema import Checked, CompiledSchema
-from toolbridge.core.schema_issues import MAX_ISSUES, _capped, _castable, _render_errors
+from toolbridge.core.schema_issues import MAX_ISSUES, capped, castable, render_errors
 
 
 @tool
@@ -145,9 +145,9 @@ def general_check(compiled: CompiledSchema, value: Any) -> Checked:
         if validator.is_valid(value):
             return Checked(value, (), ())
         errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
-        if not any(_castable(error) for error in errors):
-            return Checked(value, (), _capped(list(_render_errors(errors, set()))))
-    state = _CastState()
+        if not any(castable(error) for error in errors):
+            return Checked(value, (), capped(list(render_errors(errors, set()))))
+    state = CastState()
     new = value if compiled._caster is None else compiled._caster(value, (), state)
     repairs = tuple(state.repairs)
     if not state.unknown_paths and validator.is_valid(new):
@@ -282,7 +282,7 @@ _HOSTILE_VALUES = st.recursive(
 def walked_check(compiled: CompiledSchema, value: Any) -> Checked:
     """The general order: the Python walk over every value first, then `check`."""
     if found := json_data_issues(value):
-        return Checked(value, (), _capped(found))
+        return Checked(value, (), capped(found))
     return compiled.check(value, plain=True)
 
 

@@ -25,15 +25,15 @@ from toolbridge.core.calls import (
     format_path,
 )
 from toolbridge.core.errors import ArgumentIssue
-from toolbridge.core.schema_issues import _UNKNOWN_KEY_OBJECTS, _unknown_keys_message
+from toolbridge.core.schema_issues import UNKNOWN_KEY_OBJECTS, unknown_keys_message
 
 __all__ = ["Caster"]
 
 
-class _CastState:
+class CastState:
     """What one cast pass collects: the repairs made and the objects with unknown keys.
 
-    Unknown keys are reported per object, for the first `_UNKNOWN_KEY_OBJECTS` objects;
+    Unknown keys are reported per object, for the first `UNKNOWN_KEY_OBJECTS` objects;
     `unknown_paths` holds every such object, so the validator does not report them again.
     """
 
@@ -47,22 +47,22 @@ class _CastState:
     def unknown_keys(self, keys: list[str], allowed: Sequence[str], location: Location) -> None:
         path = format_path(location)
         self.unknown_paths.append(path)
-        if len(self.unknown_paths) <= _UNKNOWN_KEY_OBJECTS:
-            self.issues.append(ArgumentIssue(path, _unknown_keys_message(keys, allowed)))
+        if len(self.unknown_paths) <= UNKNOWN_KEY_OBJECTS:
+            self.issues.append(ArgumentIssue(path, unknown_keys_message(keys, allowed)))
 
-    def absorb(self, other: _CastState) -> None:
+    def absorb(self, other: CastState) -> None:
         """Take over what a trial cast (of a union branch) found."""
         self.repairs.extend(other.repairs)
         for issue, path in zip(other.issues, other.unknown_paths, strict=False):
             self.unknown_paths.append(path)
-            if len(self.unknown_paths) <= _UNKNOWN_KEY_OBJECTS:
+            if len(self.unknown_paths) <= UNKNOWN_KEY_OBJECTS:
                 self.issues.append(issue)
         self.unknown_paths.extend(other.unknown_paths[len(other.issues) :])
 
 
-Caster = Callable[[Any, Location, _CastState], Any]
+Caster = Callable[[Any, Location, CastState], Any]
 
-_NOTHING: Any = object()
+NOTHING: Any = object()
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
 _NUMBER_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*\Z")
 _BOOL_TEXT = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
@@ -82,7 +82,7 @@ def _is_number(value: Any) -> bool:
     return cls is int or cls is float or (isinstance(value, int | float) and cls is not bool)
 
 
-_MATCHES: dict[str, Callable[[Any], bool]] = {
+MATCHES: dict[str, Callable[[Any], bool]] = {
     "string": lambda value: isinstance(value, str),
     "integer": _is_integer,
     "number": _is_number,
@@ -98,10 +98,10 @@ def _to_integer(value: Any) -> Any:
         try:
             return int(value)
         except ValueError:  # more digits than Python's int parser allows
-            return _NOTHING
+            return NOTHING
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    return _NOTHING
+    return NOTHING
 
 
 def _to_number(value: Any) -> Any:
@@ -112,9 +112,9 @@ def _to_number(value: Any) -> Any:
         # Lossless only: the float must read back as the same decimal value, so
         # "0.10000000000000000001" (which would become 0.1) stays text for the validator.
         if not math.isfinite(number) or not _same_decimal(number, value.strip()):
-            return _NOTHING
+            return NOTHING
         return number
-    return _NOTHING
+    return NOTHING
 
 
 def _same_decimal(number: float, text: str) -> bool:
@@ -128,21 +128,21 @@ def _same_decimal(number: float, text: str) -> bool:
 
 def _to_boolean(value: Any) -> Any:
     if isinstance(value, str):
-        return _BOOL_TEXT.get(value.strip().lower(), _NOTHING)
-    return _NOTHING
+        return _BOOL_TEXT.get(value.strip().lower(), NOTHING)
+    return NOTHING
 
 
 def _to_string(value: Any) -> Any:
     if isinstance(value, bool):
-        return _NOTHING
+        return NOTHING
     if isinstance(value, int):
         try:
             return str(value)
         except ValueError:  # more digits than Python converts to text
-            return _NOTHING
+            return NOTHING
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
-    return _NOTHING
+    return NOTHING
 
 
 def _json_text_to(expected: type) -> Callable[[Any], Any]:
@@ -150,17 +150,17 @@ def _json_text_to(expected: type) -> Callable[[Any], Any]:
 
     def convert(value: Any) -> Any:
         if not isinstance(value, str) or not value.lstrip().startswith(opener):
-            return _NOTHING
+            return NOTHING
         try:
             decoded = decode_arguments(value)
         except ArgumentsDecodeError:
-            return _NOTHING
-        return decoded if isinstance(decoded, expected) else _NOTHING
+            return NOTHING
+        return decoded if isinstance(decoded, expected) else NOTHING
 
     return convert
 
 
-_CONVERTS: dict[str, Callable[[Any], Any]] = {
+CONVERTS: dict[str, Callable[[Any], Any]] = {
     "integer": _to_integer,
     "number": _to_number,
     "boolean": _to_boolean,
@@ -181,20 +181,20 @@ _AS_IS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _scalar_caster(type_name: str) -> Caster:
+def scalar_caster(type_name: str) -> Caster:
     """The caster of a node with one scalar type and nothing below it: the hot case.
 
     A value of an exact type in `_AS_IS` is returned first thing; text for an integer
     (the commonest cast) is converted inline; the rest takes the general steps.
     """
-    matches = _MATCHES[type_name]
-    convert = _CONVERTS[type_name]
+    matches = MATCHES[type_name]
+    convert = CONVERTS[type_name]
     integral = type_name == "integer"
     action: RepairAction = "decode_json" if type_name in ("object", "array") else "cast"
     as_is = _AS_IS[type_name]
     int_text = _INT_TEXT.match
 
-    def cast_scalar(value: Any, location: Location, state: _CastState) -> Any:
+    def cast_scalar(value: Any, location: Location, state: CastState) -> Any:
         cls = type(value)
         if cls in as_is:
             return value
@@ -215,7 +215,7 @@ def _scalar_caster(type_name: str) -> Caster:
                 return int(value)
             return value
         new = convert(value)
-        if new is _NOTHING:
+        if new is NOTHING:
             return value
         state.repairs.append(Repair(location, action, value, new))
         return new
@@ -223,15 +223,15 @@ def _scalar_caster(type_name: str) -> Caster:
     return cast_scalar
 
 
-def _container_caster(expected: type, inner: Caster) -> Caster:
+def container_caster(expected: type, inner: Caster) -> Caster:
     """The caster of an object-only or array-only node: descend, or decode JSON text."""
-    decode = _CONVERTS["object" if expected is dict else "array"]
+    decode = CONVERTS["object" if expected is dict else "array"]
 
-    def cast_container(value: Any, location: Location, state: _CastState) -> Any:
+    def cast_container(value: Any, location: Location, state: CastState) -> Any:
         if isinstance(value, expected):
             return inner(value, location, state)
         new = decode(value)
-        if new is _NOTHING:
+        if new is NOTHING:
             return value
         state.repairs.append(Repair(location, "decode_json", value, new))
         return inner(new, location, state)

@@ -41,7 +41,7 @@ from toolbridge.core.jsondata import text_may_hide_problems
 from toolbridge.core.naming import NameIndex
 from toolbridge.core.results import MalformedResult, to_tool_result
 from toolbridge.core.schema import CompiledSchema, check_parameters_schema
-from toolbridge.core.tool import Tool, ToolContext, ToolResult, _current_call
+from toolbridge.core.tool import Tool, ToolContext, ToolResult, current_call
 from toolbridge.core.work_start import current_work_start
 
 __all__ = [
@@ -358,7 +358,7 @@ class ToolRegistry:
         error: ToolError | None = None
         exception: BaseException | None = None
         deadline: asyncio.Timeout | None = None
-        token = _current_call.set((self.context, call_id, tool.name))
+        token = current_call.set((self.context, call_id, tool.name))
         try:
             if hooks:
                 await tool.before_execute(args)
@@ -388,7 +388,7 @@ class ToolRegistry:
             value = None
             result = ToolResult.error(error)
         finally:
-            _current_call.reset(token)
+            current_call.reset(token)
         if hooks:
             try:
                 await tool.after_execute(args, result)

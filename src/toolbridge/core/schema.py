@@ -22,20 +22,20 @@ from typing import Any, NamedTuple
 import jsonschema_rs
 
 from toolbridge.core.calls import Repair, format_path
-from toolbridge.core.casting import _CastState
+from toolbridge.core.casting import CastState
 from toolbridge.core.errors import ArgumentIssue, ToolDefinitionError
 from toolbridge.core.frozen import freeze, thaw
 from toolbridge.core.jsondata import MAX_DEPTH, json_data_issues, leaves_look_plain
-from toolbridge.core.schema_compiler import _Compiler, _SubschemaValidators
+from toolbridge.core.schema_compiler import Compiler, SubschemaValidators
 from toolbridge.core.schema_issues import (
-    _UNKNOWN_KEY_OBJECTS,
     MAX_ISSUES,
-    _capped,
-    _castable,
-    _render_errors,
-    _shorten,
+    UNKNOWN_KEY_OBJECTS,
+    capped,
+    castable,
+    render_errors,
+    shorten,
 )
-from toolbridge.core.schema_keywords import _typed_depth
+from toolbridge.core.schema_keywords import typed_depth
 
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
@@ -118,14 +118,14 @@ class CompiledSchema:
         plain = thaw(schema)  # jsonschema-rs takes exact dicts and lists, not subclasses
         # offline: a remote $ref is an error at registration, never a download
         options: dict[str, Any] = {"validate_formats": True, "offline": True}
-        validators = _SubschemaValidators(options)
-        compiler = _Compiler(plain, validators)
+        validators = SubschemaValidators(options)
+        compiler = Compiler(plain, validators)
         self._caster = compiler.node(plain, "", strict_keys=True)
         checked, self.settled = compiler.validation_schema()
         validators.schema = checked
         # Whether a valid value's plain-data check may be the validator's own pass plus
         # `leaves_look_plain` instead of the Python walk (see `check`).
-        depth = _typed_depth(checked, checked, frozenset())
+        depth = typed_depth(checked, checked, frozenset())
         self._typed = depth is not None and depth <= MAX_DEPTH
         try:
             self._validator = jsonschema_rs.validator_for(checked, **options)
@@ -155,7 +155,7 @@ class CompiledSchema:
                 if plain and self.settled:
                     return _new_tuple(Checked, (value, (), ()))
             if not plain and (found := json_data_issues(value)):
-                return Checked(value, (), _capped(found))
+                return Checked(value, (), capped(found))
         try:
             if self.settled:
                 if valid is None:
@@ -163,10 +163,10 @@ class CompiledSchema:
                 if valid:  # valid as sent: no cast pass, no copy
                     return _new_tuple(Checked, (value, (), ()))
                 errors = list(itertools.islice(validator.iter_errors(value), MAX_ISSUES + 1))
-                if not any(_castable(error) for error in errors):
+                if not any(castable(error) for error in errors):
                     # no cast could change the verdict (a missing key, a bad format...)
-                    return Checked(value, (), _capped(list(_render_errors(errors, set()))))
-            state = _CastState()
+                    return Checked(value, (), capped(list(render_errors(errors, set()))))
+            state = CastState()
             new = value if self._caster is None else self._caster(value, (), state)
             repairs = tuple(state.repairs)
             if not state.unknown_paths and validator.is_valid(new):
@@ -175,15 +175,15 @@ class CompiledSchema:
         except (RecursionError, ValueError) as exc:
             # Defence in depth: plain JSON within MAX_DEPTH never gets here, but a limit
             # of the validator's own must still be an error for the model, not a crash.
-            issue = ArgumentIssue("$", f"the arguments cannot be validated: {_shorten(str(exc))}")
+            issue = ArgumentIssue("$", f"the arguments cannot be validated: {shorten(str(exc))}")
             return Checked(value, (), (issue,))
 
-    def _issues(self, value: Any, state: _CastState) -> tuple[ArgumentIssue, ...]:
+    def _issues(self, value: Any, state: CastState) -> tuple[ArgumentIssue, ...]:
         """Unknown keys found by the cast pass, then the validator's errors, capped."""
         issues = list(state.issues)
-        if len(state.unknown_paths) > _UNKNOWN_KEY_OBJECTS:
-            more = len(state.unknown_paths) - _UNKNOWN_KEY_OBJECTS
+        if len(state.unknown_paths) > UNKNOWN_KEY_OBJECTS:
+            more = len(state.unknown_paths) - UNKNOWN_KEY_OBJECTS
             issues.append(ArgumentIssue("$", f"unknown keys in {more:,} more objects"))
         errors = itertools.islice(self._validator.iter_errors(value), MAX_ISSUES + 1)
-        issues.extend(_render_errors(errors, set(state.unknown_paths)))
-        return _capped(issues)
+        issues.extend(render_errors(errors, set(state.unknown_paths)))
+        return capped(issues)

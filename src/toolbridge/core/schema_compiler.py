@@ -1,11 +1,11 @@
 """The schema compiler: a parameters schema becomes one tree of caster closures.
 
-`_Compiler` walks the schema once, at registration, and builds a caster per node that
+`Compiler` walks the schema once, at registration, and builds a caster per node that
 can cast (typed nodes, objects, arrays, unions, ``$ref``/``allOf`` chains), sharing
 the caster of a ``$defs`` node reached twice and refusing a ``$ref`` cycle that never
 describes a value. It also gives the schema to validate with (unknown keys closed by
 toolbridge's rule, ``nullable`` widened). Union branches are taken only if the cast
-value then validates against that branch, which `_SubschemaValidators` answers.
+value then validates against that branch, which `SubschemaValidators` answers.
 """
 
 from __future__ import annotations
@@ -18,31 +18,31 @@ import jsonschema_rs
 
 from toolbridge.core.calls import Location, Repair, RepairAction
 from toolbridge.core.casting import (
-    _CONVERTS,
-    _MATCHES,
-    _NOTHING,
+    CONVERTS,
+    MATCHES,
+    NOTHING,
     Caster,
-    _CastState,
-    _container_caster,
-    _scalar_caster,
+    CastState,
+    container_caster,
+    scalar_caster,
 )
 from toolbridge.core.errors import ToolDefinitionError
 from toolbridge.core.frozen import thaw
 from toolbridge.core.schema_keywords import (
-    _COMPOSITION,
-    _allow_null_where_nullable,
-    _at_pointer,
-    _escape,
-    _refuses_null,
+    COMPOSITION,
+    allow_null_where_nullable,
+    at_pointer,
+    escape,
+    refuses_null,
 )
 
 
-class _Compiler:
+class Compiler:
     """Turns a schema into a tree of caster closures; nodes that can never cast are None."""
 
     # Keywords next to "properties" that admit other keys, or combine with other schemas.
     _KEEPS_OPEN = (
-        *_COMPOSITION,
+        *COMPOSITION,
         "$ref",
         "additionalProperties",
         "unevaluatedProperties",
@@ -50,7 +50,7 @@ class _Compiler:
         "propertyNames",
     )
 
-    def __init__(self, root: Mapping[str, Any], validators: _SubschemaValidators) -> None:
+    def __init__(self, root: Mapping[str, Any], validators: SubschemaValidators) -> None:
         self.root = root
         self.validators = validators
         self.by_pointer: dict[str, list[Caster | None]] = {}
@@ -141,7 +141,7 @@ class _Compiler:
         if len(steps) == 1:
             return steps[0]
 
-        def chain(value: Any, location: Location, state: _CastState) -> Any:
+        def chain(value: Any, location: Location, state: CastState) -> Any:
             for step in steps:
                 value = step(value, location, state)
             return value
@@ -161,7 +161,7 @@ class _Compiler:
             types = []
             for value in values:
                 for name in ("boolean", "integer", "number", "string", "null"):
-                    if _MATCHES[name](value) and name not in types:
+                    if MATCHES[name](value) and name not in types:
                         types.append(name)
                         break
         if schema.get("nullable") is True and "null" not in types:
@@ -183,7 +183,7 @@ class _Compiler:
         if inner is None:
             return None
 
-        def descend_only(value: Any, location: Location, state: _CastState) -> Any:
+        def descend_only(value: Any, location: Location, state: CastState) -> Any:
             return inner(value, location, state) if isinstance(value, expected) else value
 
         return descend_only
@@ -198,24 +198,24 @@ class _Compiler:
             self.normalizes = True
         if object_caster is None and array_caster is None:
             if len(types) == 1:
-                return _scalar_caster(types[0]) if types[0] in _CONVERTS else None
+                return scalar_caster(types[0]) if types[0] in CONVERTS else None
         elif types == ["object"] and object_caster is not None:
-            return _container_caster(dict, object_caster)
+            return container_caster(dict, object_caster)
         elif types == ["array"] and array_caster is not None:
-            return _container_caster(list, array_caster)
-        matchers = [_MATCHES[t] for t in types if t in _MATCHES]
-        casts = [(t, _CONVERTS[t]) for t in types if t in _CONVERTS]
+            return container_caster(list, array_caster)
+        matchers = [MATCHES[t] for t in types if t in MATCHES]
+        casts = [(t, CONVERTS[t]) for t in types if t in CONVERTS]
         integral = "integer" in types and "number" not in types
         is_valid = self.validators.checker(pointer) if len(casts) > 1 else None
 
-        def descend(value: Any, location: Location, state: _CastState) -> Any:
+        def descend(value: Any, location: Location, state: CastState) -> Any:
             if object_caster is not None and isinstance(value, dict):
                 return object_caster(value, location, state)
             if array_caster is not None and isinstance(value, list):
                 return array_caster(value, location, state)
             return value
 
-        def cast_types(value: Any, location: Location, state: _CastState) -> Any:
+        def cast_types(value: Any, location: Location, state: CastState) -> Any:
             if any(matches(value) for matches in matchers):
                 if integral and type(value) is float:
                     state.repairs.append(Repair(location, "cast", value, int(value)))
@@ -223,9 +223,9 @@ class _Compiler:
                 return descend(value, location, state)
             for name, convert in casts:
                 new = convert(value)
-                if new is _NOTHING:
+                if new is NOTHING:
                     continue
-                trial = _CastState()
+                trial = CastState()
                 new = descend(new, location, trial)
                 if is_valid is not None and not is_valid(new):
                     continue
@@ -245,10 +245,10 @@ class _Compiler:
         does not hold (an allOf branch) stays open, and then every call needs the cast pass.
         """
         schema = thaw(self.root)
-        _allow_null_where_nullable(schema)
+        allow_null_where_nullable(schema)
         complete = not self.normalizes
         for pointer in self.closed_by_rule:
-            node = _at_pointer(schema, pointer)
+            node = at_pointer(schema, pointer)
             if self.strictness.get(pointer) == {True} and isinstance(node, dict):
                 node["additionalProperties"] = False
             else:
@@ -261,12 +261,12 @@ class _Compiler:
         casters = {
             name: c
             for name, sub in props.items()
-            if (c := self.inside(sub, f"{pointer}/properties/{_escape(name)}")) is not None
+            if (c := self.inside(sub, f"{pointer}/properties/{escape(name)}")) is not None
         }
         patterns = [
             (re.compile(pattern), c)
             for pattern, sub in (schema.get("patternProperties") or {}).items()
-            if (c := self.inside(sub, f"{pointer}/patternProperties/{_escape(pattern)}"))
+            if (c := self.inside(sub, f"{pointer}/patternProperties/{escape(pattern)}"))
         ]
         extra_schema = schema.get("additionalProperties")
         extra = (
@@ -291,25 +291,25 @@ class _Compiler:
         # True when the schema says so at a glance, else the validator decides on first use.
         null_refused: dict[str, bool | Callable[[Any], bool]] = {}
         for name in optional:
-            verdict = _refuses_null(props[name])
+            verdict = refuses_null(props[name])
             if verdict is not False:
                 null_refused[name] = verdict or self.validators.checker(
-                    f"{pointer}/properties/{_escape(name)}"
+                    f"{pointer}/properties/{escape(name)}"
                 )
         if not (casters or patterns or extra or closed or null_refused):
             return None
 
-        def refuses_null(key: str) -> bool:
+        def drops_null(key: str) -> bool:
             verdict = null_refused[key]
             return verdict if isinstance(verdict, bool) else not verdict(None)
 
         def cast_object(
-            value: dict[str, Any], location: Location, state: _CastState
+            value: dict[str, Any], location: Location, state: CastState
         ) -> dict[str, Any]:
             out: dict[str, Any] | None = None
             unknown: list[str] | None = None
             for key, item in value.items():
-                if item is None and key in null_refused and refuses_null(key):
+                if item is None and key in null_refused and drops_null(key):
                     if out is None:
                         out = dict(value)
                     del out[key]
@@ -349,7 +349,7 @@ class _Compiler:
         if items is None and not any(prefix_casters):
             return None
 
-        def cast_array(value: list[Any], location: Location, state: _CastState) -> list[Any]:
+        def cast_array(value: list[Any], location: Location, state: CastState) -> list[Any]:
             out: list[Any] | None = None
             for index, item in enumerate(value):
                 caster = prefix_casters[index] if index < len(prefix_casters) else items
@@ -374,10 +374,10 @@ class _Compiler:
         checks = [self.validators.checker(f"{pointer}/{i}") for i in range(len(branches))]
         tried = [(caster, check) for caster, check in zip(casters, checks, strict=True) if caster]
 
-        def cast_union(value: Any, location: Location, state: _CastState) -> Any:
+        def cast_union(value: Any, location: Location, state: CastState) -> Any:
             candidates = []
             for caster, check in tried:
-                trial = _CastState()
+                trial = CastState()
                 new = caster(value, location, trial)
                 if new is not value:
                     candidates.append((new, check, trial))
@@ -393,7 +393,7 @@ class _Compiler:
         return cast_union
 
 
-class _SubschemaValidators:
+class SubschemaValidators:
     """Validators for subschemas by JSON pointer, compiled on first use.
 
     Only casting that has to choose between union branches needs them, so most tools

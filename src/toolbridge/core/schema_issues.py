@@ -3,7 +3,7 @@
 Unknown keys are named with the allowed keys and the nearest one ("did you mean ..."),
 jsonschema-rs errors are rendered with their JSON path, every text is shortened, and a
 call's issues are capped in number and characters so one bad call cannot flood the
-model's context. `_castable` says which validator errors a cast pass might fix.
+model's context. `castable` says which validator errors a cast pass might fix.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ MAX_ISSUES = 20
 _MAX_MESSAGE = 300
 
 
-def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
+def shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
     if len(text) <= limit:
         return text
     head = limit * 2 // 5
@@ -29,21 +29,21 @@ def _shorten(text: str, limit: int = _MAX_MESSAGE) -> str:
     return f"{text[:head]}…[{len(text) - limit} characters cut]…{text[-tail:]}"
 
 
-_UNKNOWN_KEY_OBJECTS = 3  # objects whose unknown keys are listed; the rest are counted
+UNKNOWN_KEY_OBJECTS = 3  # objects whose unknown keys are listed; the rest are counted
 _KEYS_SHOWN = 3  # unknown keys named per object
 _ALLOWED_SHOWN = 12  # allowed keys named per object
 
 
-def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
+def unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
     """One line for all unknown keys of one object: the first few named, the rest
     counted, the allowed keys, and the nearest allowed key to each one named."""
-    shown = ", ".join(repr(_shorten(key, 40)) for key in keys[:_KEYS_SHOWN])
+    shown = ", ".join(repr(shorten(key, 40)) for key in keys[:_KEYS_SHOWN])
     if len(keys) > _KEYS_SHOWN:
         shown += f" and {len(keys) - _KEYS_SHOWN:,} more"
     message = f"unknown key{'s' if len(keys) > 1 else ''} {shown}"
     if not allowed:
         return f"{message}: this takes no keys"
-    names = ", ".join(_shorten(name, 40) for name in allowed[:_ALLOWED_SHOWN])
+    names = ", ".join(shorten(name, 40) for name in allowed[:_ALLOWED_SHOWN])
     if len(allowed) > _ALLOWED_SHOWN:
         names += f" and {len(allowed) - _ALLOWED_SHOWN} more"
     message += f"; allowed keys: {names}"
@@ -54,20 +54,20 @@ def _unknown_keys_message(keys: list[str], allowed: Sequence[str]) -> str:
     if len(keys) == 1 and close:
         message += f" (did you mean {close[0][1]}?)"
     elif close:
-        pairs = ", ".join(f"{c} for {_shorten(k, 40)!r}" for k, c in close)
+        pairs = ", ".join(f"{c} for {shorten(k, 40)!r}" for k, c in close)
         message += f" (did you mean {pairs}?)"
     return message
 
 
 def _either(names: Sequence[str]) -> str:
     """``'a'``, or ``'a' or 'b'`` when two names are equally close."""
-    return " or ".join(repr(_shorten(name, 40)) for name in names)
+    return " or ".join(repr(shorten(name, 40)) for name in names)
 
 
 MAX_RENDERED = 2_000  # characters of issue text sent back for one call, at most
 
 
-def _capped(issues: Sequence[ArgumentIssue]) -> tuple[ArgumentIssue, ...]:
+def capped(issues: Sequence[ArgumentIssue]) -> tuple[ArgumentIssue, ...]:
     """At most `MAX_ISSUES` issues and about `MAX_RENDERED` characters; the rest counted."""
     kept: list[ArgumentIssue] = []
     size = 0
@@ -89,7 +89,7 @@ _CASTABLE_KINDS = frozenset(
 )
 
 
-def _castable(error: Any) -> bool:
+def castable(error: Any) -> bool:
     kind = type(error.kind).__name__
     if kind in _CASTABLE_KINDS:
         return True
@@ -100,14 +100,14 @@ def _castable(error: Any) -> bool:
     return False
 
 
-def _render_errors(errors: Iterable[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
+def render_errors(errors: Iterable[Any], unknown_key_paths: set[str]) -> Iterator[ArgumentIssue]:
     for error in errors:
         path = format_path(error.instance_path)
         kind = type(error.kind).__name__
         if kind == "AdditionalProperties" and path in unknown_key_paths:
             continue
         if kind == "Required":
-            missing = _shorten(str(error.kind.property), 80)
+            missing = shorten(str(error.kind.property), 80)
             yield ArgumentIssue(path, f"missing required key {missing!r}")
         else:
-            yield ArgumentIssue(path, _shorten(error.message))
+            yield ArgumentIssue(path, shorten(error.message))

@@ -2,7 +2,7 @@
 
 Static questions the schema compiler and `CompiledSchema` ask of a schema document: the
 node at a JSON pointer, whether a property's schema refuses null, how deep a value a
-fully typed schema admits can nest (`_typed_depth`), and the rewrite that lets OpenAPI's
+fully typed schema admits can nest (`typed_depth`), and the rewrite that lets OpenAPI's
 ``nullable: true`` accept null in the validator too.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 # Keywords that combine schemas (a node with one is not settled by its own keywords).
-_COMPOSITION = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+COMPOSITION = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 
 
-def _at_pointer(document: Any, pointer: str) -> Any:
+def at_pointer(document: Any, pointer: str) -> Any:
     for raw in pointer.split("/")[1:]:
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(document, dict):
@@ -31,7 +31,7 @@ def _at_pointer(document: Any, pointer: str) -> Any:
 # schemas: a node with one of these is not "fully typed".
 _UNTYPED_KEYWORDS = frozenset(
     {
-        *_COMPOSITION,
+        *COMPOSITION,
         "patternProperties",
         "unevaluatedProperties",
         "unevaluatedItems",
@@ -47,7 +47,7 @@ _UNTYPED_KEYWORDS = frozenset(
 )
 
 
-def _typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int | None:
+def typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int | None:
     """How many levels of objects and arrays a value valid against `schema` can nest,
     when the validator type-checks every value and visits every key of such a value
     (each node has a ``type``; objects are closed or type their other keys; arrays type
@@ -61,8 +61,8 @@ def _typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int
             return None
         if "type" in schema:  # a $ref next to its own type: keep the rule simple
             return None
-        target = _at_pointer(root, ref[1:])
-        return _typed_depth(target, root, refs | {ref})
+        target = at_pointer(root, ref[1:])
+        return typed_depth(target, root, refs | {ref})
     declared = schema.get("type")
     types = [declared] if isinstance(declared, str) else declared
     if not isinstance(types, list) or not types:
@@ -74,19 +74,19 @@ def _typed_depth(schema: Any, root: dict[str, Any], refs: frozenset[str]) -> int
         if not isinstance(properties, dict) or not (extra is False or isinstance(extra, dict)):
             return None
         children = [*properties.values(), *([extra] if isinstance(extra, dict) else [])]
-        below = [_typed_depth(child, root, refs) for child in children]
+        below = [typed_depth(child, root, refs) for child in children]
         if any(level is None for level in below):
             return None
         depth = 1 + max((level for level in below if level is not None), default=0)
     if "array" in types:
-        items = _typed_depth(schema.get("items"), root, refs)
+        items = typed_depth(schema.get("items"), root, refs)
         if items is None:
             return None
         depth = max(depth, 1 + items)
     return depth
 
 
-def _refuses_null(schema: Any) -> bool | None:
+def refuses_null(schema: Any) -> bool | None:
     """Whether a property's schema refuses null: True or False where its own keywords
     settle it, None where only the validator can tell ($ref, anyOf, not ...)."""
     if isinstance(schema, bool):
@@ -104,7 +104,7 @@ def _refuses_null(schema: Any) -> bool | None:
         return True
     if "const" in schema and schema["const"] is not None:
         return True
-    if any(k in schema for k in _COMPOSITION) or "$ref" in schema:
+    if any(k in schema for k in COMPOSITION) or "$ref" in schema:
         return None
     return False
 
@@ -127,7 +127,7 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 
 
-def _allow_null_where_nullable(schema: dict[str, Any]) -> None:
+def allow_null_where_nullable(schema: dict[str, Any]) -> None:
     """Let every subschema with the OpenAPI keyword ``nullable: true`` accept null, in place.
 
     Casting already reads ``nullable`` (a null is left alone there); JSON Schema itself
@@ -176,5 +176,5 @@ def _widen_to_null(node: dict[str, Any]) -> None:
             _widen_to_null(branch)
 
 
-def _escape(name: str) -> str:
+def escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")

@@ -66,7 +66,7 @@ class ToolContext:
 
 # (registry context, call id, tool name) of the call running in this task. A tuple,
 # not a ToolContext, so that setting it costs nothing on calls that never ask for it.
-_current_call: ContextVar[tuple[ToolContext, str | None, str] | None] = ContextVar(
+current_call: ContextVar[tuple[ToolContext, str | None, str] | None] = ContextVar(
     "toolbridge_current_call", default=None
 )
 
@@ -107,7 +107,7 @@ def reset_session(token: Token[str | None]) -> None:
 
 def current_context() -> ToolContext:
     """The context of the tool call running in this task; outside a call, an error."""
-    call = _current_call.get()
+    call = current_call.get()
     if call is None:
         raise LookupError("current_context() is only available while a tool call runs")
     base, call_id, tool_name = call
