@@ -169,6 +169,16 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     the database cannot store: a lone surrogate (text decoded with ``surrogateescape``)
     is never UTF-8, and PostgreSQL's text holds no NUL (`nul` False). Storing it changed
     would let two calls share one record, so it is an error of that claim alone."""
+    session, call_id = key.session, key.call_id
+    if (  # the common case, checked at once: three short texts of plain characters
+        isinstance(session, str)
+        and isinstance(call_id, str)
+        and isinstance(tool, str)
+        and len(session) + len(call_id) + len(tool) <= LONGEST_KEY_TEXT
+        and (joined := session + call_id + tool).isascii()
+        and (nul or "\x00" not in joined)
+    ):
+        return
     for part, text in (("session", key.session), ("call id", key.call_id), ("tool name", tool)):
         if not isinstance(text, str):  # hostile input the type hints did not stop
             raise UnstorableKey(

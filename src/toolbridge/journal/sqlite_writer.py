@@ -67,6 +67,9 @@ class Job:
 def _part(jobs: list[Job]) -> int:
     """How many of `jobs`, from the first, go in one transaction: each call once (its
     rows are written at commit, after the batch's other statements)."""
+    calls = [job.call for job in jobs if job.call is not None]
+    if len(set(calls)) == len(calls):  # the common case: every call once
+        return len(jobs)
     return once_each(() if job.call is None else (job.call,) for job in jobs)
 
 
@@ -226,7 +229,7 @@ class GroupCommit:
                 self._jobs.put(jobs)
                 return
         closed = journal_closed(str(self.path))
-        self._answer([(job, False, closed) for job in jobs if job.future is not None])
+        self._answer([(job, False, closed) for job in jobs])
 
     def _stop_writer(self) -> None:
         """Tell the writer thread to stop once it applied what it was handed."""
@@ -274,7 +277,7 @@ class GroupCommit:
             except Exception as exc:  # a dead thread would leave every caller waiting
                 logger.exception("journal batch failed on %s", self.path)
                 error = JournalError(f"the journal {self.path} failed: {exc!r}")
-                self._answer([(job, False, error) for job in jobs if job.future is not None])
+                self._answer([(job, False, error) for job in jobs])
             finally:
                 with self._handed_lock:
                     self._handed -= handed
@@ -306,7 +309,7 @@ class GroupCommit:
         self._inserts.clear()
         self._finishes.clear()
         self._starts.clear()
-        results: list[tuple[bool, Any]] = []
+        answers: list[tuple[Job, bool, Any]] = []  # (an undo's job has no caller to answer)
         stop: BaseException | None = None
         try:
             if not inline:
@@ -315,7 +318,7 @@ class GroupCommit:
             for job in jobs:
                 taken = len(self._taken)
                 try:
-                    results.append((True, job.op(self._conn)))
+                    answers.append((job, True, job.op(self._conn)))
                 except sqlite3.Error:
                     raise
                 except Exception as exc:  # one job's failure is its own, never the thread's
@@ -324,7 +327,7 @@ class GroupCommit:
                     if not isinstance(exc, JournalError):
                         logger.exception("journal operation failed on %s", self.path)
                         exc = JournalError(f"the journal {self.path} failed: {exc!r}")
-                    results.append((False, exc))
+                    answers.append((job, False, exc))
             self._commit(inline)
         except BaseException as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
@@ -338,11 +341,9 @@ class GroupCommit:
             else:  # a stop (a signal's handler) landed in it: answered, then it goes on
                 stop = exc
                 error = JournalError(f"the journal {self.path} was stopped: {exc!r}")
-            results = [(False, error)] * len(jobs)
+            answers = [(job, False, error) for job in jobs]
         else:
             held.difference_update(self._let_go)
-        answers = [(job, ok, value) for job, (ok, value) in zip(jobs, results, strict=True)
-                   if job.future is not None]  # fmt: skip
         if inline and _runs_here(jobs[0].loop):  # every job's loop (`_hand_over`): no wake-up
             self._settle_all(answers)
         else:
@@ -396,7 +397,8 @@ class GroupCommit:
         took is undone here, and the writer goes on serving the other loops."""
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
         for answer in answers:
-            by_loop.setdefault(answer[0].loop, []).append(answer)
+            if answer[0].future is not None:  # (an undo's job: nobody asked)
+                by_loop.setdefault(answer[0].loop, []).append(answer)
         for loop, batch in by_loop.items():
             try:
                 loop.call_soon_threadsafe(self._settle_all, batch)
@@ -407,11 +409,16 @@ class GroupCommit:
 
     def _settle_all(self, answers: list[tuple[Job, bool, Any]]) -> None:
         for job, ok, value in answers:
-            self._settle(job, ok, value)
+            future = job.future
+            if ok and future is not None and not future.cancelled():  # as `_settle`, faster
+                future.set_result(value)
+            else:
+                self._settle(job, ok, value)
 
     def _settle(self, job: Job, ok: bool, value: Any) -> None:
         """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
-        assert job.future is not None
+        if job.future is None:  # an undo's job: nobody asked
+            return
         if not deliver(job.future, ok, value) and ok and job.undo is not None and not self._closed:
             self._put([_undo(job, value)])
 
