@@ -95,9 +95,11 @@ class CallKey(NamedTuple):
     args_hash: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JournalEntry:
-    """One call as stored: identity, what ran, its state and (when finished) its outcome."""
+    """One call as stored: identity, what ran, its state and (when finished) its outcome.
+    A copy of the row as read: changing it changes nothing stored. (Not frozen: one is
+    made per claim, and a frozen one sets each field through `object.__setattr__`.)"""
 
     key: CallKey
     tool: str
