@@ -18,7 +18,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -139,27 +139,38 @@ class Watched(PostgresJournal):
         return await super().restart(key, queued=queued)
 
 
-async def watched(postgres_url: str) -> Watched:
-    journal = await Watched.connect(postgres_url)
-    journal.handed, journal.restarts = [], asyncio.Event()
-    journal.close_limit = 0.5
-    return journal
+@pytest.fixture
+async def journal(postgres_url: str) -> AsyncIterator[Watched]:
+    opened = await Watched.connect(postgres_url)
+    opened.handed, opened.restarts = [], asyncio.Event()
+    opened.close_limit = 0.5
+    yield opened
+    await opened.close()  # (closed already by a test that stopped the server)
 
 
-def stepping(entered: set[int], go: asyncio.Event, workspace: Path) -> ToolRegistry:
-    """A read-only tool (its calls run together): c0 runs until stopped the first time,
-    any other call returns once `go` is set."""
+class Steps:
+    """A read-only tool, `step` (its calls run together): c0 runs until stopped the first
+    time, any other call returns once `go` is set; `entered`: the calls that began."""
 
-    @tool(read_only=True)
-    async def step(n: int) -> str:
-        """c0 runs until stopped (the first time); the others return once told to."""
-        first = n not in entered
-        entered.add(n)
-        if first:
-            await (go.wait() if n else asyncio.Event().wait())
-        return f"done {n}"
+    def __init__(self, workspace: Path) -> None:
+        self.entered: set[int] = set()
+        self.go = asyncio.Event()
 
-    return ToolRegistry([step], context=ToolContext(workspace=workspace, session="s"))
+        @tool(read_only=True)
+        async def step(n: int) -> str:
+            """c0 runs until stopped (the first time); the others return once told to."""
+            first = n not in self.entered
+            self.entered.add(n)
+            if first:
+                await (self.go.wait() if n else asyncio.Event().wait())
+            return f"done {n}"
+
+        self.registry = ToolRegistry([step], context=ToolContext(workspace=workspace, session="s"))
+
+
+@pytest.fixture
+def steps(workspace: Path) -> Steps:
+    return Steps(workspace)
 
 
 def calls(*numbers: int) -> list[ToolCallRequest]:
@@ -184,27 +195,43 @@ async def states(postgres_url: str) -> dict[str, CallState]:
         return {entry.key.call_id: entry.state for entry in await reader.entries(session="s")}
 
 
-async def test_a_stop_ends_while_an_outcome_waits_for_the_hung_server(
-    postgres_url: str, workspace: Path, caplog: pytest.LogCaptureFixture
+async def stop_while_hung(
+    journal: Watched,
+    run: asyncio.Future[Any],
+    steps: Steps,
+    caplog: pytest.LogCaptureFixture,
+    *,
+    ready: Callable[[], bool],
+    sent: set[tuple[str, str]],
 ) -> None:
-    # Calls run together: c1's outcome is on its way into the journal (sent, unanswered)
-    # while c0 still runs. The stop lets go of c0 first, then waits for c1's outcome:
-    # both waits together take one bound.
-    entered: set[int] = set()
-    go = asyncio.Event()
-    journal = await watched(postgres_url)
-    registry = stepping(entered, go, workspace)
-    run = asyncio.ensure_future(ToolExecutor(registry, journal=journal).run(calls(0, 1)))
+    """Once `ready()`, hang the server and let the calls go on (`steps.go`, and a `restart`
+    held); once the writes `sent` are handed to the journal, stop `run`: it ends while the
+    server is still stopped. Then the server goes on, and the journal closes (what the
+    stop left is applied now)."""
     try:
-        await until(lambda: entered == {0, 1}, f"only {entered} started")
+        await until(ready, "the calls did not begin")
         with caplog.at_level(logging.ERROR, "toolbridge"), hung(journal):
-            go.set()
-            await until(lambda: ("finish", "c1") in journal.handed, "c1's outcome not sent")
+            journal.restarts.set()
+            steps.go.set()
+            await until(lambda: sent <= set(journal.handed), f"only {journal.handed} sent")
             await stop(run)
     finally:
         run.cancel()
         await asyncio.wait([run], timeout=GUARD)  # (after a hang: once the server goes on)
-        await journal.close()  # the server goes on: what the stop left is applied now
+        await journal.close()
+
+
+async def test_a_stop_ends_while_an_outcome_waits_for_the_hung_server(
+    postgres_url: str, journal: Watched, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Calls run together: c1's outcome is on its way into the journal (sent, unanswered)
+    # while c0 still runs. The stop lets go of c0 first, then waits for c1's outcome:
+    # both waits together take one bound.
+    executor = ToolExecutor(steps.registry, journal=journal)
+    run = asyncio.ensure_future(executor.run(calls(0, 1)))
+    await stop_while_hung(
+        journal, run, steps, caplog, ready=lambda: steps.entered == {0, 1}, sent={("finish", "c1")}
+    )
     one_bound(caplog, {"c0"}, "c1")
     assert await states(postgres_url) == {
         "c0": CallState.INTERRUPTED,
@@ -213,28 +240,18 @@ async def test_a_stop_ends_while_an_outcome_waits_for_the_hung_server(
 
 
 async def test_a_stop_letting_go_of_a_running_and_a_queued_call_then_an_outcome_takes_one_bound(
-    postgres_url: str, workspace: Path, caplog: pytest.LogCaptureFixture
+    postgres_url: str, journal: Watched, steps: Steps, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Two slots: c0 runs until stopped, c1 returns once told, c2 waits for a slot. With
     # the server hung, c1 returns: its outcome is sent, and c2's start as c1's slot frees.
     # The stop lets go of c0 and c2 at once, then waits for c1's outcome.
-    entered: set[int] = set()
-    go = asyncio.Event()
-    journal = await watched(postgres_url)
     policy = ExecutionPolicy(max_concurrency=2, persist_results=False)
-    executor = ToolExecutor(stepping(entered, go, workspace), policy, journal=journal)
+    executor = ToolExecutor(steps.registry, policy, journal=journal)
     run = asyncio.ensure_future(executor.run(calls(0, 1, 2)))
-    try:
-        await until(lambda: entered == {0, 1}, f"only {entered} started")
-        with caplog.at_level(logging.ERROR, "toolbridge"), hung(journal):
-            go.set()
-            sent = {("finish", "c1"), ("start", "c2")}
-            await until(lambda: sent <= set(journal.handed), f"only {journal.handed} sent")
-            await stop(run)
-    finally:
-        run.cancel()
-        await asyncio.wait([run], timeout=GUARD)
-        await journal.close()
+    sent = {("finish", "c1"), ("start", "c2")}
+    await stop_while_hung(
+        journal, run, steps, caplog, ready=lambda: steps.entered == {0, 1}, sent=sent
+    )
     one_bound(caplog, {"c0", "c2"}, "c1")
     assert await states(postgres_url) == {
         "c0": CallState.INTERRUPTED,
@@ -244,29 +261,23 @@ async def test_a_stop_letting_go_of_a_running_and_a_queued_call_then_an_outcome_
 
 
 async def test_a_stop_letting_go_of_a_call_taken_over_then_an_outcome_takes_one_bound(
-    postgres_url: str, workspace: Path, caplog: pytest.LogCaptureFixture
+    postgres_url: str, journal: Watched, steps: Steps, caplog: pytest.LogCaptureFixture
 ) -> None:
     # c0 was interrupted by a first run; the second run takes it over (read-only: run
     # again) while the server hangs, beside c1, whose outcome is then sent. The stop lets
     # go of c0's claim, then waits for c1's outcome.
-    entered: set[int] = set()
-    go = asyncio.Event()
-    journal = await watched(postgres_url)
-    executor = ToolExecutor(stepping(entered, go, workspace), journal=journal)
+    executor = ToolExecutor(steps.registry, journal=journal)
     first = asyncio.ensure_future(executor.run(calls(0)))
-    await until(lambda: entered == {0}, "c0 never started")
+    await until(lambda: steps.entered == {0}, "c0 never started")
     await stop(first)  # the server answers: c0 is interrupted
     run = asyncio.ensure_future(executor.run(calls(0, 1)))
-    try:
-        await until(lambda: ("restart", "c0") in journal.handed and 1 in entered, "not begun")
-        with caplog.at_level(logging.ERROR, "toolbridge"), hung(journal):
-            journal.restarts.set()
-            go.set()
-            await until(lambda: ("finish", "c1") in journal.handed, "c1's outcome not sent")
-            await stop(run)
-    finally:
-        run.cancel()
-        await asyncio.wait([run], timeout=GUARD)
-        await journal.close()
+    await stop_while_hung(
+        journal,
+        run,
+        steps,
+        caplog,
+        ready=lambda: ("restart", "c0") in journal.handed and 1 in steps.entered,
+        sent={("finish", "c1")},
+    )
     one_bound(caplog, {"c0"}, "c1")
     assert await states(postgres_url) == {"c0": CallState.INTERRUPTED, "c1": CallState.FINISHED}
