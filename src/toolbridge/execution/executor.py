@@ -175,6 +175,7 @@ class ToolExecutor:
             if policy.persist_results
             else None
         )
+        self._one_stop = journaling.one_stop if journaling is not None else None
         self._calls = CallPath(
             registry,
             invoke,
@@ -250,8 +251,15 @@ class ToolExecutor:
         (self.retries if request.retry else self.approvals).deny(request, reason)
 
     async def _run_batch(self, batch: ToolBatch) -> None:
-        """Run `batch` (see `scheduling.run_batch`); `ToolBatch.run` calls it."""
-        await run_batch(batch, self._calls, self._gate, concurrency=self.policy.concurrency)
+        """Run `batch` (see `scheduling.run_batch`); `ToolBatch.run` calls it. A stop of the
+        batch is one stop for the journal: the waits it passes through (its calls', then
+        its outcomes') share one `close_limit` (`OneStop`)."""
+        run = run_batch(batch, self._calls, self._gate, concurrency=self.policy.concurrency)
+        if self._one_stop is None:
+            await run
+            return
+        with self._one_stop():
+            await run
 
 
 def _request_of(item: ApprovalRequest | ToolOutcome) -> ApprovalRequest:

@@ -68,7 +68,10 @@ class Journaling:
         approvals: Approvals,
         retries: Approvals,
     ) -> None:
+        from toolbridge.journal.recorder import OneStop
+
         self.recorder = recorder
+        self.one_stop = OneStop  # around a batch: its stop's journal waits share one bound
         self.approval = approval
         self.approvals = approvals
         self.retries = retries

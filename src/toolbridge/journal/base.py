@@ -44,9 +44,9 @@ class CallJournal(abc.ABC):
     """The operations the executor and the agent loop need; backends implement them."""
 
     close_limit: float | None = None
-    """Seconds a stop waits for the journal's server: `close`, and each write a stopped
-    run waits for (`CallRecorder.while_stopping`); None: no bound, for a journal with no
-    server that can hang (SQLite)."""
+    """Seconds a stop waits for the journal's server: `close`, and the writes a stopped
+    run waits for, all of one stop in one bound (`CallRecorder.while_stopping`); None: no
+    bound, for a journal with no server that can hang (SQLite)."""
 
     @abc.abstractmethod
     async def claim(

@@ -70,7 +70,8 @@ class PostgresJournal(BatchWriter, CallJournal):
 
     close_limit: float = 10.0
     """Seconds `close` waits for the server to answer what is left, before hanging up; and
-    a stopped run for each write it waits for (`CallRecorder.while_stopping`)."""
+    a stopped run for the writes it waits for, all in one bound
+    (`CallRecorder.while_stopping`)."""
 
     def __init__(self, conn: AsyncConnection[Any], *, description: str, owner: int) -> None:
         super().__init__(conn, description=description, owner=owner)

@@ -16,6 +16,7 @@ import base64
 import logging
 import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from contextvars import ContextVar, Token
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import ErrorKind, ToolError
@@ -37,6 +38,7 @@ from toolbridge.journal.rows import to_json
 __all__ = [
     "JOURNAL_METADATA_KEY",
     "CallRecorder",
+    "OneStop",
     "Recording",
     "result_from_json",
     "result_to_json",
@@ -62,6 +64,39 @@ class Recording(NamedTuple):
     attempt: int
     queued: bool = False
     """Claimed queued: `CallRecorder.start` it when its tool starts."""
+
+
+class OneStop:
+    """One stop's journal waits (`CallRecorder.while_stopping`) share one `close_limit`:
+    the first starts it, the later ones get what is left of it, so a stop ends within one
+    bound however many waits it passes through. ``with OneStop():`` around a run makes
+    its stop one (in this task and the tasks it starts: the executor's batch); a wait
+    outside one is a stop of its own."""
+
+    __slots__ = ("deadline", "token")
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None  # the loop's time the bound ends: set by the first
+        self.token: Token[OneStop | None] | None = None
+
+    def __enter__(self) -> OneStop:
+        self.token = _this_stop.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.token is not None
+        _this_stop.reset(self.token)
+
+    def left(self, limit: float) -> float:
+        """Seconds this wait may take: `limit` for the first, what is left for the rest."""
+        now = asyncio.get_running_loop().time()
+        if self.deadline is None:
+            self.deadline = now + limit
+            return limit
+        return max(0.0, self.deadline - now)
+
+
+_this_stop: ContextVar[OneStop | None] = ContextVar("toolbridge_journal_stop", default=None)
 
 
 class CallRecorder:
@@ -176,24 +211,28 @@ class CallRecorder:
         self, work: Coroutine[Any, Any, None], keys: Iterable[CallKey]
     ) -> None:
         """Wait for `work`, what a stopped run writes about the calls `keys` (letting go of
-        them), shielded from the stop, but no longer than the journal's `close_limit`: past
-        it the wait ends and says at error what it left, and the caller's stop goes on
-        (`work` too, until the journal answers or closes). A second cancel ends it at once."""
+        them), shielded from the stop, but within the journal's `close_limit`, one bound
+        for the whole stop (`OneStop`): past it the wait ends and says at error what it
+        left, and the caller's stop goes on (`work` too, until the journal answers or
+        closes). A second cancel ends it at once."""
         task = asyncio.ensure_future(work)
         self._left.add(task)
         task.add_done_callback(self._left.discard)
         limit = self.journal.close_limit
-        await asyncio.wait((task,), timeout=limit)
+        stop = _this_stop.get() or OneStop()
+        first = stop.deadline is None
+        left = None if limit is None else stop.left(limit)
+        await asyncio.wait((task,), timeout=left)
         if task.done():
             task.result()  # its failure, if any, as a shielded wait would raise it
             return
         logger.error(
-            "the journal did not answer within %g s while a run was stopped, so the stop went "
+            "the journal did not answer within %s while a run was stopped, so the stop went "
             "on without its answer. Left as the journal has them until it answers or closes: "
             "call %s (a call still queued runs again, a call started reads interrupted, once "
             "this process lets go of it). Check that the journal's server is up and not "
             "overloaded.",
-            limit,
+            f"{limit:g} s" if first else f"the {left:.2f} s left of this stop's {limit:g} s",
             ", ".join(repr(key.call_id) for key in keys),
         )
 
