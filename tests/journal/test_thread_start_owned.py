@@ -1,6 +1,11 @@
-"""A sync call's time limit, or a stop, may land while the loop records the start the
-call's thread asked for: the function then never runs, so its row has no start, the call
-is queued again (sending it again runs it) and the text says it did not run."""
+"""A sync call's start belongs to that call, and the journal agrees with what ran.
+
+- Its time limit, or a stop, may land while the loop records the start the call's thread
+  asked for: the function then never runs, so its row has no start, the call is queued
+  again (sending it again runs it) and the text says it did not run.
+- The function may drive an executor of its own (`asyncio.run` in its thread): that
+  executor's calls never use the outer call's start (they inherit the thread's context).
+"""
 
 from __future__ import annotations
 
@@ -129,3 +134,58 @@ async def test_a_run_ending_while_a_sync_calls_start_is_recorded_leaves_it_unsta
         [row] = await journal.entries(session="s")
     assert (again.result.text, ran) == ("done", ["quick"])
     assert (row.state, row.attempt) == (CallState.FINISHED, 1) and row.started_at is not None
+
+
+async def test_an_executor_driven_by_a_sync_tool_never_uses_that_calls_start(
+    workspace: Path, journal_target: str
+) -> None:
+    loop = asyncio.get_running_loop()
+    pool = LoopHeld()  # the outer loop waits while the tool drives its own executor
+    loop.set_default_executor(pool)
+    inner_events: list[Any] = []
+    inner_rows: dict[str, tuple[CallState, bool]] = {}
+
+    @tool(read_only=True)
+    def double(n: int) -> int:
+        """A sync tool of the inner executor."""
+        return 2 * n
+
+    @tool(read_only=True, timeout=0.05)
+    async def stuck() -> str:
+        """An async tool of the inner executor that never ends: its limit ends it."""
+        await asyncio.Event().wait()
+        return "never"
+
+    async def inner_run() -> list[str]:
+        async with await open_journal(journal_target) as journal:
+            inner = executor(workspace, "inner", journal, inner_events, double, stuck)
+            calls = [ToolCallRequest("i0", "double", {"n": 2}), ToolCallRequest("i1", "stuck", {})]
+            outcomes = await inner.run(calls)
+            for entry in await journal.entries(session="inner"):
+                inner_rows[entry.key.call_id] = (entry.state, entry.started_at is not None)
+        return [outcome.result.text for outcome in outcomes]
+
+    @tool(read_only=True)
+    def drive() -> str:
+        """Drive an executor of its own, on a loop of its own, in this thread."""
+        try:
+            texts = asyncio.run(inner_run())
+        finally:
+            pool.reached.set()
+        return f"{texts[0]} / {texts[1]}"
+
+    outer_events: list[Any] = []
+    outer = executor(workspace, "outer", None, outer_events, drive)
+    [outcome] = await outer.run([ToolCallRequest("o", "drive", {})])
+    here = threading.get_ident()
+    assert outcome.result.text.startswith("4 / "), outcome.result.text
+    assert "did not finish within its time limit" in outcome.result.text
+    # The outer call started once, heard on its own loop, and then finished.
+    started, finished = EventType.CALL_STARTED, EventType.CALL_FINISHED
+    assert outer_events == [(started, "o", here), (finished, "o", here)]
+    [thread] = {ident for *_, ident in inner_events}
+    assert thread != here
+    for call_id in ("i0", "i1"):
+        kinds = [kind for kind, seen, _ in inner_events if seen == call_id]
+        assert kinds == [EventType.CALL_STARTED, EventType.CALL_FINISHED], (call_id, kinds)
+    assert inner_rows == {"i0": (CallState.FINISHED, True), "i1": (CallState.FINISHED, True)}
