@@ -8,7 +8,9 @@ and a Ray worker for a call whose caller does (it journals it, or only listens):
 is marked running, and `call_started` comes, only then, so one that never left the queue
 is not taken for one that may have partly run, and one whose run ended first (stopped,
 timed out) never starts. `AskedOnLoop` is the one implementation: the answer is decided
-on an event loop.
+on an event loop. A `WorkStart` is its call's only: asking it takes it out of the work's
+context, so calls the work makes itself (an executor driven in an `asyncio.run` of its
+own, which inherits that context) never find it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ class WorkStart(Protocol):
     def enter(self) -> bool:
         """Called where the work runs (a worker thread), just before it starts: whether it
         may start. Blocks until the call's start is recorded; False when the call was
-        stopped meanwhile or its start could not be recorded (the work must not run)."""
+        stopped meanwhile or its start could not be recorded (the work must not run).
+        The context it is called in (the work's: a worker thread's copy) no longer has it
+        (`current_work_start`): it is this call's, so calls the work makes (an executor of
+        its own, in an `asyncio.run` of its own) never ask or stop it."""
         ...
 
     def stop(self) -> bool:
@@ -88,6 +93,7 @@ class AskedOnLoop:
         reset_work_start(self.token)
 
     def enter(self) -> bool:
+        _work_start.set(None)  # the work's own context: nothing it runs takes this for its own
         given, loop = self.given, self.loop
         if given is None:  # nothing to ask: it starts unless its run ended
             if not self._decide(True):

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -240,12 +240,12 @@ class CallPath:
                             )
                         except BaseException:
                             if recording is not None and not deferred.went:  # never started
-                                await self._let_go(recording, started=False)
+                                await self._let_go(recording, started=False, after=deferred)
                                 recording = None
                             raise
                         start = deferred.start
-                        if deferred.unrecorded is not None:
-                            recording = None  # left queued: it runs once that can be recorded
+                        if deferred.let_go:
+                            recording = None  # left queued: it never started
                     elif self._limit is not None:
                         async with self._limit:
                             # Claimed queued: running in the journal only once it starts.
@@ -381,14 +381,17 @@ class CallPath:
         assert self._journal is not None
         return await self._journal.start(recording)
 
-    async def _let_go(self, recording: Recording, *, started: bool) -> None:
+    async def _let_go(
+        self, recording: Recording, *, started: bool, after: _DeferredStart | None = None
+    ) -> None:
         """Let go of a stopped call in the journal: `started` (it may have partly run), it
-        is left interrupted, else queued again; waited for no longer than the journal's
-        bound (`CallRecorder.while_stopping`)."""
+        is left interrupted, else queued again (`after` its start being recorded, if any, is
+        answered); waited for no longer than the journal's bound
+        (`CallRecorder.while_stopping`)."""
         journal = self._journal
         assert journal is not None
         work = journal.abandon(recording) if started else journal.unclaim(recording)
-        await journal.recorder.while_stopping(work, [recording.key])
+        await journal.recorder.while_stopping(_after(after, work), [recording.key])
 
     async def _abandon(self, recording: Recording) -> None:
         assert self._journal is not None
@@ -416,9 +419,13 @@ class CallPath:
                 ask = deferred.may_start if deferred.gated else None  # (listeners: no wait)
                 with AskedOnLoop(loop, ask, deferred.started):
                     invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
-        if deferred.unrecorded is None:
+        await deferred.answered()  # a start still being recorded when the run ended
+        if not deferred.let_go:
             return invocation
-        assert deferred.recording is not None
+        assert self._journal is not None and deferred.recording is not None
+        if deferred.unrecorded is None:  # its start was recorded as its run ended: never ran
+            await self._journal.unclaim(deferred.recording)  # queued again, no start
+            return invocation
         await self._abandon(deferred.recording)
         return _answered(tool_name, ToolResult.error(deferred.unrecorded))
 
@@ -526,6 +533,14 @@ class _Store:
     storing: asyncio.Future[None]
 
 
+async def _after(deferred: _DeferredStart | None, work: Awaitable[None]) -> None:
+    """`work` once `deferred`'s start being recorded, if any, is answered (the journal then
+    writes the two in that order)."""
+    if deferred is not None:
+        await deferred.answered()
+    await work
+
+
 def _answered(tool_name: str, result: ToolResult) -> Invocation:
     """A hook's answer as if the tool had returned it (the tool did not run)."""
     error = None
@@ -539,9 +554,16 @@ class _DeferredStart:
     running when its worker has a slot for it (`gated`: only a journaled call waits for
     that), and `call_started` comes, with the clock read, when the backend starts it.
     `went`: the backend may have started it (a stop then leaves it interrupted in the
-    journal; before that, the call is let go of: queued again, no owner)."""
+    journal; before that, the call is let go of: queued again, no owner).
 
-    __slots__ = ("batch", "call", "path", "recorded", "recording", "start", "unrecorded", "went")
+    Its run may end (a time limit, a stop) while its start is being recorded, and the
+    work then never starts: the call is let go of (`let_go`) only once that write is
+    answered (`answered`), so the journal has it queued again without a start, never a
+    start next to a text that says it did not run."""
+
+    __slots__ = (
+        "asking", "batch", "call", "path", "recorded", "recording", "start", "unrecorded", "went"
+    )  # fmt: skip
 
     def __init__(
         self, path: CallPath, batch: ToolBatch, call: ToolCallRequest, recording: Recording | None
@@ -550,18 +572,34 @@ class _DeferredStart:
         self.recorded = False
         self.went = False
         self.unrecorded: ToolError | None = None
+        self.asking: asyncio.Future[None] | None = None  # its start being recorded, till done
         self.start = time.perf_counter()  # until it starts: since it was handed over
 
     @property
     def gated(self) -> bool:
         return self.recording is not None and self.recording.queued
 
+    @property
+    def let_go(self) -> bool:
+        """Its work never started though its journal row was to say so (once `answered`):
+        its start could not be recorded, or was recorded as its run ended."""
+        return self.unrecorded is not None or (self.recorded and not self.went)
+
     async def __call__(self) -> ToolError | None:
         if self.recorded:  # asked again on another worker: its start is in the journal
             return None
-        self.unrecorded = await self.path._start_recording(self.recording)
-        self.recorded = self.unrecorded is None
+        asking = self.asking = asyncio.get_running_loop().create_future()
+        try:
+            self.unrecorded = await self.path._start_recording(self.recording)
+            self.recorded = self.unrecorded is None
+        finally:
+            asking.set_result(None)
         return self.unrecorded
+
+    async def answered(self) -> None:
+        """Wait until a start being recorded (the run ended meanwhile) is answered."""
+        if self.asking is not None and not self.asking.done():
+            await asyncio.wait((self.asking,))
 
     async def may_start(self) -> bool:
         """Whether a tool that asks for its start (`WorkStart`) may start: its start is
