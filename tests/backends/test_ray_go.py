@@ -8,9 +8,11 @@ once; a go that never comes (a caller that is gone) frees the call's slot after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +27,10 @@ from tests.backends.test_ray_seams import (
     lines,
 )
 
-from toolbridge import ToolCallRequest
+from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
 from toolbridge.backends.ray import RayBackend, ToolSource
+from toolbridge.core.registry import timeout_error
+from toolbridge.execution.outcomes import ToolOutcome
 from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
 
 ONE_THREAD = ToolSource("seam_tools:build_one_thread")
@@ -131,70 +135,94 @@ async def test_sync_calls_a_killed_caller_left_waiting_for_a_worker_thread_run_a
     assert started == ["c0", "c1", "c2"]  # each once
 
 
+WATCHERS = ["journal", "listeners", "nobody"]
+
+
+async def watched(
+    stack: contextlib.AsyncExitStack, folder: Path, watcher: str, events: list[Any]
+) -> dict[str, Any]:
+    """The executor options of a caller that watches its calls' starts with a journal (in
+    `folder`), with listeners (into `events`), or not at all."""
+    if watcher == "journal":
+        journal = SQLiteJournal(folder / "journal.sqlite3")
+        return {"journal": await stack.enter_async_context(journal)}
+    return {"listeners": [events.append]} if watcher == "listeners" else {}
+
+
+HOLD = ToolCallRequest("h", "hold_sync", {"label": "h"})  # holds a thread until released
+LATE = ToolCallRequest("q", "limited_sync", {"label": "q"})  # 0.5 s limit
+
+
+async def timed_out_locally(folder: Path, watcher: str) -> ToolOutcome:
+    """`LATE` timed out on the local backend while `HOLD` holds its one thread: what the
+    model reads of it there."""
+    await asyncio.to_thread(folder.mkdir)
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+    registry = SOURCE.registry(ToolContext(workspace=folder, session="t"))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, folder, watcher, [])
+        executor = ToolExecutor(registry, policy, **options)
+        held = asyncio.create_task(executor.run([HOLD]))
+        await lines(folder / "started.txt", 1)
+        [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
+        (folder / "release").write_text("go")
+        await asyncio.wait_for(held, WAIT)
+    return late
+
+
+@pytest.mark.parametrize("watcher", WATCHERS)
 async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
+    workspace: Path, one_thread: RayBackend, watcher: str
 ) -> None:
     """Its thread never started it, so nothing runs on that needs a new worker process:
-    the call that holds the thread goes on."""
-    from toolbridge.core.registry import timeout_error
-
-    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
-        holder = executor_for(workspace, one_thread, journal=journal)
-        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
-        await lines(workspace / "started.txt", 1)
-        waiter = executor_for(workspace, one_thread, session="t", journal=journal)
-        [late] = await asyncio.wait_for(
-            waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
-        )
-        [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
-        (workspace / "release").write_text("go")
-        [released] = await asyncio.wait_for(held, WAIT)
-        entry = {e.key.call_id: e for e in await journal.entries(session="t")}["q"]
-    assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
-    assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
-    [started] = _lines(workspace / "started.txt")
-    assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
-    assert released.ok, released.result.text
-
-
-async def test_a_listened_sync_call_whose_limit_ends_while_it_waits_for_a_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
-) -> None:
-    """With listeners and no journal, as locally: the call starts for its listeners when a
-    thread starts it, and one whose limit ended before that is told it never ran (the
-    text a local call gets), and its worker, where nothing of it runs, is spared."""
-    from toolbridge.core.registry import timeout_error
+    the call that holds the thread goes on. Whoever watches the call (a journal,
+    listeners, nobody), it reads as locally: it never ran, and listeners never hear it
+    start."""
     from toolbridge.execution.outcomes import EventType
 
     holder = executor_for(workspace, one_thread)
-    held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
+    held = asyncio.create_task(holder.run([HOLD]))
     await lines(workspace / "started.txt", 1)
     events: list[Any] = []
-    waiter = executor_for(workspace, one_thread, session="t", listeners=[events.append])
-    [late] = await asyncio.wait_for(
-        waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
-    )
-    [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
-    (workspace / "release").write_text("go")
-    [released] = await asyncio.wait_for(held, WAIT)
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, workspace, watcher, events)
+        waiter = executor_for(workspace, one_thread, session="t", **options)
+        [late] = await asyncio.wait_for(waiter.run([LATE]), WAIT)
+        [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
+        (workspace / "release").write_text("go")
+        [released] = await asyncio.wait_for(held, WAIT)
+        if watcher == "journal":
+            rows = await options["journal"].entries(session="t")
+            [entry] = [row for row in rows if row.key.call_id == "q"]
+            assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
+    local = await timed_out_locally(workspace / "local", watcher)
     assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
-    starts = [e.call.id for e in events if e.type is EventType.CALL_STARTED]
-    assert starts == ["pid"]  # q never started
+    assert (late.result.content, late.error) == (local.result.content, local.error)
+    if watcher == "listeners":
+        starts = [e.call.id for e in events if e.type is EventType.CALL_STARTED]
+        assert starts == ["pid"]  # q never started
     [started] = _lines(workspace / "started.txt")
     assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
     assert released.ok, released.result.text
 
 
+@pytest.mark.parametrize("watcher", WATCHERS)
 async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
+    workspace: Path, one_thread: RayBackend, watcher: str
 ) -> None:
-    """The calls of the stopped run never started (their go was never sent), so no thread
-    of theirs runs on: the call of another run that holds the thread goes on."""
-    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
-        holder = executor_for(workspace, one_thread, journal=journal)
-        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
-        await lines(workspace / "started.txt", 1)
-        stopped = executor_for(workspace, one_thread, session="t", journal=journal)
+    """The calls of the stopped run never started (journaled: their go was never sent;
+    else the worker's own gate dropped them), so no thread of theirs runs on: the call
+    of another run that holds the thread goes on, and they never run, even later."""
+    from toolbridge.execution.outcomes import EventType
+
+    holder = executor_for(workspace, one_thread)
+    held = asyncio.create_task(holder.run([HOLD]))
+    await lines(workspace / "started.txt", 1)
+    events: list[Any] = []
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, workspace, watcher, events)
+        stopped = executor_for(workspace, one_thread, session="t", **options)
         batch = [
             ToolCallRequest("m", "mark", {"label": "m"}),  # async: it runs, in the same request
             *(ToolCallRequest(f"w{n}", "mark_sync", {"label": f"w{n}"}) for n in range(2)),
@@ -209,12 +237,18 @@ async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it
         )
         (workspace / "release").write_text("go")
         [released] = await asyncio.wait_for(held, WAIT)
-        left = {e.key.call_id: e.state for e in await journal.entries(session="t")}
+        after = ToolCallRequest("after", "mark_sync", {"label": "after"})  # the thread's next
+        [later] = await asyncio.wait_for(stopped.run([after]), WAIT)
+        if watcher == "journal":
+            left = {e.key.call_id: e.state for e in await options["journal"].entries(session="t")}
+            assert (left["w0"], left["w1"]) == (CallState.QUEUED, CallState.QUEUED)  # let go of
     [started] = _lines(workspace / "started.txt")
     assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
     assert released.ok, released.result.text
-    assert _lines(workspace / "effects.txt") == ["m"]  # the sync calls never ran
-    assert (left["w0"], left["w1"]) == (CallState.QUEUED, CallState.QUEUED)  # let go of
+    assert later.ok, later.result.text
+    assert _lines(workspace / "effects.txt") == ["m", "after"]  # the stopped sync calls never ran
+    starts = {e.call.id for e in events if e.type is EventType.CALL_STARTED}
+    assert not starts & {"w0", "w1"}
 
 
 class LateGo(SQLiteJournal):

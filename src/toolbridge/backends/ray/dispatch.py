@@ -269,6 +269,7 @@ class _Dispatcher:
                          payload)  # fmt: skip
             self._finish(call, _failed(_worker_failed(call.tool.name, str(payload))))
         else:  # cancelled on the worker: the caller stopped waiting for it
+            call.dropped = not payload  # its tool never started there
             self._finish(call, _failed(_cancelled(call.tool.name)))
 
     def _finish(self, call: _Pending, invocation: Invocation) -> None:
