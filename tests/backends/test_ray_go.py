@@ -1,9 +1,10 @@
-"""Ray: a journaled call's go from its worker. A sync tool's call asks for it when one of
-the worker's threads starts its work, not when it gets a slot, so a call waiting for a
-thread is still queued (a stop lets go of it; a killed caller leaves it queued, to run as
-its first attempt); a go that comes late starts the call
-once; a go that never comes (a caller that is gone) frees the call's slot after
-`go_timeout`."""
+"""Ray: a call's start on its worker. A journaled sync tool's call asks for its go when
+one of the worker's threads starts its work, not when it gets a slot, so a call waiting
+for a thread is still queued (a stop lets go of it; a killed caller leaves it queued, to
+run as its first attempt); whoever watches a sync call, one stopped or timed out before
+a thread started it never runs and spares its worker, and reads as locally, as does one
+whose start the journal records too late; a go that comes late starts the call once; a
+go that never comes (a caller that is gone) frees the call's slot after `go_timeout`."""
 
 from __future__ import annotations
 
@@ -286,6 +287,38 @@ async def test_a_go_answered_late_starts_the_call_once(
     assert outcome.ok, outcome.result.text
     assert (entry.state, entry.attempt) == (CallState.FINISHED, 1)
     assert _lines(workspace / "effects.txt") == ["m"]  # once
+
+
+async def recorded_too_late(folder: Path, backend: RayBackend | None) -> ToolOutcome:
+    """`LATE` (a sync tool, 0.5 s limit) with a journal that records its start only after
+    the call ended, on Ray (`backend`) or locally (None), in a `folder` of its own."""
+    await asyncio.to_thread(folder.mkdir)
+    registry = SOURCE.registry(ToolContext(workspace=folder, session="t"))
+    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
+    async with LateGo(folder / "late.sqlite3") as journal:
+        journal.asked, journal.answer = asyncio.Event(), asyncio.Event()
+        executor = ToolExecutor(registry, policy, journal=journal, backend=backend)
+        [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
+        journal.answer.set()  # the start, recorded now, comes too late to count
+    return late
+
+
+async def test_a_journal_slower_than_a_sync_calls_limit_times_it_out_as_locally(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    """Recording a sync tool's start counts in its limit on both backends (its thread asks
+    for it once the limit runs): a journal slower than the limit ends the call before it
+    starts, with the same text on Ray as locally, and its worker is spared."""
+    pid = ToolCallRequest("pid", "worker_pid", {})
+    [before] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
+    on_ray = await recorded_too_late(workspace / "ray", one_thread)
+    [after] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
+    local = await recorded_too_late(workspace / "local", None)
+    assert on_ray.result.text == timeout_error("limited_sync", 0.5, started=False).render()
+    assert (on_ray.result.content, on_ray.error) == (local.result.content, local.error)
+    assert before.value == after.value  # the same worker: it was not killed
+    for folder in ("ray", "local"):  # it never ran, on either
+        assert _lines(workspace / folder / "started.txt") == []
 
 
 async def _items(refs: Any) -> list[Any]:
