@@ -210,7 +210,7 @@ class _Worker:
     ) -> None:
         key = context.key
         self.in_use[key] += 1
-        later: _Go | _Told | None = None
+        later: _Go | _OwnGate | None = None
         running = False  # its tool may have started (one that defers it: see `later`)
         try:
             registry = self._registry(key, context)
@@ -233,7 +233,7 @@ class _Worker:
                 # A tool that defers its start (a sync tool, waiting for one of this worker's
                 # threads) starts when a thread starts its work: its go is asked then, or
                 # the caller told (listeners only), and one stopped or timed out before
-                # never starts (whoever listens); any other starts now.
+                # never starts (whoever watches it, if anyone); any other starts now.
                 later = _asked_later(tool.defers_start, call, go, outbox, position)
                 recording = 0.0  # the caller's time to record the start: not the call's
                 if go is not None and later is None:
@@ -345,7 +345,7 @@ class _Go:
         )
 
 
-class _Told:
+class _OwnGate:
     """The worker's own gate on a call of a tool that defers its start (a sync tool) whose
     caller gives no go (no journal): it starts when one of the worker's threads starts its
     work, and a caller that listens (`outbox`) hears it then, as a local call's listeners
@@ -371,17 +371,17 @@ class _Told:
 
 def _asked_later(
     defers: bool, call: _Call, go: _Go | None, outbox: _Outbox, position: int
-) -> _Go | _Told | None:
+) -> _Go | _OwnGate | None:
     """The gate of a call whose tool `defers` its start, which a thread passes as it starts
     the call's work: its go (journaled), else the worker's own (the caller told of the
     start if it listens); None: the tool starts at once."""
     if not defers:
         return None
-    return go if go is not None else _Told(outbox if call.told else None, position)
+    return go if go is not None else _OwnGate(outbox if call.told else None, position)
 
 
 async def _asked_in_thread(
-    run: Callable[[], Awaitable[Invocation]], later: _Go | _Told
+    run: Callable[[], Awaitable[Invocation]], later: _Go | _OwnGate
 ) -> Invocation:
     """`run` a call whose tool defers its start (a sync tool): its go is asked (or, for a
     caller that only listens, its start said) by the worker thread that starts its work
