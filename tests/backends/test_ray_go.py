@@ -28,7 +28,7 @@ from tests.backends.test_ray_seams import (
     lines,
 )
 
-from toolbridge import ExecutionPolicy, ToolCallRequest, ToolContext, ToolExecutor
+from toolbridge import ToolCallRequest
 from toolbridge.backends.ray import RayBackend, ToolSource
 from toolbridge.core.registry import timeout_error
 from toolbridge.execution.outcomes import ToolOutcome
@@ -159,11 +159,9 @@ async def timed_out_locally(folder: Path, watcher: str) -> ToolOutcome:
     model reads of it there."""
     await asyncio.to_thread(folder.mkdir)
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
-    registry = SOURCE.registry(ToolContext(workspace=folder, session="t"))
-    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
     async with contextlib.AsyncExitStack() as stack:
         options = await watched(stack, folder, watcher, [])
-        executor = ToolExecutor(registry, policy, **options)
+        executor = executor_for(folder, None, session="t", **options)
         held = asyncio.create_task(executor.run([HOLD]))
         await lines(folder / "started.txt", 1)
         [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
@@ -293,11 +291,9 @@ async def recorded_too_late(folder: Path, backend: RayBackend | None) -> ToolOut
     """`LATE` (a sync tool, 0.5 s limit) with a journal that records its start only after
     the call ended, on Ray (`backend`) or locally (None), in a `folder` of its own."""
     await asyncio.to_thread(folder.mkdir)
-    registry = SOURCE.registry(ToolContext(workspace=folder, session="t"))
-    policy = ExecutionPolicy(persist_results=False, loop_guard=False)
     async with LateGo(folder / "late.sqlite3") as journal:
         journal.asked, journal.answer = asyncio.Event(), asyncio.Event()
-        executor = ToolExecutor(registry, policy, journal=journal, backend=backend)
+        executor = executor_for(folder, backend, session="t", journal=journal)
         [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
         journal.answer.set()  # the start, recorded now, comes too late to count
     return late
