@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from toolbridge import Tool, ToolContext, tool
 
@@ -14,6 +15,13 @@ async def wait_5ms(n: int) -> int:
     return n
 
 
+@tool(read_only=True)
+def wait_5ms_sync(n: int) -> int:
+    """Sleep 5 ms in one of the worker's threads (blocking code), then answer."""
+    time.sleep(0.005)
+    return n
+
+
 class BareWorker:
     """The same work as a bare Ray actor method: the floor RayBackend is compared with."""
 
@@ -21,6 +29,10 @@ class BareWorker:
         await asyncio.sleep(0.005)
         return n
 
+    async def wait_sync(self, n: int) -> int:
+        await asyncio.to_thread(time.sleep, 0.005)
+        return n
+
 
 def build(ctx: ToolContext) -> list[Tool]:
-    return [wait_5ms]
+    return [wait_5ms, wait_5ms_sync]

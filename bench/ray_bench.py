@@ -1,7 +1,7 @@
 """RayBackend against bare Ray actor calls of the same function, interleaved in one run.
 
     python bench/ray_bench.py [--calls 200] [--sessions 1] [--workers 2] [--rounds 15]
-                              [--one-at-a-time] [--journal]
+                              [--one-at-a-time] [--journal] [--sync]
 
 Workload: `calls` calls of a tool that sleeps 5 ms, spread over `sessions` concurrent
 sessions (each its own executor and workspace), all sharing one pool of `workers` actors.
@@ -12,6 +12,8 @@ before and after (the machine may be shared: read the ratios). `--one-at-a-time`
 session's calls run one after another (``concurrency=False``; bare: awaited in turn).
 `--journal`: a third contender, RayBackend with a SQLite call journal (`durability="process"`),
 whose calls each wait for the journal to record their start before their worker starts them.
+`--sync`: the tool is a sync function sleeping 5 ms in one of its worker's threads (bare:
+`asyncio.to_thread` in the actor).
 Every round runs in one event loop (the journal and the backend's dispatcher stay open).
 """
 
@@ -57,12 +59,12 @@ def executors_for(
     ]
 
 
-async def toolbridge_round(executors: list[Any], per_session: int) -> None:
+async def toolbridge_round(executors: list[Any], per_session: int, name: str) -> None:
     from toolbridge import ToolCallRequest
 
     round_number = next(ROUNDS)
     batches = [
-        [ToolCallRequest(f"r{round_number}c{i}", "wait_5ms", {"n": i}) for i in range(per_session)]
+        [ToolCallRequest(f"r{round_number}c{i}", name, {"n": i}) for i in range(per_session)]
         for _ in executors
     ]
     results = await asyncio.gather(
@@ -71,17 +73,19 @@ async def toolbridge_round(executors: list[Any], per_session: int) -> None:
     assert all(outcome.ok for outcomes in results for outcome in outcomes)
 
 
-async def bare_round(actors: list[Any], total: int, sessions: int, in_turn: bool) -> None:
+async def bare_round(
+    actors: list[Any], total: int, sessions: int, in_turn: bool, method: str
+) -> None:
     if not in_turn:
         answers = await asyncio.gather(
-            *(actors[i % len(actors)].wait.remote(i) for i in range(total))
+            *(getattr(actors[i % len(actors)], method).remote(i) for i in range(total))
         )
         assert answers == list(range(total))
         return
 
     async def session(first: int) -> None:
         for i in range(first, total, sessions):
-            assert await actors[i % len(actors)].wait.remote(i) == i
+            assert await getattr(actors[i % len(actors)], method).remote(i) == i
 
     await asyncio.gather(*(session(first) for first in range(sessions)))
 
@@ -130,20 +134,25 @@ async def bench(args: argparse.Namespace, workspaces: list[Path], journal_path: 
     await asyncio.gather(*(actor.wait.remote(0) for actor in actors))
     backend = RayBackend(ToolSource("bench_tools:build"), workers=args.workers)
     concurrency = not args.one_at_a_time
+    name, method = ("wait_5ms_sync", "wait_sync") if args.sync else ("wait_5ms", "wait")
     ours = executors_for(backend, workspaces, concurrency)
     local = executors_for(LocalBackend(), workspaces, concurrency)
     async with SQLiteJournal(journal_path) as journal:
         journaled = executors_for(backend, workspaces, concurrency, journal)
         contenders: dict[str, Callable[[], Awaitable[None]]] = {
-            "bare Ray actors": lambda: bare_round(actors, total, args.sessions, not concurrency),
-            "RayBackend": lambda: toolbridge_round(ours, per_session),
+            "bare Ray actors": lambda: bare_round(
+                actors, total, args.sessions, not concurrency, method
+            ),
+            "RayBackend": lambda: toolbridge_round(ours, per_session, name),
         }
         if args.journal:
             contenders["RayBackend + SQLite journal"] = lambda: toolbridge_round(
-                journaled, per_session
+                journaled, per_session, name
             )
         walls, cpus = await measure(contenders, args.rounds)
-    local_times = [await timed(lambda: toolbridge_round(local, per_session)) for _ in range(3)]
+    local_times = [
+        await timed(lambda: toolbridge_round(local, per_session, name)) for _ in range(3)
+    ]
     backend.close()
     for actor in actors:
         ray.kill(actor)
@@ -158,7 +167,8 @@ def report(
     local_times: list[tuple[float, float]],
 ) -> None:
     print(
-        f"{total} calls of a 5 ms tool from {args.sessions} session(s)"
+        f"{total} calls of a 5 ms {'sync ' if args.sync else ''}tool "
+        f"from {args.sessions} session(s)"
         f"{', one at a time' if args.one_at_a_time else ''}, {args.workers} workers, "
         f"{args.rounds} interleaved rounds; load average {args.load_before[0]:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)"
@@ -193,6 +203,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--one-at-a-time", action="store_true")
     parser.add_argument("--journal", action="store_true")
+    parser.add_argument("--sync", action="store_true")
     args = parser.parse_args()
     import ray
 

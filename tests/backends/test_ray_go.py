@@ -1,16 +1,19 @@
-"""Ray: a journaled call's go from its worker. A sync tool's call asks for it when one of
-the worker's threads starts its work, not when it gets a slot, so a call waiting for a
-thread is still queued (a stop lets go of it; a killed caller leaves it queued, to run as
-its first attempt); a go that comes late starts the call
-once; a go that never comes (a caller that is gone) frees the call's slot after
-`go_timeout`."""
+"""Ray: a call's start on its worker. A journaled sync tool's call asks for its go when
+one of the worker's threads starts its work, not when it gets a slot, so a call waiting
+for a thread is still queued (a stop lets go of it; a killed caller leaves it queued, to
+run as its first attempt); whoever watches a sync call, one stopped or timed out before
+a thread started it never runs and spares its worker, and reads as locally, as does one
+whose start the journal records too late; a go that comes late starts the call once; a
+go that never comes (a caller that is gone) frees the call's slot after `go_timeout`."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ from tests.backends.test_ray_seams import (
 
 from toolbridge import ToolCallRequest
 from toolbridge.backends.ray import RayBackend, ToolSource
+from toolbridge.core.registry import timeout_error
+from toolbridge.execution.outcomes import ToolOutcome
 from toolbridge.journal import CallJournal, CallKey, CallState, SQLiteJournal
 
 ONE_THREAD = ToolSource("seam_tools:build_one_thread")
@@ -131,70 +136,91 @@ async def test_sync_calls_a_killed_caller_left_waiting_for_a_worker_thread_run_a
     assert started == ["c0", "c1", "c2"]  # each once
 
 
+WATCHERS = ["journal", "listeners", "nobody"]
+
+
+async def watched(
+    stack: contextlib.AsyncExitStack, folder: Path, watcher: str, events: list[Any]
+) -> dict[str, Any]:
+    """The executor options of a caller that watches its calls' starts with a journal (in
+    `folder`), with listeners (into `events`), or not at all."""
+    if watcher == "journal":
+        journal = SQLiteJournal(folder / "journal.sqlite3")
+        return {"journal": await stack.enter_async_context(journal)}
+    return {"listeners": [events.append]} if watcher == "listeners" else {}
+
+
+HOLD = ToolCallRequest("h", "hold_sync", {"label": "h"})  # holds a thread until released
+LATE = ToolCallRequest("q", "limited_sync", {"label": "q"})  # 0.5 s limit
+
+
+async def timed_out_locally(folder: Path, watcher: str) -> ToolOutcome:
+    """`LATE` timed out on the local backend while `HOLD` holds its one thread: what the
+    model reads of it there."""
+    await asyncio.to_thread(folder.mkdir)
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, folder, watcher, [])
+        executor = executor_for(folder, None, session="t", **options)
+        held = asyncio.create_task(executor.run([HOLD]))
+        await lines(folder / "started.txt", 1)
+        [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
+        (folder / "release").write_text("go")
+        await asyncio.wait_for(held, WAIT)
+    return late
+
+
+@pytest.mark.parametrize("watcher", WATCHERS)
 async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
+    workspace: Path, one_thread: RayBackend, watcher: str
 ) -> None:
     """Its thread never started it, so nothing runs on that needs a new worker process:
-    the call that holds the thread goes on."""
-    from toolbridge.core.registry import timeout_error
-
-    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
-        holder = executor_for(workspace, one_thread, journal=journal)
-        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
-        await lines(workspace / "started.txt", 1)
-        waiter = executor_for(workspace, one_thread, session="t", journal=journal)
-        [late] = await asyncio.wait_for(
-            waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
-        )
-        [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
-        (workspace / "release").write_text("go")
-        [released] = await asyncio.wait_for(held, WAIT)
-        entry = {e.key.call_id: e for e in await journal.entries(session="t")}["q"]
-    assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
-    assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
-    [started] = _lines(workspace / "started.txt")
-    assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
-    assert released.ok, released.result.text
-
-
-async def test_a_listened_sync_call_whose_limit_ends_while_it_waits_for_a_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
-) -> None:
-    """With listeners and no journal, as locally: the call starts for its listeners when a
-    thread starts it, and one whose limit ended before that is told it never ran (the
-    text a local call gets), and its worker, where nothing of it runs, is spared."""
-    from toolbridge.core.registry import timeout_error
+    the call that holds the thread goes on. Whoever watches the call (a journal,
+    listeners, nobody), it reads as locally: it never ran, and listeners never hear it
+    start."""
     from toolbridge.execution.outcomes import EventType
 
     holder = executor_for(workspace, one_thread)
-    held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
+    held = asyncio.create_task(holder.run([HOLD]))
     await lines(workspace / "started.txt", 1)
     events: list[Any] = []
-    waiter = executor_for(workspace, one_thread, session="t", listeners=[events.append])
-    [late] = await asyncio.wait_for(
-        waiter.run([ToolCallRequest("q", "limited_sync", {"label": "q"})]), WAIT
-    )
-    [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
-    (workspace / "release").write_text("go")
-    [released] = await asyncio.wait_for(held, WAIT)
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, workspace, watcher, events)
+        waiter = executor_for(workspace, one_thread, session="t", **options)
+        [late] = await asyncio.wait_for(waiter.run([LATE]), WAIT)
+        [pid] = await asyncio.wait_for(waiter.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT)
+        (workspace / "release").write_text("go")
+        [released] = await asyncio.wait_for(held, WAIT)
+        if watcher == "journal":
+            rows = await options["journal"].entries(session="t")
+            [entry] = [row for row in rows if row.key.call_id == "q"]
+            assert (entry.state, entry.started_at) == (CallState.FINISHED, None)
+    local = await timed_out_locally(workspace / "local", watcher)
     assert late.result.text == timeout_error("limited_sync", 0.5, started=False).render()
-    starts = [e.call.id for e in events if e.type is EventType.CALL_STARTED]
-    assert starts == ["pid"]  # q never started
+    assert (late.result.content, late.error) == (local.result.content, local.error)
+    if watcher == "listeners":
+        starts = [e.call.id for e in events if e.type is EventType.CALL_STARTED]
+        assert starts == ["pid"]  # q never started
     [started] = _lines(workspace / "started.txt")
     assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
     assert released.ok, released.result.text
 
 
+@pytest.mark.parametrize("watcher", WATCHERS)
 async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it(
-    workspace: Path, one_thread: RayBackend
+    workspace: Path, one_thread: RayBackend, watcher: str
 ) -> None:
-    """The calls of the stopped run never started (their go was never sent), so no thread
-    of theirs runs on: the call of another run that holds the thread goes on."""
-    async with SQLiteJournal(workspace / "journal.sqlite3") as journal:
-        holder = executor_for(workspace, one_thread, journal=journal)
-        held = asyncio.create_task(holder.run([ToolCallRequest("h", "hold_sync", {"label": "h"})]))
-        await lines(workspace / "started.txt", 1)
-        stopped = executor_for(workspace, one_thread, session="t", journal=journal)
+    """The calls of the stopped run never started (journaled: their go was never sent;
+    else the worker's own gate dropped them), so no thread of theirs runs on: the call
+    of another run that holds the thread goes on, and they never run, even later."""
+
+    holder = executor_for(workspace, one_thread)
+    held = asyncio.create_task(holder.run([HOLD]))
+    await lines(workspace / "started.txt", 1)
+    events: list[Any] = []
+    async with contextlib.AsyncExitStack() as stack:
+        options = await watched(stack, workspace, watcher, events)
+        stopped = executor_for(workspace, one_thread, session="t", **options)
         batch = [
             ToolCallRequest("m", "mark", {"label": "m"}),  # async: it runs, in the same request
             *(ToolCallRequest(f"w{n}", "mark_sync", {"label": f"w{n}"}) for n in range(2)),
@@ -204,17 +230,25 @@ async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
+        heard = [(e.type.value, e.call.id) for e in events]
         [pid] = await asyncio.wait_for(
             stopped.run([ToolCallRequest("pid", "worker_pid", {})]), WAIT
         )
         (workspace / "release").write_text("go")
         [released] = await asyncio.wait_for(held, WAIT)
-        left = {e.key.call_id: e.state for e in await journal.entries(session="t")}
+        after = ToolCallRequest("after", "mark_sync", {"label": "after"})  # the thread's next
+        [later] = await asyncio.wait_for(stopped.run([after]), WAIT)
+        if watcher == "journal":
+            left = {e.key.call_id: e.state for e in await options["journal"].entries(session="t")}
+            assert (left["w0"], left["w1"]) == (CallState.QUEUED, CallState.QUEUED)  # let go of
     [started] = _lines(workspace / "started.txt")
     assert started.split() == ["h", str(pid.value)]  # the same worker: it was not killed
     assert released.ok, released.result.text
-    assert _lines(workspace / "effects.txt") == ["m"]  # the sync calls never ran
-    assert (left["w0"], left["w1"]) == (CallState.QUEUED, CallState.QUEUED)  # let go of
+    assert later.ok, later.result.text
+    assert _lines(workspace / "effects.txt") == ["m", "after"]  # the stopped sync calls never ran
+    if watcher == "listeners":  # as a local run's listeners hear them: they never start
+        heard_of = {call: [kind for kind, of in heard if of == call] for call in ("w0", "w1")}
+        assert heard_of == {"w0": ["call_finished"], "w1": ["call_finished"]}
 
 
 class LateGo(SQLiteJournal):
@@ -252,6 +286,36 @@ async def test_a_go_answered_late_starts_the_call_once(
     assert outcome.ok, outcome.result.text
     assert (entry.state, entry.attempt) == (CallState.FINISHED, 1)
     assert _lines(workspace / "effects.txt") == ["m"]  # once
+
+
+async def recorded_too_late(folder: Path, backend: RayBackend | None) -> ToolOutcome:
+    """`LATE` (a sync tool, 0.5 s limit) with a journal that records its start only after
+    the call ended, on Ray (`backend`) or locally (None), in a `folder` of its own."""
+    await asyncio.to_thread(folder.mkdir)
+    async with LateGo(folder / "late.sqlite3") as journal:
+        journal.asked, journal.answer = asyncio.Event(), asyncio.Event()
+        executor = executor_for(folder, backend, session="t", journal=journal)
+        [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
+        journal.answer.set()  # the start, recorded now, comes too late to count
+    return late
+
+
+async def test_a_journal_slower_than_a_sync_calls_limit_times_it_out_as_locally(
+    workspace: Path, one_thread: RayBackend
+) -> None:
+    """Recording a sync tool's start counts in its limit on both backends (its thread asks
+    for it once the limit runs): a journal slower than the limit ends the call before it
+    starts, with the same text on Ray as locally, and its worker is spared."""
+    pid = ToolCallRequest("pid", "worker_pid", {})
+    [before] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
+    on_ray = await recorded_too_late(workspace / "ray", one_thread)
+    [after] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
+    local = await recorded_too_late(workspace / "local", None)
+    assert on_ray.result.text == timeout_error("limited_sync", 0.5, started=False).render()
+    assert (on_ray.result.content, on_ray.error) == (local.result.content, local.error)
+    assert before.value == after.value  # the same worker: it was not killed
+    for folder in ("ray", "local"):  # it never ran, on either
+        assert _lines(workspace / folder / "started.txt") == []
 
 
 async def _items(refs: Any) -> list[Any]:

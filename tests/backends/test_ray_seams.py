@@ -33,8 +33,9 @@ async def lines(path: Path, count: int) -> list[str]:
 
 
 def executor_for(
-    workspace: Path, backend: RayBackend, session: str = "s", **options: object
+    workspace: Path, backend: RayBackend | None, session: str = "s", **options: object
 ) -> ToolExecutor:
+    """An executor of the seam tools on `backend` (None: the local one)."""
     registry = SOURCE.registry(ToolContext(workspace=workspace, session=session))
     policy = ExecutionPolicy(persist_results=False, loop_guard=False)
     return ToolExecutor(registry, policy, backend=backend, **options)  # type: ignore[arg-type]

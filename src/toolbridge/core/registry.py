@@ -42,7 +42,7 @@ from toolbridge.core.naming import NameIndex
 from toolbridge.core.results import MalformedResult, to_tool_result
 from toolbridge.core.schema import CompiledSchema, check_parameters_schema
 from toolbridge.core.tool import Tool, ToolContext, ToolResult, current_call
-from toolbridge.core.work_start import current_work_start
+from toolbridge.core.work_start import AskedOnLoop, current_work_start
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -334,7 +334,9 @@ class ToolRegistry:
           run unless `approved` (a `ToolExecutor` passes it once its approval step cleared
           the call); it fails with an ``approval_required`` error instead.
         - Time limit: `time_limit` seconds, by default the tool's own `timeout` (None: no
-          limit); past it, `execute` is cancelled and the call fails with ``timeout``.
+          limit); past it, `execute` is cancelled and the call fails with ``timeout``. A
+          call of a tool that waits for a worker thread and never got one did not start,
+          and its text says so (see `toolbridge.core.work_start`).
           `budget`: the seconds left of that limit when some of it went on waiting
           elsewhere (for a Ray worker); the error still names the limit itself.
         - Hooks: `before_execute` and `after_execute` (also for error results).
@@ -358,6 +360,7 @@ class ToolRegistry:
         error: ToolError | None = None
         exception: BaseException | None = None
         deadline: asyncio.Timeout | None = None
+        own: AskedOnLoop | None = None  # the start's gate when nobody else watches it
         token = current_call.set((self.context, call_id, tool.name))
         try:
             if hooks:
@@ -365,6 +368,10 @@ class ToolRegistry:
             if time_limit is None:
                 value = await tool.execute(**args)
             else:
+                if tool.defers_start and current_work_start() is None:
+                    # A tool waiting for a worker thread, whose start nobody watches: its
+                    # own gate, so that at its limit it never starts, and its text says so.
+                    own = AskedOnLoop(asyncio.get_running_loop(), None).__enter__()
                 async with asyncio.timeout(time_limit if budget is None else budget) as deadline:
                     value = await tool.execute(**args)
                 if deadline.expired():  # it caught the cancellation and finished late anyway
@@ -389,6 +396,8 @@ class ToolRegistry:
             result = ToolResult.error(error)
         finally:
             current_call.reset(token)
+            if own is not None:
+                own.__exit__()  # stopped: from now on its work may no longer start
         if hooks:
             try:
                 await tool.after_execute(args, result)

@@ -4,13 +4,14 @@ A sync function tool runs in a worker thread; with more calls than threads, a ca
 in the pool's queue after its `execute` began. Such a tool says so (`Tool.defers_start`)
 and, from where its work runs, asks the call's `WorkStart` just before the work starts.
 The executor installs one for the call when someone listens (a journal, event listeners),
-and a Ray worker for a call whose caller does (it journals it, or only listens): the call
-is marked running, and `call_started` comes, only then, so one that never left the queue
-is not taken for one that may have partly run, and one whose run ended first (stopped,
-timed out) never starts. `AskedOnLoop` is the one implementation: the answer is decided
-on an event loop. A `WorkStart` is its call's only: asking it takes it out of the work's
-context, so calls the work makes itself (an executor driven in an `asyncio.run` of its
-own, which inherits that context) never find it.
+a Ray worker for every such call (its caller journals it, only listens, or neither), and
+`run_prepared` one of its own for a call with a time limit that nobody else watches: the
+call is marked running, and `call_started` comes, only then, so one that never left the
+queue is not taken for one that may have partly run (its timeout says it never started),
+and one whose run ended first (stopped, timed out) never starts. `AskedOnLoop` is the
+one implementation: the answer is decided on an event loop. A `WorkStart` is its call's only:
+asking it takes it out of the work's context, so calls the work makes itself (an executor
+driven in an `asyncio.run` of its own, which inherits that context) never find it.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ class AskedOnLoop:
         if given is None:  # nothing to ask: it starts unless its run ended
             if not self._decide(True):
                 return False
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to hear
-                loop.call_soon_threadsafe(self.started)
+            if self.started is not _nothing:
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to hear
+                    loop.call_soon_threadsafe(self.started)
             return True
         try:
             loop.call_soon_threadsafe(self._ask)

@@ -23,10 +23,13 @@ A worker keeps the registries of the contexts it used last (`contexts_per_worker
 of every session it ever served.
 
 A call's time limit starts when it reaches the backend, so waiting for a worker counts,
-but not the journal's time to record its start (its clock stops meanwhile); the worker
-stops the call at the limit. A call that runs blocking code (not one whose limit ended
-before its thread started it), or whose worker does not answer within `grace` seconds
-after the limit, has its worker killed and restarted. A call whose worker died is
+but not the journal's time to record its start (its clock stops meanwhile; a sync
+tool's call excepted, as locally: its thread asks once its limit runs); the worker stops
+the call at the limit. A call that runs blocking code, stopped or past its limit, or
+whose worker does not answer within `grace` seconds after the limit, has its worker
+killed and restarted; a sync tool's call that no thread of its worker had started is
+dropped there instead (every such call passes a gate of its worker's), and its worker
+spared. A call whose worker died is
 answered with a ``worker_lost`` error, after retries on a fresh worker when its tool is
 read-only or idempotent.
 

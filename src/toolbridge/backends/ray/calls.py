@@ -36,6 +36,7 @@ class _Pending:
     position: int = 0
     answered: bool = False
     reported: bool = False  # its worker gave its outcome (a second one is a fault: ignored)
+    dropped: bool = False  # stopped on its worker, which says its tool never started
     timer: asyncio.TimerHandle | None = None
     waiter: asyncio.Future[None] | None = None  # set by a caller waiting for it to stop
 
@@ -61,6 +62,9 @@ def _may_retry(call: _Pending) -> bool:
 
 
 def _never_started(call: _Pending) -> bool:
-    """Whether the call surely never started on its worker: gated, and its go never sent
-    (the journal heard of no start)."""
+    """Whether the call surely never started on its worker: its worker says so (it was
+    stopped before), or it is gated and its go was never sent (the journal heard of no
+    start)."""
+    if call.dropped:
+        return True
     return call.on_start is not None and call.on_start.gated and not call.started

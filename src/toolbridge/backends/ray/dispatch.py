@@ -190,7 +190,9 @@ class _Dispatcher:
         recorded is answered here with the journal's error and never starts. The time the
         journal takes is not the calls': their clocks stop meanwhile, and the worker
         hears how long they stopped (a local call's limit starts once its start is
-        recorded, too)."""
+        recorded, too). A sync tool's call excepted, on the worker as locally: its thread
+        asked once its limit ran there, and the time counts (here it only moves the
+        deadline this side keeps in case the worker never answers)."""
         loop = asyncio.get_running_loop()
         asked = loop.time()
         for call in calls:
@@ -269,6 +271,7 @@ class _Dispatcher:
                          payload)  # fmt: skip
             self._finish(call, _failed(_worker_failed(call.tool.name, str(payload))))
         else:  # cancelled on the worker: the caller stopped waiting for it
+            call.dropped = not payload  # its tool never started there
             self._finish(call, _failed(_cancelled(call.tool.name)))
 
     def _finish(self, call: _Pending, invocation: Invocation) -> None:

@@ -77,6 +77,8 @@ class _Request(NamedTuple):
 # waits for the caller's go; any other call the caller is told of starts now.
 # _UNSTARTED: an answer (a timeout) for a call whose tool never started: no thread of
 # its runs on, so a blocking tool's worker needs no new process.
+# _CANCELLED: a call stopped on its worker; its payload says whether its tool may have
+# started (if not, the same goes for a blocking tool's worker).
 _PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING, _UNSTARTED = 0, 1, 2, 3, 4, 5
 _Item = tuple[int, int, Any]
 

@@ -205,11 +205,13 @@ class _Worker:
             del self.registries[idle]
         return registry
 
-    async def _one(
+    async def _one(  # noqa: PLR0915 - a call's whole course on its worker, in one frame
         self, batch: int, context: _Context, call: _Call, position: int, outbox: _Outbox
     ) -> None:
         key = context.key
         self.in_use[key] += 1
+        later: _Go | _OwnGate | None = None
+        running = False  # its tool may have started (one that defers it: see `later`)
         try:
             registry = self._registry(key, context)
             tool = registry.get(call.name)
@@ -229,8 +231,9 @@ class _Worker:
             try:
                 go = _Go(self, batch, position, outbox, call) if call.gated else None
                 # A tool that defers its start (a sync tool, waiting for one of this worker's
-                # threads) asks for its go, or tells the caller it starts (listeners only),
-                # when a thread starts its work; any other now.
+                # threads) starts when a thread starts its work: its go is asked then, or
+                # the caller told (listeners only), and one stopped or timed out before
+                # never starts (whoever watches it, if anyone); any other starts now.
                 later = _asked_later(tool.defers_start, call, go, outbox, position)
                 recording = 0.0  # the caller's time to record the start: not the call's
                 if go is not None and later is None:
@@ -250,13 +253,14 @@ class _Worker:
                     call_id=call.call_id, time_limit=call.time_limit, budget=budget,
                     approved=True,
                 )  # fmt: skip
+                running = later is None
                 invocation = await (run() if later is None else _asked_in_thread(run, later))
             finally:
                 self.slots.release()
             answer = (_ANSWER, _wire(invocation)) if later is None else later.answer(invocation)
             outbox.answer(position, *answer)
-        except asyncio.CancelledError:
-            outbox.answer(position, _CANCELLED, None)
+        except asyncio.CancelledError:  # said: whether its tool may have started
+            outbox.answer(position, _CANCELLED, running or (later is not None and later.went))
             raise
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
@@ -334,29 +338,32 @@ class _Go:
         """What a call that got no go answers: cancelled when its caller said no (it has
         answered the call), else why the worker dropped it."""
         if not self.dropped:
-            return _CANCELLED, None
+            return _CANCELLED, False
         return _FAILED, (
             f"it had no go to start the call from its caller within {self.worker.go_timeout:g} "
             "s (RayBackend's go_timeout), so it dropped the call, which never started"
         )
 
 
-class _Told:
-    """A call whose caller only listens for its start (no journal), of a tool that defers
-    its start (a sync tool): the caller hears it start when one of the worker's threads
-    starts its work, as a local call's listeners do, and a call whose limit ended before
-    that answers as one that never started (its worker is spared, its text says so)."""
+class _OwnGate:
+    """The worker's own gate on a call of a tool that defers its start (a sync tool) whose
+    caller gives no go (no journal): it starts when one of the worker's threads starts its
+    work, and a caller that listens (`outbox`) hears it then, as a local call's listeners
+    do. A call stopped, or whose limit ended, before that never starts: it is dropped here
+    and answers as one that never started (its text says so), so its worker, where
+    nothing of it runs, is spared. Local to the worker: no message to the caller."""
 
     __slots__ = ("outbox", "position", "went")
 
-    def __init__(self, outbox: _Outbox, position: int) -> None:
+    def __init__(self, outbox: _Outbox | None, position: int) -> None:
         self.outbox, self.position = outbox, position
         self.went = False
 
     def started(self) -> None:
         if not self.went:  # once: the thread's word and the run's end may both say it
             self.went = True
-            self.outbox.starting(self.position)
+            if self.outbox is not None:
+                self.outbox.starting(self.position)
 
     def answer(self, invocation: Invocation) -> tuple[int, Any]:
         return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
@@ -364,24 +371,24 @@ class _Told:
 
 def _asked_later(
     defers: bool, call: _Call, go: _Go | None, outbox: _Outbox, position: int
-) -> _Go | _Told | None:
-    """What a thread of a tool that `defers` its start asks, or tells, as it starts the
-    call's work: its go (journaled), its start (listeners only); None: nothing waits."""
+) -> _Go | _OwnGate | None:
+    """The gate of a call whose tool `defers` its start, which a thread passes as it starts
+    the call's work: its go (journaled), else the worker's own (the caller told of the
+    start if it listens); None: the tool starts at once."""
     if not defers:
         return None
-    if go is not None:
-        return go
-    return _Told(outbox, position) if call.told else None
+    return go if go is not None else _OwnGate(outbox if call.told else None, position)
 
 
 async def _asked_in_thread(
-    run: Callable[[], Awaitable[Invocation]], later: _Go | _Told
+    run: Callable[[], Awaitable[Invocation]], later: _Go | _OwnGate
 ) -> Invocation:
     """`run` a call whose tool defers its start (a sync tool): its go is asked (or, for a
     caller that only listens, its start said) by the worker thread that starts its work
     (the same `WorkStart` as locally), so a call waiting for a thread is still queued in
-    its caller's journal, and not yet started for its listeners."""
-    ask = later if isinstance(later, _Go) else None  # listeners only: no wait
+    its caller's journal, and not yet started for its listeners; stopped or timed out
+    before that, it never starts."""
+    ask = later if isinstance(later, _Go) else None  # no journal: no wait
     work = AskedOnLoop(asyncio.get_running_loop(), ask, later.started)
     try:
         with work:
