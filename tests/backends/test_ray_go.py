@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -288,15 +288,22 @@ async def test_a_go_answered_late_starts_the_call_once(
     assert _lines(workspace / "effects.txt") == ["m"]  # once
 
 
-async def recorded_too_late(folder: Path, backend: RayBackend | None) -> ToolOutcome:
-    """`LATE` (a sync tool, 0.5 s limit) with a journal that records its start only after
-    the call ended, on Ray (`backend`) or locally (None), in a `folder` of its own."""
+async def recorded_too_late(
+    folder: Path, backend: RayBackend | None, thread_free: Callable[[], Awaitable[object]]
+) -> ToolOutcome:
+    """`LATE` (a sync tool, 0.5 s limit) with a journal that records its start only once
+    the call's one thread is free again (`thread_free`: the limit ended while the thread
+    waited for that start, so it was told no), on Ray (`backend`) or locally (None), in a
+    `folder` of its own. The run ends once the late start is answered."""
     await asyncio.to_thread(folder.mkdir)
     async with LateGo(folder / "late.sqlite3") as journal:
         journal.asked, journal.answer = asyncio.Event(), asyncio.Event()
         executor = executor_for(folder, backend, session="t", journal=journal)
-        [late] = await asyncio.wait_for(executor.run([LATE]), WAIT)
+        run = asyncio.create_task(executor.run([LATE]))
+        await asyncio.wait_for(journal.asked.wait(), WAIT)  # its thread asked, and waits
+        await asyncio.wait_for(thread_free(), WAIT)
         journal.answer.set()  # the start, recorded now, comes too late to count
+        [late] = await asyncio.wait_for(run, WAIT)
     return late
 
 
@@ -307,10 +314,17 @@ async def test_a_journal_slower_than_a_sync_calls_limit_times_it_out_as_locally(
     for it once the limit runs): a journal slower than the limit ends the call before it
     starts, with the same text on Ray as locally, and its worker is spared."""
     pid = ToolCallRequest("pid", "worker_pid", {})
+    free = ToolCallRequest("free", "mark_sync", {"label": "free"})  # needs the one thread
     [before] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
-    on_ray = await recorded_too_late(workspace / "ray", one_thread)
+    on_ray = await recorded_too_late(
+        workspace / "ray", one_thread, lambda: executor_for(workspace, one_thread).run([free])
+    )
     [after] = await asyncio.wait_for(executor_for(workspace, one_thread).run([pid]), WAIT)
-    local = await recorded_too_late(workspace / "local", None)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))  # locally, one thread too
+    local = await recorded_too_late(
+        workspace / "local", None, lambda: loop.run_in_executor(None, str)
+    )
     assert on_ray.result.text == timeout_error("limited_sync", 0.5, started=False).render()
     assert (on_ray.result.content, on_ray.error) == (local.result.content, local.error)
     assert before.value == after.value  # the same worker: it was not killed
