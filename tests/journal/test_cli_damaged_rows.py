@@ -1,0 +1,75 @@
+"""``toolbridge journal`` on a journal whose rows were damaged or written by another
+program: every command ends with one ``Error:`` line that names the record, never a
+Python traceback (found by the independent journal checks)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.journal.test_cli import run_cli
+
+from toolbridge.journal import CallKey, SQLiteJournal
+
+DAMAGES = {
+    "approval that is no object": "UPDATE toolbridge_calls SET approval = '\"yes\"'",
+    "tool stored as bytes": "UPDATE toolbridge_calls SET tool = x'1b5b324a'",
+    "call id stored as bytes": "UPDATE toolbridge_calls SET call_id = x'1b5b324a'",
+    "error kind stored as bytes": "UPDATE toolbridge_calls SET error_kind = x'1b5b324a'",
+    "time past any calendar": "UPDATE toolbridge_calls SET created_at = 1e300, finished_at = 1e300",
+    "time that is not a number": "UPDATE toolbridge_calls SET finished_at = 'yesterday'",
+    "session stored as bytes": "UPDATE toolbridge_calls SET session = x'73'",
+}
+
+
+async def one_call(path: Path) -> None:
+    async with SQLiteJournal(path) as journal:
+        key = CallKey("s", "c", "h")
+        await journal.claim(key, "read_file", {"path": "notes.md"})
+        await journal.finish(key, {"content": "ok", "is_error": False}, error_kind=None)
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("command", [("list",), ("show", "s"), ("export",)])
+def test_a_damaged_row_is_one_error_line(
+    tmp_path: Path, damage: str, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "journal.sqlite3"
+    asyncio.run(one_call(path))
+    with sqlite3.connect(path) as conn:
+        conn.execute(DAMAGES[damage])
+    conn.close()
+
+    done = run_cli(*command, "--journal", str(path), cwd=tmp_path)
+
+    assert "Traceback" not in done.stderr, done.stderr
+    if done.returncode == 0:  # shown as it is, inert
+        assert "\x1b" not in done.stdout and done.stderr == "", done
+        return
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+    if done.returncode == 2:  # the bytes are no session name the command was given
+        assert "no calls in session" in done.stderr, done.stderr
+    else:  # a damaged record is refused, saying so and what to do
+        assert done.returncode == 3, (done.returncode, done.stderr)
+        assert "damaged" in done.stderr and "move" in done.stderr, done.stderr
+
+
+def test_a_session_name_that_is_not_utf8_holds_no_calls(tmp_path: Path) -> None:
+    """A session given on the command line as bytes that are not UTF-8 (a lone surrogate
+    to Python) cannot be in any journal: it is an error about the name, not the journal."""
+    path = tmp_path / "journal.sqlite3"
+    asyncio.run(one_call(path))
+    name = os.fsdecode(b"s\xff")
+    for command in (["show", name], ["export", "--session", name]):
+        done = subprocess.run(
+            [sys.executable, "-m", "toolbridge", "journal", *command, "--journal", str(path)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, (command, done.stderr)
+        assert "is not UTF-8 text" in done.stderr, done.stderr
+        assert "UnicodeEncodeError" not in done.stderr, done.stderr
