@@ -120,7 +120,18 @@ def echo_json(
 
 class SafeFormatter(logging.Formatter):
     """A log formatter for the terminal: the formatted record (message, arguments,
-    traceback) cleaned, since a record may quote a tool, a server or a file."""
+    traceback) cleaned, since a record may quote a tool, a server or a file. Without
+    `tracebacks` a record's traceback is left out: the command line shows one only
+    with ``-v``."""
+
+    def __init__(self, fmt: str | None = None, *, tracebacks: bool = True) -> None:
+        super().__init__(fmt)
+        self.tracebacks = tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
-        return clean(super().format(record))
+        if self.tracebacks:
+            return clean(super().format(record))
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        return clean(self.formatMessage(record))
