@@ -15,6 +15,7 @@ import pytest
 from tests.journal.test_cli import run_cli
 
 from toolbridge.journal import CallKey, SQLiteJournal
+from toolbridge.journal.records import refused_key
 
 DAMAGES = {
     "approval that is no object": "UPDATE toolbridge_calls SET approval = '\"yes\"'",
@@ -73,3 +74,30 @@ def test_a_session_name_that_is_not_utf8_holds_no_calls(tmp_path: Path) -> None:
         assert done.returncode == 2, (command, done.stderr)
         assert "is not UTF-8 text" in done.stderr, done.stderr
         assert "UnicodeEncodeError" not in done.stderr, done.stderr
+
+
+def column(table: str, index: int) -> str:
+    """The text of column `index` of a table printed by rich, its lines joined."""
+    cells = [line.split("│")[index].strip() for line in table.splitlines() if "│" in line]
+    return "".join(cells)
+
+
+def test_show_in_a_pipe_cuts_no_value_short(tmp_path: Path) -> None:
+    """An audit printed to a file or a pipe (80 columns) shows every value whole: the
+    table folds a long one onto more lines instead of cutting it with '…', so two
+    refusals of one call (asked, then denied) do not read alike."""
+    path = tmp_path / "journal.sqlite3"
+
+    async def refusals() -> None:
+        async with SQLiteJournal(path) as journal:
+            for kind in ("approval_required", "approval_denied"):
+                key = refused_key("s", "call_" + "x" * 60)
+                outcome = {"content": "Error: no", "is_error": True}
+                await journal.refuse(key, "write_file", {}, outcome, error_kind=kind)
+
+    asyncio.run(refusals())
+    done = run_cli("show", "s", "--journal", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout, done.stdout
+    assert column(done.stdout, 5) == "approval_requiredapproval_denied", done.stdout
+    assert column(done.stdout, 1) == 2 * ("call_" + "x" * 60), done.stdout

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.table import Table
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
-from toolbridge.cli.display import echo_json, plain
+from toolbridge.cli.display import echo_json, plain, table
 from toolbridge.core.jsontext import json_default
 from toolbridge.journal import (
     CallJournal,
@@ -83,10 +82,10 @@ def list_command(
 
     with reporting(verbose=False):
         sessions = _with_journal(workspace, journal, use)
-        table = Table("session", "calls", "last change")
+        grid = table("session", "calls", "last change")
         for name, when, count in sessions:
-            table.add_row(plain(name), str(count), _local_time(when))
-        out.print(table)
+            grid.add_row(plain(name), str(count), _local_time(when))
+        out.print(grid)
 
 
 def _local_time(when: float) -> str:
@@ -111,19 +110,19 @@ def show_command(
         entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
         if not entries:
             raise CliError(f"no calls in session {session!r}", ExitCode.USAGE)
-        table = Table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
+        grid = table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
         for entry in entries:
             took = (
                 f"{entry.finished_at - entry.started_at:.3f}"
                 if entry.finished_at is not None and entry.started_at is not None
                 else ""
             )
-            table.add_row(
+            grid.add_row(
                 plain(entry.key.call_id), plain(entry.tool), plain(entry.state),
                 str(entry.attempt), plain(entry.error_kind or ""), took,
                 plain(approved_by(entry)),
             )  # fmt: skip
-        out.print(table)
+        out.print(grid)
 
 
 def _check_session(session: str | None) -> None:
