@@ -5,6 +5,7 @@ Python traceback (found by the independent journal checks)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import subprocess
@@ -24,8 +25,13 @@ DAMAGES = {
     "error kind stored as bytes": "UPDATE toolbridge_calls SET error_kind = x'1b5b324a'",
     "time past any calendar": "UPDATE toolbridge_calls SET created_at = 1e300, finished_at = 1e300",
     "time that is not a number": "UPDATE toolbridge_calls SET finished_at = 'yesterday'",
+    "time that is not finite": "UPDATE toolbridge_calls SET created_at = 'nan', started_at = 'inf'",
     "session stored as bytes": "UPDATE toolbridge_calls SET session = x'73'",
 }
+
+
+def not_json(name: str) -> None:
+    raise AssertionError(f"{name} is no JSON value")
 
 
 async def one_call(path: Path) -> None:
@@ -49,8 +55,11 @@ def test_a_damaged_row_is_one_error_line(
     done = run_cli(*command, "--journal", str(path), cwd=tmp_path)
 
     assert "Traceback" not in done.stderr, done.stderr
-    if done.returncode == 0:  # shown as it is, inert
+    if done.returncode == 0:  # shown as it is, inert, and strict JSON where it is JSON
         assert "\x1b" not in done.stdout and done.stderr == "", done
+        if command == ("export",):
+            for line in done.stdout.splitlines():
+                json.loads(line, parse_constant=not_json)
         return
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
     if done.returncode == 2:  # the bytes are no session name the command was given

@@ -134,7 +134,7 @@ def session_from_row(name: Any, when: Any, where: str) -> tuple[str, float]:
     program stored there (bytes, a time that is no number) is a `JournalError` naming
     the journal `where`, as `entry_from_row` says of a damaged call."""
     try:
-        return _text(name), float(when)
+        return _text(name), _time(when)
     except (ValueError, TypeError) as exc:
         raise JournalError(
             f"the journal {where} holds a record of session {name!r} it cannot read "
@@ -167,9 +167,9 @@ def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
         outcome=decode(row[7]) if row[7] is not None else None,
         error_kind=_text(row[8]) if row[8] is not None else None,
         approval=_approval(decode(row[9])) if row[9] is not None else None,
-        created_at=float(row[10]),
-        started_at=float(row[11]) if row[11] is not None else None,
-        finished_at=float(row[12]) if row[12] is not None else None,
+        created_at=_time(row[10]),
+        started_at=_time(row[11]) if row[11] is not None else None,
+        finished_at=_time(row[12]) if row[12] is not None else None,
     )
 
 
@@ -183,6 +183,14 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"a text column holds {type(value).__name__}")
     return value
+
+
+def _time(value: Any) -> float:
+    """A stored time as it must be: a finite number of seconds (JSON has no NaN)."""
+    when = float(value)
+    if not math.isfinite(when):
+        raise ValueError(f"a time is {when}")
+    return when
 
 
 def _approval(value: Any) -> dict[str, Any]:
