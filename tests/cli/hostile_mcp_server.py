@@ -3,7 +3,9 @@
 ``--fail-init``: answers ``initialize`` with an error whose message is the corpus.
 Otherwise it lists a tool with a hostile name, one with a hostile description and
 title, and answers every call with the corpus; it also writes the corpus to stderr.
-Run as ``python hostile_mcp_server.py [--fail-init]``.
+``--lone-surrogate``: the description also holds a lone surrogate's JSON escape
+(``"\udc80"``), which the MCP SDK's parser refuses. Run as
+``python hostile_mcp_server.py [--fail-init] [--lone-surrogate]``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
             }
         }
     if method == "tools/list":
+        if "--lone-surrogate" in sys.argv:
+            return {"result": {"tools": [*TOOLS[:1], {**TOOLS[1], "description": "\udc80"}]}}
         return {"result": {"tools": TOOLS}}
     if method == "tools/call":
         return {"result": {"content": [{"type": "text", "text": HOSTILE}]}}

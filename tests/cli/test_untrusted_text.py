@@ -307,6 +307,21 @@ def test_mcp_servers_shows_hostile_servers_as_text(hostile: Cli, tmp_path: Path)
     assert "[/x]" in err  # the failed server's error, the refused tool's name
 
 
+def test_mcp_servers_prints_no_traceback_for_a_message_the_sdk_refused(
+    hostile: Cli, tmp_path: Path
+) -> None:
+    """A lone surrogate escape in a server's message: the MCP SDK logs its parse error with
+    a traceback (toolbridge reads the message again), which the last-resort handler
+    printed; without -v it is one line."""
+    script = str(HERE / "hostile_mcp_server.py")
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": [script, "--lone-surrogate"]}
+    config.write_text(json.dumps({"mcpServers": {"evil": {**server, "connect_timeout": 30}}}))
+    out, err = inert(run(hostile, "mcp", "servers", str(config)), 0)
+    assert "mcp_evil_echo" in out
+    assert "Failed to parse JSONRPC message" in err  # the SDK's warning, in one line
+
+
 def test_mcp_serve_shows_hostile_servers_and_logs_as_text(hostile: Cli, tmp_path: Path) -> None:
     config = _servers_config(tmp_path)
     for verbose in ((), ("-v",)):

@@ -392,7 +392,7 @@ def configure_logging(verbose: bool) -> None:
     library.addHandler(handler)
     last_resort = logging.StreamHandler(sys.stderr)  # other libraries' warnings, cleaned
     last_resort.setLevel(logging.WARNING)
-    last_resort.setFormatter(SafeFormatter())
+    last_resort.setFormatter(SafeFormatter(tracebacks=verbose))  # tracebacks with -v
     logging.lastResort = last_resort
 
 

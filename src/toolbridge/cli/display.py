@@ -24,6 +24,7 @@ import typer
 
 if TYPE_CHECKING:  # rich loads with the first line shown: `--help` and `--version` need none
     from rich.console import Console
+    from rich.table import Table
     from rich.text import Text
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "json_text",
     "plain",
     "show",
+    "table",
 ]
 
 # What a terminal acts on: C0 controls but tab and newline, DEL, and C1 controls (their
@@ -73,6 +75,15 @@ def plain(text: str, style: str = "") -> Text:
     from rich.text import Text
 
     return Text(clean(text), style=style)
+
+
+def table(*headers: str, title: str | Text | None = None) -> Table:
+    """A table whose every value is shown whole: one too long for its column folds onto
+    more lines, never cut with '…' (printed to a pipe or a file, 80 columns, two
+    different values would otherwise read alike)."""
+    from rich.table import Column, Table
+
+    return Table(*(Column(header, overflow="fold") for header in headers), title=title)
 
 
 def show(console: Console, *parts: str | tuple[str, str], end: str = "\n") -> None:
@@ -120,7 +131,18 @@ def echo_json(
 
 class SafeFormatter(logging.Formatter):
     """A log formatter for the terminal: the formatted record (message, arguments,
-    traceback) cleaned, since a record may quote a tool, a server or a file."""
+    traceback) cleaned, since a record may quote a tool, a server or a file. Without
+    `tracebacks` a record's traceback is left out: the command line shows one only
+    with ``-v``."""
+
+    def __init__(self, fmt: str | None = None, *, tracebacks: bool = True) -> None:
+        super().__init__(fmt)
+        self.tracebacks = tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
-        return clean(super().format(record))
+        if self.tracebacks:
+            return clean(super().format(record))
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        return clean(self.formatMessage(record))

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.table import Table
 
 from toolbridge.cli.app import CliError, ExitCode, WorkspaceOption, app, out, reporting
-from toolbridge.cli.display import echo_json, plain
+from toolbridge.cli.display import echo_json, plain, table
 from toolbridge.core.jsontext import json_default
 from toolbridge.journal import (
     CallJournal,
@@ -83,12 +82,19 @@ def list_command(
 
     with reporting(verbose=False):
         sessions = _with_journal(workspace, journal, use)
-    table = Table("session", "calls", "last change")
-    for name, when, count in sessions:
-        table.add_row(
-            plain(name), str(count), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-        )
-    out.print(table)
+        grid = table("session", "calls", "last change")
+        for name, when, count in sessions:
+            grid.add_row(plain(name), str(count), _local_time(when))
+        out.print(grid)
+
+
+def _local_time(when: float) -> str:
+    """A stored time as local date and time; one no calendar holds (a file another
+    program wrote) as its number."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+    except (OverflowError, OSError, ValueError):
+        return f"{when!r} (not a date)"
 
 
 @journal_app.command("show")
@@ -100,21 +106,36 @@ def show_command(
     """Show the calls of one session: tool, state, attempts, error kind, duration, and who
     approved the calls that needed it."""
     with reporting(verbose=False):
+        _check_session(session)
         entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
         if not entries:
             raise CliError(f"no calls in session {session!r}", ExitCode.USAGE)
-    table = Table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
-    for entry in entries:
-        took = (
-            f"{entry.finished_at - entry.started_at:.3f}"
-            if entry.finished_at is not None and entry.started_at is not None
-            else ""
-        )
-        table.add_row(
-            plain(entry.key.call_id), plain(entry.tool), plain(entry.state), str(entry.attempt),
-            plain(entry.error_kind or ""), took, plain(approved_by(entry)),
-        )  # fmt: skip
-    out.print(table)
+        grid = table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
+        for entry in entries:
+            took = (
+                f"{entry.finished_at - entry.started_at:.3f}"
+                if entry.finished_at is not None and entry.started_at is not None
+                else ""
+            )
+            grid.add_row(
+                plain(entry.key.call_id), plain(entry.tool), plain(entry.state),
+                str(entry.attempt), plain(entry.error_kind or ""), took,
+                plain(approved_by(entry)),
+            )  # fmt: skip
+        out.print(grid)
+
+
+def _check_session(session: str | None) -> None:
+    """A session name given as bytes that are not UTF-8 (Python's lone surrogates) is in
+    no journal, which stores text: say so, rather than blame the journal."""
+    if session is not None and not session.isascii():
+        try:
+            session.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CliError(
+                f"the session name {session!r} is not UTF-8 text, and a journal holds only "
+                "text names; give the name as `toolbridge journal list` shows it"
+            ) from None
 
 
 @journal_app.command("export")
@@ -130,6 +151,7 @@ def export_command(
             echo_json(_as_json(entry), default=json_default)
 
     with reporting(verbose=False):
+        _check_session(session)
         _with_journal(workspace, journal, use)
 
 

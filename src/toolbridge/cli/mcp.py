@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
@@ -29,7 +28,7 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
-from toolbridge.cli.display import SafeFormatter, plain, show
+from toolbridge.cli.display import SafeFormatter, plain, show, table
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.core.errors import ToolbridgeError
 from toolbridge.core.registry import ToolRegistry
@@ -272,10 +271,10 @@ def servers_command(
         raise typer.Exit(ExitCode.USAGE) from None
     failed = False
     for status, rows in servers:
-        table = Table("tool", "flags", title=plain(f"{status.name}: {status.state}"))
+        grid = table("tool", "flags", title=plain(f"{status.name}: {status.state}"))
         for row in rows:
-            table.add_row(*map(plain, row))
-        out.print(table)
+            grid.add_row(*map(plain, row))
+        out.print(grid)
         for remote, reason in status.skipped:
             show(err, f"refused {remote!r}: {reason}")
         if status.state != "connected":

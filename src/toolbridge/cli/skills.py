@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from toolbridge.cli.app import (
     CliError,
@@ -19,7 +18,7 @@ from toolbridge.cli.app import (
     out,
     reporting,
 )
-from toolbridge.cli.display import echo, echo_json, plain, show
+from toolbridge.cli.display import echo, echo_json, plain, show, table
 from toolbridge.skills import SkillSet
 
 skills_app = typer.Typer(
@@ -64,10 +63,10 @@ def _list(workspace: Path | None, paths: list[Path] | None, *, as_json: bool) ->
         keys = ("name", "status", "description", "folder")
         echo_json([dict(zip(keys, row, strict=True)) for row in rows], indent=2)
     else:
-        table = Table("name", "status", "description", title=f"{len(skills)} skills available")
+        grid = table("name", "status", "description", title=f"{len(skills)} skills available")
         for name, status, description, _ in rows:
-            table.add_row(plain(name), plain(status), plain(" ".join(description.split())))
-        out.print(table)
+            grid.add_row(plain(name), plain(status), plain(" ".join(description.split())))
+        out.print(grid)
     for problem in skills.problems:
         show(err, f"invalid: {problem}")
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from toolbridge.cli.app import (
     AllowUnsandboxedOption,
@@ -30,7 +29,7 @@ from toolbridge.cli.app import (
     reporting,
 )
 from toolbridge.cli.approval import decider, run_calls
-from toolbridge.cli.display import echo, echo_json, plain, show
+from toolbridge.cli.display import echo, echo_json, plain, show, table
 from toolbridge.cli.inputs import read_json, read_stdin
 from toolbridge.cli.loading import Loaded, LoadOptions, load_tools
 from toolbridge.core.calls import Repair, ToolCallRequest
@@ -67,7 +66,7 @@ def tools_command(
         if as_json:
             echo_json(registry.get_definitions(), indent=2)
             return
-        table = Table("name", "flags", "description", title=f"{len(registry)} tools")
+        grid = table("name", "flags", "description", title=f"{len(registry)} tools")
         for tool in registry:
             flags = ", ".join(
                 flag
@@ -80,8 +79,8 @@ def tools_command(
                 if on
             )
             cells = (tool.name, flags, _first_sentence(tool.description))
-            table.add_row(*(plain(cell) for cell in cells))
-        out.print(table)
+            grid.add_row(*(plain(cell) for cell in cells))
+        out.print(grid)
         out.print(f"definitions hash: {registry.definitions_hash[:16]}")
 
 

@@ -129,6 +129,20 @@ SESSIONS_QUERY = (
 """Every session with a call or a run, newest change first: the same SQL on both backends."""
 
 
+def session_from_row(name: Any, when: Any, where: str) -> tuple[str, float]:
+    """A row of `SESSIONS_QUERY` (or of a count, `when` its number); a value another
+    program stored there (bytes, a time that is no number) is a `JournalError` naming
+    the journal `where`, as `entry_from_row` says of a damaged call."""
+    try:
+        return _text(name), _time(when)
+    except (ValueError, TypeError) as exc:
+        raise JournalError(
+            f"the journal {where} holds a record of session {name!r} it cannot read "
+            f"({exc}); the file was damaged or edited. Remove that session's rows, or "
+            "move the journal aside to start a new one."
+        ) from None
+
+
 def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     """A `JournalEntry` from a row of `COLUMNS`; `decode` turns a stored JSON value into data
     (SQLite stores text, PostgreSQL's JSONB arrives decoded). A row damaged on disk is a
@@ -145,23 +159,45 @@ def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalE
 
 def _entry(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalEntry:
     return JournalEntry(
-        key=CallKey(row[0], row[1], row[2]),
-        tool=row[3],
+        key=CallKey(_text(row[0]), _text(row[1]), _text(row[2])),
+        tool=_text(row[3]),
         arguments=decode(row[4]),
         state=CallState(row[5]),
         attempt=int(row[6]),
         outcome=decode(row[7]) if row[7] is not None else None,
-        error_kind=row[8],
-        approval=decode(row[9]) if row[9] is not None else None,
-        created_at=float(row[10]),
-        started_at=float(row[11]) if row[11] is not None else None,
-        finished_at=float(row[12]) if row[12] is not None else None,
+        error_kind=_text(row[8]) if row[8] is not None else None,
+        approval=_approval(decode(row[9])) if row[9] is not None else None,
+        created_at=_time(row[10]),
+        started_at=_time(row[11]) if row[11] is not None else None,
+        finished_at=_time(row[12]) if row[12] is not None else None,
     )
 
 
 LONGEST_KEY_TEXT = 1000
 """The most characters of a session, call id or tool name a claim stores (both backends):
 PostgreSQL's index holds about 2.7 kB a row, and one call over it would fail its batch."""
+
+
+def _text(value: Any) -> str:
+    """A stored text column as it must be: text (another program can store bytes there)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a text column holds {type(value).__name__}")
+    return value
+
+
+def _time(value: Any) -> float:
+    """A stored time as it must be: a finite number of seconds (JSON has no NaN)."""
+    when = float(value)
+    if not math.isfinite(when):
+        raise ValueError(f"a time is {when}")
+    return when
+
+
+def _approval(value: Any) -> dict[str, Any]:
+    """A stored approval as it must be: a JSON object."""
+    if not isinstance(value, dict):
+        raise TypeError(f"its approval is {type(value).__name__}, not an object")
+    return value
 
 
 def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:

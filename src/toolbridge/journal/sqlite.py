@@ -56,7 +56,14 @@ from toolbridge.journal.records import (
     journal_closed,
     session_in_use,
 )
-from toolbridge.journal.rows import COLUMNS, LISTING_ORDER, SESSIONS_QUERY, TEXT, page_after
+from toolbridge.journal.rows import (
+    COLUMNS,
+    LISTING_ORDER,
+    SESSIONS_QUERY,
+    TEXT,
+    page_after,
+    session_from_row,
+)
 from toolbridge.journal.sqlite_file import (
     connect,
     folder_error,
@@ -393,7 +400,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
     async def counts(self) -> dict[str, int]:
         def op(conn: sqlite3.Connection) -> dict[str, int]:
             rows = conn.execute("SELECT session, COUNT(*) FROM toolbridge_calls GROUP BY session")
-            return {str(name): int(count) for name, count in rows}
+            where = str(self.path)
+            return {session_from_row(name, 0, where)[0]: int(count) for name, count in rows}
 
         result: dict[str, int] = await self._submit(op)
         return result
@@ -436,7 +444,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
     async def sessions(self) -> list[tuple[str, float]]:
         def op(conn: sqlite3.Connection) -> list[tuple[str, float]]:
             rows = conn.execute(SESSIONS_QUERY).fetchall()
-            return [(str(name), float(when)) for name, when in rows]
+            return [session_from_row(name, when, str(self.path)) for name, when in rows]
 
         result: list[tuple[str, float]] = await self._submit(op)
         return result

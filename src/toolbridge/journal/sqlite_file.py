@@ -121,20 +121,23 @@ def connect(
 
 
 def open_to_read(path: Path) -> sqlite3.Connection:
-    """The journal in a folder this process cannot write, opened read-only; on a
-    read-only file system as it is (SQLite's immutable mode: the folder cannot hold the
-    shared-memory file WAL reads need, and nothing can change the file there)."""
+    """The journal in a folder this process cannot write, opened read-only; as it is
+    (SQLite's immutable mode) where the folder holds no shared-memory file (``-shm``),
+    which WAL reads need and this process cannot make: on a read-only file system, or
+    in a folder without write permission that no process has the journal open in (an
+    open journal keeps its ``-shm``)."""
     wal = path.with_name(path.name + "-wal")
-    frozen = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    frozen = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY) or not os.path.lexists(
+        path.with_name(path.name + "-shm")
+    )
     if frozen and wal.exists() and wal.stat().st_size > 0:
         raise JournalError(
             f"the journal {path} has changes in {wal.name} not yet in its file, and "
             f"{path.parent} is read-only, so they cannot be read. Copy the journal "
             "with its -wal file to a writable folder and read it there."
         )
-    # Immutable only on a read-only file system, where no writer can change the file
-    # under the reader; elsewhere (a folder of another user) SQLite reads it as it
-    # reads any WAL journal, or says why it cannot.
+    # Elsewhere (a journal open in a folder of another user) SQLite reads it as it reads
+    # any WAL journal, or says why it cannot.
     try:
         conn = sqlite3.connect(
             f"{path.absolute().as_uri()}?mode=ro{'&immutable=1' if frozen else ''}",
