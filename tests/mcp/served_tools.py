@@ -54,6 +54,14 @@ async def steps(n: int) -> str:
     return f"{n} steps"
 
 
+@tool
+def steps_sync(n: int) -> str:
+    """Report progress n times, from a worker thread (a sync tool)."""
+    for i in range(n):
+        report_progress(i + 1, n, f"step {i + 1}")
+    return f"{n} steps"
+
+
 @tool(requires_approval=True)
 def drop_table(table: str) -> str:
     """Drop a table (needs the user's approval)."""
@@ -67,7 +75,7 @@ def fail(message: str) -> str:
 
 
 def build_registry(workspace: Path) -> ToolRegistry:
-    tools = [add, weather, slow, steps, drop_table, fail]
+    tools = [add, weather, slow, steps, steps_sync, drop_table, fail]
     return ToolRegistry(tools, context=ToolContext(workspace=workspace))
 
 

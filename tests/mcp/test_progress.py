@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 
 import pytest
 
@@ -73,3 +74,70 @@ def test_a_failing_sink_does_not_fail_the_reporter(caplog: pytest.LogCaptureFixt
     [record] = [r for r in caplog.records if r.name == "toolbridge.execution.progress"]
     assert "progress sink" in record.getMessage() and record.exc_info is not None
     assert "listener bug" in str(record.exc_info[1])  # logged with its traceback, not lost
+
+
+@tool(read_only=True)
+def count_sync(n: int) -> str:
+    """Count to n from a worker thread (a sync tool), reporting each step."""
+    for i in range(1, n + 1):
+        report_progress(i, n)
+    return "counted"
+
+
+async def test_a_sync_tools_progress_comes_on_the_loop_between_its_start_and_end() -> None:
+    """A sync tool reports from its worker thread: the listeners and the surrounding sink
+    still hear it on the loop (an MCP server's relay needs the running loop), after the
+    call's start and before its end."""
+    loop_thread = threading.get_ident()
+    events: list[tuple[str, EventType, bool]] = []
+    relayed: list[ToolProgress] = []
+
+    def heard(event: ToolEvent) -> None:
+        events.append((event.call.id, event.type, threading.get_ident() == loop_thread))
+
+    def relay(progress: ToolProgress) -> None:
+        asyncio.get_running_loop()  # as the MCP server's relay: only on the loop
+        relayed.append(progress)
+
+    calls = [ToolCallRequest(str(n), "count_sync", {"n": 3}) for n in range(8)]
+    with progress_sink(relay):
+        await ToolExecutor(ToolRegistry([count_sync]), listeners=[heard]).run(calls)
+    assert all(on_loop for *_, on_loop in events)
+    progress = [EventType.CALL_PROGRESS] * 3
+    for call in calls:
+        kinds = [kind for call_id, kind, _ in events if call_id == call.id]
+        assert kinds == [EventType.CALL_STARTED, *progress, EventType.CALL_FINISHED], call.id
+    assert len(relayed) == 24
+
+
+async def test_progress_reported_after_its_call_ended_is_dropped() -> None:
+    """A task the tool left running reports after the call's outcome: its listeners have
+    heard the call end, so they hear nothing more of it (as on Ray)."""
+    later = asyncio.Event()
+    left: list[asyncio.Task[None]] = []
+
+    async def report_later() -> None:
+        await later.wait()
+        report_progress(2, 2)
+
+    @tool(read_only=True)
+    async def leaves_a_task() -> str:
+        """Report once, and leave a task that reports after the call returned."""
+        report_progress(1, 2)
+        left.append(asyncio.get_running_loop().create_task(report_later()))
+        return "returned"
+
+    events: list[ToolEvent] = []
+    relayed: list[ToolProgress] = []
+    with progress_sink(relayed.append):
+        await ToolExecutor(ToolRegistry([leaves_a_task]), listeners=[events.append]).run(
+            [ToolCallRequest("a", "leaves_a_task", {})]
+        )
+        later.set()
+        await left[0]
+    assert [e.type for e in events] == [
+        EventType.CALL_STARTED,
+        EventType.CALL_PROGRESS,
+        EventType.CALL_FINISHED,
+    ]
+    assert relayed == [ToolProgress(1, 2)]

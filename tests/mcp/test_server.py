@@ -63,7 +63,16 @@ async def test_sdk_client_over_stdio(parts: Any, workspace: Path, mode: str) -> 
     async with Client(_stdio(parts, workspace), mode=mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(listed) == [
-            *("add", "drop_table", "fail", "read_tool_result", "slow", "steps", "weather")
+            *(
+                "add",
+                "drop_table",
+                "fail",
+                "read_tool_result",
+                "slow",
+                "steps",
+                "steps_sync",
+                "weather",
+            )
         ]  # read_tool_result: the pager of long results, which the server keeps
         add = listed["add"]
         assert add.annotations is not None and add.annotations.read_only_hint is True
@@ -113,6 +122,10 @@ async def test_progress_and_cancellation_over_stdio(
         done = await client.call_tool("steps", {"n": 3}, progress_callback=on_progress)
         assert _text(done) == "3 steps"
         assert reports == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        # A sync tool reports from its worker thread: relayed all the same, in order.
+        done = await client.call_tool("steps_sync", {"n": 3}, progress_callback=on_progress)
+        assert _text(done) == "3 steps"
+        assert reports[3:] == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
         call = asyncio.create_task(client.call_tool("slow", {"seconds": 60, "marker": str(marker)}))
         await parts.eventually(marker.exists)  # the call is running on the server

@@ -39,7 +39,7 @@ from toolbridge.execution.outcomes import (
     pending_outcome,
 )
 from toolbridge.execution.progress import (
-    ProgressSink,
+    LoopSink,
     ToolProgress,
     current_progress_sink,
     reset_progress_sink,
@@ -223,9 +223,8 @@ class CallPath:
                 answer, recording = begun
             try:
                 time_limit = self._time_limit(tool)
-                progress = (
-                    set_progress_sink(self._progress_to(batch, call)) if batch.listeners else None
-                )
+                sink = self._progress_to(batch, call) if batch.listeners else None
+                progress = set_progress_sink(sink) if sink is not None else None
                 try:
                     if answer is not None:
                         start = self._started(batch, call)
@@ -279,7 +278,8 @@ class CallPath:
                             tool.name, call.id, prepared, time_limit
                         )
                 finally:
-                    if progress is not None:
+                    if sink is not None and progress is not None:
+                        sink.close()
                         reset_progress_sink(progress)
                 duration = time.perf_counter() - start
                 result = invocation.result
@@ -449,9 +449,10 @@ class CallPath:
                 self._tracer.failed(span, kind, kind.value)
             return invocation
 
-    def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> ProgressSink:
+    def _progress_to(self, batch: ToolBatch, call: ToolCallRequest) -> LoopSink:
         """A sink that turns the call's `report_progress` into `CALL_PROGRESS` events (and
-        passes it on to a sink installed around the batch, such as an MCP server's)."""
+        passes it on to a sink installed around the batch, such as an MCP server's), on
+        the loop, between the call's `CALL_STARTED` and its `CALL_FINISHED`."""
         outer = current_progress_sink()
 
         def sink(progress: ToolProgress) -> None:
@@ -459,7 +460,7 @@ class CallPath:
             if outer is not None:
                 outer(progress)
 
-        return sink
+        return LoopSink(sink)
 
     def _started(self, batch: ToolBatch, call: ToolCallRequest) -> float:
         """Mark a call as started (it holds its slot now): emit the event, read the clock."""

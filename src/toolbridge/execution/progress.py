@@ -3,18 +3,23 @@
 A tool (or the MCP client relaying a server's progress notifications) calls
 `report_progress`; whoever runs the call - the executor, when it has event
 listeners, or the MCP server answering a client - installs a sink for the call
-with `progress_sink`. Without a sink, a report costs one context-variable read.
+with `progress_sink`. Without a sink, a report costs one context-variable read. A sink
+that listeners or a loop's tasks stand behind is wrapped in a `LoopSink`: a sync tool
+reports from its worker thread, and the sink is still called on the loop, in order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 __all__ = [
+    "LoopSink",
     "ProgressSink",
     "ToolProgress",
     "current_progress_sink",
@@ -37,6 +42,42 @@ class ToolProgress:
 
 
 ProgressSink = Callable[[ToolProgress], None]
+
+
+class LoopSink:
+    """Calls `sink` on the event loop running where it is made, in the order the reports
+    came: from that loop's thread at once, from another (a sync tool's worker thread)
+    through the loop, after what the thread posted before (the call's start). Once
+    `close`d (its call ended), reports are dropped: a task the tool left running reports
+    after the call's outcome, which its listeners have heard already."""
+
+    __slots__ = ("loop", "open", "sink", "thread")
+
+    def __init__(self, sink: ProgressSink) -> None:
+        self.sink = sink
+        self.loop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
+        self.open = True
+
+    def __call__(self, progress: ToolProgress) -> None:
+        if threading.get_ident() == self.thread:
+            self._deliver(progress)
+        else:  # (a closed loop raises: `report_progress` logs it)
+            self.loop.call_soon_threadsafe(self._deliver, progress)
+
+    def _deliver(self, progress: ToolProgress) -> None:
+        if not self.open:
+            logger.debug("progress reported after its call ended, dropped: %r", progress)
+            return
+        try:
+            self.sink(progress)
+        except Exception:  # a listener's failure must not fail the tool (nor the loop)
+            logger.exception("progress sink %r failed", self.sink)
+
+    def close(self) -> None:
+        """The call ended: later reports are dropped."""
+        self.open = False
+
 
 _sink: ContextVar[ProgressSink | None] = ContextVar("toolbridge_progress_sink", default=None)
 

@@ -45,7 +45,7 @@ from toolbridge.core.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
 from toolbridge.execution.approval import ApprovalRequest
 from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome
-from toolbridge.execution.progress import ToolProgress, progress_sink
+from toolbridge.execution.progress import LoopSink, ToolProgress, progress_sink
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
 from toolbridge.mcp.sendable import sendable
 
@@ -339,13 +339,14 @@ class MCPToolServer:
         self._calls += 1
         call = ToolCallRequest(f"mcp-{ctx.request_id}-{self._calls}", params.name, params.arguments)
         relay = _ProgressRelay(ctx.session.report_progress)
+        reports = LoopSink(relay)  # a sync tool reports from its thread: relayed on the loop
         # Each client its own context session: none sees or drives another's exec
         # sessions or shares its sandbox (and its /tmp).
         session, own = self._client_session(ctx)
         token = set_session(session)
         ended = False
         try:
-            with progress_sink(relay):
+            with progress_sink(reports):
                 outcome = (await self.executor.run([call]))[0]
                 request = outcome.approval
                 if outcome.status is OutcomeStatus.PENDING_APPROVAL and request is not None:
@@ -358,6 +359,7 @@ class MCPToolServer:
                         self._decide(request, answer)
                         outcome = (await self.executor.run([call]))[0]
         finally:
+            reports.close()  # what a task the tool left running reports later is not sent
             reset_session(token)
             if own:  # nobody can reach what it left running: end it
                 assert session is not None

@@ -32,7 +32,7 @@ from toolbridge.backends.ray.wire import (
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.core.tool import ToolResult
 from toolbridge.core.work_start import AskedOnLoop
-from toolbridge.execution.progress import ToolProgress, set_progress_sink
+from toolbridge.execution.progress import LoopSink, ToolProgress, set_progress_sink
 
 logger = logging.getLogger(__name__)
 
@@ -219,8 +219,9 @@ class _Worker:
                 missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
                 outbox.answer(position, _FAILED, missing + " than the caller's registry")
                 return
-            if call.progress:  # this task's own context: no reset needed
-                set_progress_sink(functools.partial(outbox.report, position))
+            if call.progress:  # this task's own context: no reset needed (a sync tool's
+                # thread reports through the loop: the outbox is the loop's)
+                set_progress_sink(LoopSink(functools.partial(outbox.report, position)))
             budget = call.budget
             loop = asyncio.get_running_loop()
             began = loop.time()
