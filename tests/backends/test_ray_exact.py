@@ -297,9 +297,9 @@ async def test_a_second_outcome_from_a_worker_is_ignored_and_said(
 ) -> None:
     """The dispatcher's handling of what a worker streams back, fed real wire messages (a
     worker does not answer twice unless it is faulty): the first outcome stands."""
-    from toolbridge.backends.ray.calls import _Pending, _Stream
-    from toolbridge.backends.ray.dispatch import _Dispatcher
-    from toolbridge.backends.ray.wire import _ANSWER, _FAILED, _PROGRESS, _Context, _wire
+    from toolbridge.backends.ray.calls import Pending, Stream
+    from toolbridge.backends.ray.dispatch import Dispatcher
+    from toolbridge.backends.ray.wire import ANSWER, FAILED, PROGRESS, Context, to_wire
     from toolbridge.core.registry import Invocation
     from toolbridge.core.tool import ToolResult
 
@@ -308,20 +308,20 @@ async def test_a_second_outcome_from_a_worker_is_ignored_and_said(
     assert tool is not None
     pool = ray_backend._pool(tool)
     loop = asyncio.get_running_loop()
-    dispatcher = _Dispatcher(ray_backend)
-    call = _Pending(
-        tool, pool, _Context(str(workspace), "s"), {"label": "x"}, "x", 3.0,
+    dispatcher = Dispatcher(ray_backend)
+    call = Pending(
+        tool, pool, Context(str(workspace), "s"), {"label": "x"}, "x", 3.0,
         loop.time() + WAIT, None, loop.create_future(), True,
     )  # fmt: skip
-    stream = _Stream(pool, 0, -1, [call])
+    stream = Stream(pool, 0, -1, [call])
     call.stream = stream
     load = pool.load[0]
     pool.load[0] += 1  # as the request that carried it did
     first = Invocation(ToolResult("first"), "first", None, None)
     second = Invocation(ToolResult("second"), "second", None, None)
     with caplog.at_level(logging.WARNING, logger="toolbridge.backends.ray.dispatch"):
-        dispatcher._chunk(stream, [(0, _ANSWER, _wire(first)), (0, _ANSWER, _wire(second))])
-        dispatcher._chunk(stream, [(0, _PROGRESS, (1, 2, None)), (0, _FAILED, "late fault")])
+        dispatcher._chunk(stream, [(0, ANSWER, to_wire(first)), (0, ANSWER, to_wire(second))])
+        dispatcher._chunk(stream, [(0, PROGRESS, (1, 2, None)), (0, FAILED, "late fault")])
     assert call.future.result().result.text == "first"
     assert pool.load[0] == load  # its place on the worker was given back once
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -329,15 +329,15 @@ async def test_a_second_outcome_from_a_worker_is_ignored_and_said(
 
 
 async def test_a_worker_sends_a_calls_first_outcome_only(caplog: pytest.LogCaptureFixture) -> None:
-    from toolbridge.backends.ray.wire import _ANSWER, _CANCELLED, _STARTING
+    from toolbridge.backends.ray.wire import ANSWER, CANCELLED, STARTING
     from toolbridge.backends.ray.worker import _Outbox
 
     outbox = _Outbox()
     outbox.starting(0)
-    outbox.answer(0, _ANSWER, "first")
+    outbox.answer(0, ANSWER, "first")
     with caplog.at_level(logging.WARNING, logger="toolbridge.backends.ray.worker"):
-        outbox.answer(0, _CANCELLED, None)
-    assert await outbox.take() == [(0, _STARTING, None), (0, _ANSWER, "first")]
+        outbox.answer(0, CANCELLED, None)
+    assert await outbox.take() == [(0, STARTING, None), (0, ANSWER, "first")]
     assert "answered twice" in caplog.text
 
 

@@ -333,9 +333,9 @@ async def test_a_journal_slower_than_a_sync_calls_limit_times_it_out_as_locally(
 
 
 async def _items(refs: Any) -> list[Any]:
-    from toolbridge.backends.ray.wire import _unpacked
+    from toolbridge.backends.ray.wire import unpack_message
 
-    return [item async for ref in refs for item in _unpacked(await ref)]
+    return [item async for ref in refs for item in unpack_message(await ref)]
 
 
 @pytest.mark.parametrize("name", ["mark", "mark_sync"])
@@ -343,13 +343,13 @@ async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
     workspace: Path, ray_runtime: None, name: str
 ) -> None:
     from toolbridge.backends.ray.wire import (
-        _FAILED,
-        _STARTING,
         CONTROL,
-        _Call,
-        _Context,
-        _packed,
-        _Request,
+        FAILED,
+        STARTING,
+        Call,
+        Context,
+        Request,
+        pack_message,
     )
 
     # One slot, and a caller that asks for a call (gated: journaled) and is then gone:
@@ -360,9 +360,9 @@ async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
         backend.start()
         [actor] = backend._pool(None).actors
         batch = next(backend._batches)
-        call = _Call(0, name, {"label": "never"}, "n", None, None, False, True, False)
-        request = _Request(batch, (_Context(str(workspace), "s"),), (call,))
-        refs = actor.run.options(num_returns="streaming").remote(_packed(request))
+        call = Call(0, name, {"label": "never"}, "n", None, None, False, True, False)
+        request = Request(batch, (Context(str(workspace), "s"),), (call,))
+        refs = actor.run.options(num_returns="streaming").remote(pack_message(request))
         items = await asyncio.wait_for(_items(refs), WAIT)
         # A go after the worker dropped the call starts nothing.
         await actor.go.options(concurrency_group=CONTROL).remote(batch, {0: 0.0})
@@ -372,9 +372,9 @@ async def test_a_go_that_never_comes_frees_the_slot_its_call_held(
         )
     finally:
         backend.close()
-    assert items[0] == (0, _STARTING, None)
+    assert items[0] == (0, STARTING, None)
     [(position, kind, why)] = items[1:]
-    assert (position, kind) == (0, _FAILED)
+    assert (position, kind) == (0, FAILED)
     assert "no go to start the call from its caller within 0.5 s" in why
     warning = f"call 'n' ({name}) had no go from its caller within 0.5 s (go_timeout"
     assert warning in (workspace / "worker.log").read_text()

@@ -153,7 +153,7 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
 
 
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
-    from toolbridge.backends.ray.wire import _ANSWER, _PROGRESS
+    from toolbridge.backends.ray.wire import ANSWER, PROGRESS
     from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
     from toolbridge.execution.progress import ToolProgress
 
@@ -161,14 +161,14 @@ async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     for step in range(1, 1001):  # faster than the caller takes them
         outbox.report(0, ToolProgress(step, 1000))
         outbox.report(1, ToolProgress(-step))
-    outbox.answer(0, _ANSWER, "done")
+    outbox.answer(0, ANSWER, "done")
     chunk = await outbox.take()
     first = [payload for position, kind, payload in chunk if position == 0]
     assert first[:-1] == [(s, 1000, None) for s in range(1001 - MAX_PENDING_PROGRESS, 1001)]
     assert first[-1] == "done"  # after its progress
-    assert [kind for position, kind, _ in chunk if position == 1] == [_PROGRESS] * 100
+    assert [kind for position, kind, _ in chunk if position == 1] == [PROGRESS] * 100
     outbox.report(1, ToolProgress(5))  # the next chunk carries only what came since
-    assert await outbox.take() == [(1, _PROGRESS, (5, None, None))]
+    assert await outbox.take() == [(1, PROGRESS, (5, None, None))]
 
 
 async def test_a_call_that_will_not_stop_is_a_timeout_and_its_worker_goes(

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolbridge.backends import CallRunner, StartHook
-from toolbridge.backends.ray.calls import _Pending
-from toolbridge.backends.ray.dispatch import _Dispatcher
-from toolbridge.backends.ray.errors import _failed
-from toolbridge.backends.ray.pool import _RAY_KEYS, _Pool
+from toolbridge.backends.ray.calls import Pending
+from toolbridge.backends.ray.dispatch import Dispatcher
+from toolbridge.backends.ray.errors import failed_invocation
+from toolbridge.backends.ray.pool import RAY_KEYS, Pool
 from toolbridge.backends.ray.source import ToolSource
-from toolbridge.backends.ray.wire import CONTROL, _Context
-from toolbridge.backends.ray.worker import GO_TIMEOUT, _Worker
+from toolbridge.backends.ray.wire import CONTROL, Context
+from toolbridge.backends.ray.worker import GO_TIMEOUT, Worker
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry
 from toolbridge.core.tool import Tool
 from toolbridge.execution.progress import current_progress_sink
@@ -82,16 +82,16 @@ class RayBackend:
         self.grace = grace
         self.start_timeout = start_timeout
         self.go_timeout = go_timeout
-        self._remote = ray.remote(concurrency_groups={CONTROL: 2})(_Worker)  # type: ignore[call-overload]
-        self._pools: dict[tuple[tuple[str, Any], ...], _Pool] = {}
+        self._remote = ray.remote(concurrency_groups={CONTROL: 2})(Worker)  # type: ignore[call-overload]
+        self._pools: dict[tuple[tuple[str, Any], ...], Pool] = {}
         self._batches = itertools.count()
-        self._dispatchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Dispatcher] = (
+        self._dispatchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dispatcher] = (
             weakref.WeakKeyDictionary()
         )
 
     def bind(self, registry: ToolRegistry) -> CallRunner:
         ctx = registry.context
-        context = _Context(str(ctx.workspace), ctx.session, dict(ctx.config))
+        context = Context(str(ctx.workspace), ctx.session, dict(ctx.config))
         here = functools.partial(registry.run_prepared, approved=True)
 
         async def run(
@@ -105,7 +105,7 @@ class RayBackend:
                 if on_start is not None:
                     refusal = await on_start() if on_start.gated else None
                     if refusal is not None:
-                        return _failed(refusal)
+                        return failed_invocation(refusal)
                     on_start.started()
                 return await here(prepared, call_id=call_id, time_limit=time_limit)
             return await self.run(prepared, context, call_id, time_limit, on_start)
@@ -130,7 +130,7 @@ class RayBackend:
                 f"{len(late)} Ray worker pool(s) did not start in {timeout:g} s{why}"
             )
 
-    def _pool(self, tool: Tool | None) -> _Pool:
+    def _pool(self, tool: Tool | None) -> Pool:
         resources: Mapping[str, Any] = getattr(tool, "ray_resources", None) or {}
         shape = tuple(sorted(resources.items()))
         pool = self._pools.get(shape)
@@ -141,7 +141,7 @@ class RayBackend:
                 "max_concurrency": self.max_calls_per_worker + 8,  # + readiness probes
                 "num_cpus": 0,
             }
-            custom = {k: v for k, v in resources.items() if k not in _RAY_KEYS}
+            custom = {k: v for k, v in resources.items() if k not in RAY_KEYS}
             options.update({k: v for k, v in resources.items() if k not in custom})
             if custom:
                 options["resources"] = custom
@@ -149,13 +149,13 @@ class RayBackend:
             worker = self._remote.options(**options)
             made = (self.source, self.max_calls_per_worker, self.contexts_per_worker)
             actors = [worker.remote(*made, self.go_timeout) for _ in range(size)]
-            pool = self._pools[shape] = _Pool(actors, dict(resources))
+            pool = self._pools[shape] = Pool(actors, dict(resources))
         return pool
 
     async def run(
         self,
         prepared: PreparedCall,
-        context: _Context,
+        context: Context,
         call_id: str | None,
         time_limit: float | None,
         on_start: StartHook | None = None,
@@ -167,9 +167,9 @@ class RayBackend:
         loop = asyncio.get_running_loop()
         dispatcher = self._dispatchers.get(loop)
         if dispatcher is None:
-            dispatcher = self._dispatchers[loop] = _Dispatcher(self)
+            dispatcher = self._dispatchers[loop] = Dispatcher(self)
         wait = self.start_timeout if time_limit is None else time_limit
-        call = _Pending(
+        call = Pending(
             tool, self._pool(tool), context, arguments, call_id, time_limit,
             loop.time() + wait, current_progress_sink(), loop.create_future(),
             tool.read_only or bool(getattr(tool, "idempotent", False)), on_start,

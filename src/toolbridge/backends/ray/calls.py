@@ -8,20 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge.backends import StartHook
-from toolbridge.backends.ray.pool import _Pool
-from toolbridge.backends.ray.wire import _Context
+from toolbridge.backends.ray.pool import Pool
+from toolbridge.backends.ray.wire import Context
 from toolbridge.core.registry import Invocation
 from toolbridge.core.tool import Tool
 from toolbridge.execution.progress import ProgressSink
 
 
 @dataclass(slots=True, eq=False)
-class _Pending:
+class Pending:
     """A call on the caller's side, from the moment it reaches the backend to its answer."""
 
     tool: Tool
-    pool: _Pool
-    context: _Context
+    pool: Pool
+    context: Context
     arguments: dict[str, Any]
     call_id: str | None  # as the caller gave it (any value a local run would pass)
     time_limit: float | None
@@ -32,7 +32,7 @@ class _Pending:
     on_start: StartHook | None = None  # the executor's: told of the start (gated: asked)
     started: bool = False  # told to start (it may have): no longer safe to send elsewhere
     tries: int = 0
-    stream: _Stream | None = None  # where it runs (None: waiting for a worker)
+    stream: Stream | None = None  # where it runs (None: waiting for a worker)
     position: int = 0
     answered: bool = False
     reported: bool = False  # its worker gave its outcome (a second one is a fault: ignored)
@@ -42,26 +42,26 @@ class _Pending:
 
 
 @dataclass(slots=True, eq=False)
-class _Stream:
+class Stream:
     """One request on one actor, and the calls it carries (by position)."""
 
-    pool: _Pool
+    pool: Pool
     index: int
     batch: int
-    calls: list[_Pending]
+    calls: list[Pending]
 
     @property
     def actor(self) -> Any:
         return self.pool.actors[self.index]
 
 
-def _may_retry(call: _Pending) -> bool:
+def may_retry(call: Pending) -> bool:
     """Whether a call of a dead worker may go to another: its tool is safe to run again,
     or it never started."""
-    return call.retryable or _never_started(call)
+    return call.retryable or never_started(call)
 
 
-def _never_started(call: _Pending) -> bool:
+def never_started(call: Pending) -> bool:
     """Whether the call surely never started on its worker: its worker says so (it was
     stopped before), or it is gated and its go was never sent (the journal heard of no
     start)."""

@@ -11,28 +11,28 @@ import itertools
 import logging
 from typing import Any, Protocol
 
-from toolbridge.backends.ray.calls import _may_retry, _never_started, _Pending, _Stream
+from toolbridge.backends.ray.calls import Pending, Stream, may_retry, never_started
 from toolbridge.backends.ray.errors import (
-    _cancelled,
-    _failed,
-    _no_worker,
-    _worker_failed,
-    _worker_lost,
+    cancelled_error,
+    failed_invocation,
+    no_worker_error,
+    worker_failed_error,
+    worker_lost_error,
 )
-from toolbridge.backends.ray.pool import _Pool
+from toolbridge.backends.ray.pool import Pool
 from toolbridge.backends.ray.wire import (
-    _ANSWER,
-    _FAILED,
-    _PROGRESS,
-    _STARTING,
-    _UNSTARTED,
+    ANSWER,
     CONTROL,
-    _Call,
-    _invocation,
-    _Item,
-    _packed,
-    _Request,
-    _unpacked,
+    FAILED,
+    PROGRESS,
+    STARTING,
+    UNSTARTED,
+    Call,
+    Item,
+    Request,
+    from_wire,
+    pack_message,
+    unpack_message,
 )
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.registry import Invocation, timeout_error
@@ -52,20 +52,20 @@ class _Settings(Protocol):
     _batches: itertools.count[int]
 
 
-class _Dispatcher:
+class Dispatcher:
     """The backend's work on one event loop: calls waiting for a worker, the requests they
     go out in (one per actor each time the loop comes round), and their answers."""
 
     def __init__(self, backend: _Settings) -> None:
         self.backend = backend
-        self.waiting: dict[_Pool, list[_Pending]] = {}
+        self.waiting: dict[Pool, list[Pending]] = {}
         self.flush: asyncio.Handle | None = None
         self.retry_delay = 0.01
         self.tasks: set[asyncio.Task[None]] = set()
-        self.cancels: dict[_Stream, list[int]] = {}  # calls to stop, per request
+        self.cancels: dict[Stream, list[int]] = {}  # calls to stop, per request
         self.cancel_flush: asyncio.Handle | None = None
 
-    def submit(self, call: _Pending) -> None:
+    def submit(self, call: Pending) -> None:
         self.waiting.setdefault(call.pool, []).append(call)
         loop = asyncio.get_running_loop()
         if self.flush is None:
@@ -81,7 +81,7 @@ class _Dispatcher:
             if not up:
                 continue
             del self.waiting[pool]
-            shares: dict[int, list[_Pending]] = {}
+            shares: dict[int, list[Pending]] = {}
             load = pool.load
             for call in calls:
                 index = min(up, key=load.__getitem__)
@@ -95,10 +95,10 @@ class _Dispatcher:
         else:
             self.retry_delay = 0.01
 
-    def _request(self, pool: _Pool, index: int, calls: list[_Pending]) -> None:
-        stream = _Stream(pool, index, next(self.backend._batches), calls)
+    def _request(self, pool: Pool, index: int, calls: list[Pending]) -> None:
+        stream = Stream(pool, index, next(self.backend._batches), calls)
         contexts: dict[tuple[str, str, str], int] = {}
-        wire: list[_Call] = []
+        wire: list[Call] = []
         loop = asyncio.get_running_loop()
         now = loop.time()
         for position, call in enumerate(calls):
@@ -110,15 +110,15 @@ class _Dispatcher:
             gated = hook is not None and hook.gated
             told = hook is not None and not gated
             wire.append(
-                _Call(
+                Call(
                     context, call.tool.name, call.arguments, call.call_id, call.time_limit,
                     budget, call.sink is not None, gated, told,
                 )
             )  # fmt: skip
         unique = {call.context.key: call.context for call in calls}
-        request = _Request(stream.batch, tuple(unique.values()), tuple(wire))
+        request = Request(stream.batch, tuple(unique.values()), tuple(wire))
         try:
-            packed = _packed(request)
+            packed = pack_message(request)
             if len(calls) == 1 and calls[0].sink is None and calls[0].on_start is None:
                 # One call, nothing to stream: one reply, awaited without a task of its own.
                 reply = asyncio.wrap_future(stream.actor.answer.remote(packed).future())
@@ -133,24 +133,24 @@ class _Dispatcher:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def _replied(self, stream: _Stream, reply: asyncio.Future[bytes]) -> None:
+    def _replied(self, stream: Stream, reply: asyncio.Future[bytes]) -> None:
         """The one reply of a request of one call (see `_receive`)."""
         try:
-            self._chunk(stream, _unpacked(reply.result()))
+            self._chunk(stream, unpack_message(reply.result()))
         except Exception as exc:
             self._broke(stream, exc)
         self._fail(stream, "its request ended without an answer")
 
-    async def _receive(self, stream: _Stream, refs: Any) -> None:
+    async def _receive(self, stream: Stream, refs: Any) -> None:
         """Deliver what the stream brings; when it breaks, settle the calls it still had."""
         try:
             async for ref in refs:
-                self._chunk(stream, _unpacked(await ref))
+                self._chunk(stream, unpack_message(await ref))
         except Exception as exc:
             self._broke(stream, exc)
         self._fail(stream, "its request ended without an answer")
 
-    def _broke(self, stream: _Stream, exc: Exception) -> None:
+    def _broke(self, stream: Stream, exc: Exception) -> None:
         """A request's answers stopped coming: retry or answer the calls it still had."""
         import ray.exceptions
 
@@ -164,13 +164,13 @@ class _Dispatcher:
                          exc_info=exc)  # fmt: skip
             self._fail(stream, f"{type(exc).__name__}: {exc}")
 
-    def _chunk(self, stream: _Stream, chunk: list[_Item]) -> None:
-        starting: list[_Pending] = []
+    def _chunk(self, stream: Stream, chunk: list[Item]) -> None:
+        starting: list[Pending] = []
         for position, kind, payload in chunk:
             call = stream.calls[position]
             if call.stream is not stream:  # since retried elsewhere
                 continue
-            if kind != _STARTING:
+            if kind != STARTING:
                 self._deliver(call, kind, payload)
             elif call.on_start is None:
                 continue
@@ -183,7 +183,7 @@ class _Dispatcher:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
-    async def _start(self, stream: _Stream, calls: list[_Pending]) -> None:
+    async def _start(self, stream: Stream, calls: list[Pending]) -> None:
         """Calls their worker is about to start (they have a slot there, and a thread for a
         sync tool): the journal records each running, then
         the worker hears in one message which may start. A call whose start cannot be
@@ -209,7 +209,7 @@ class _Dispatcher:
                 go[call.position] = None
             elif refusal is not None:
                 go[call.position] = None
-                self._finish(call, _failed(refusal))
+                self._finish(call, failed_invocation(refusal))
             else:
                 go[call.position] = stopped
                 call.started = True
@@ -223,7 +223,7 @@ class _Dispatcher:
         except Exception as exc:  # Ray's transport: the stream breaks too, and says so
             logger.error("telling a worker to start %d calls failed: %r", len(go), exc)
 
-    async def _verdict(self, call: _Pending, stream: _Stream) -> ToolError | None:
+    async def _verdict(self, call: Pending, stream: Stream) -> ToolError | None:
         """What the call's start hook says (None: start it); its failure stops the call."""
         assert call.on_start is not None
         if _gone(call, stream):  # nothing to record: it will not start here
@@ -232,15 +232,15 @@ class _Dispatcher:
             return await call.on_start()
         except Exception as exc:
             logger.exception("recording the start of call %r failed", call.call_id)
-            return _worker_failed(call.tool.name, f"recording its start failed ({exc!r})")
+            return worker_failed_error(call.tool.name, f"recording its start failed ({exc!r})")
 
-    def _fail(self, stream: _Stream, cause: str) -> None:
+    def _fail(self, stream: Stream, cause: str) -> None:
         for call in stream.calls:
             if call.stream is stream and not call.answered:
-                self._deliver(call, _FAILED, cause)
+                self._deliver(call, FAILED, cause)
 
-    def _deliver(self, call: _Pending, kind: int, payload: Any) -> None:
-        if kind != _PROGRESS:
+    def _deliver(self, call: Pending, kind: int, payload: Any) -> None:
+        if kind != PROGRESS:
             if call.reported:  # a worker's fault: the first outcome stands
                 logger.warning(
                     "ignored a second outcome (kind %d) from the worker for call %r (%s): "
@@ -250,31 +250,31 @@ class _Dispatcher:
             call.reported = True
         if call.answered:
             return
-        if kind == _PROGRESS:
+        if kind == PROGRESS:
             if call.sink is not None and not call.future.done():
                 try:
                     call.sink(ToolProgress(*payload))
                 except Exception:  # a listener's failure must not fail the call
                     logger.exception("progress sink %r failed", call.sink)
             return
-        if kind in (_ANSWER, _UNSTARTED):
-            invocation = _invocation(payload)
+        if kind in (ANSWER, UNSTARTED):
+            invocation = from_wire(payload)
             self._finish(call, invocation)
             error = invocation.error
-            if error is None or error.kind is not ErrorKind.TIMEOUT or kind == _UNSTARTED:
+            if error is None or error.kind is not ErrorKind.TIMEOUT or kind == UNSTARTED:
                 return
             if _blocking(call.tool):
                 # its thread runs on: only a new process stops it
                 self._restart(call.stream, "a blocking call outlived its time limit")
-        elif kind == _FAILED:
+        elif kind == FAILED:
             logger.error("the worker failed on call %r (%s): %s", call.call_id, call.tool.name,
                          payload)  # fmt: skip
-            self._finish(call, _failed(_worker_failed(call.tool.name, str(payload))))
+            self._finish(call, failed_invocation(worker_failed_error(call.tool.name, str(payload))))
         else:  # cancelled on the worker: the caller stopped waiting for it
             call.dropped = not payload  # its tool never started there
-            self._finish(call, _failed(_cancelled(call.tool.name)))
+            self._finish(call, failed_invocation(cancelled_error(call.tool.name)))
 
-    def _finish(self, call: _Pending, invocation: Invocation) -> None:
+    def _finish(self, call: Pending, invocation: Invocation) -> None:
         call.answered = True
         if call.stream is not None:
             call.stream.pool.load[call.stream.index] -= 1
@@ -285,7 +285,7 @@ class _Dispatcher:
         if call.waiter is not None and not call.waiter.done():
             call.waiter.set_result(None)
 
-    def _lost(self, stream: _Stream, exc: Exception) -> None:
+    def _lost(self, stream: Stream, exc: Exception) -> None:
         """The worker died: retry what may be retried on a fresh one, answer the rest."""
         stream.pool.restarted(stream.index)
         for call in stream.calls:
@@ -294,13 +294,13 @@ class _Dispatcher:
             logger.warning("worker of call %r (%s) was lost on attempt %d: %s",
                            call.call_id, call.tool.name, call.tries, exc)  # fmt: skip
             if call.future.done():  # the caller stopped waiting
-                self._finish(call, _failed(_cancelled(call.tool.name)))
-            elif _may_retry(call) and call.tries <= self.backend.retries:
+                self._finish(call, failed_invocation(cancelled_error(call.tool.name)))
+            elif may_retry(call) and call.tries <= self.backend.retries:
                 self._requeue(stream, call)
             else:
-                self._finish(call, _failed(_worker_lost(call, exc)))
+                self._finish(call, failed_invocation(worker_lost_error(call, exc)))
 
-    def _requeue(self, stream: _Stream, call: _Pending) -> None:
+    def _requeue(self, stream: Stream, call: Pending) -> None:
         """Send a call of a dead worker to the next one up, within what is left of its
         limit (a fresh wait when it has none)."""
         stream.pool.load[stream.index] -= 1
@@ -314,7 +314,7 @@ class _Dispatcher:
             call.deadline = asyncio.get_running_loop().time() + self.backend.start_timeout
         self.submit(call)
 
-    def _expire(self, call: _Pending) -> None:
+    def _expire(self, call: Pending) -> None:
         """The call's deadline: one still waiting for a worker fails now; one that runs
         gets `grace` seconds more for its worker's own answer, then its worker goes."""
         call.timer = None
@@ -327,21 +327,23 @@ class _Dispatcher:
             # A retry that outlived its limit timed out; a first try never started.
             limit = call.time_limit
             late = timeout_error(call.tool.name, limit) if call.tries and limit else None
-            self._finish(call, _failed(late or _no_worker(call)))
+            self._finish(call, failed_invocation(late or no_worker_error(call)))
         elif call.time_limit is not None:
             loop = asyncio.get_running_loop()
             call.timer = loop.call_later(self.backend.grace, self._overdue, call)
 
-    def _overdue(self, call: _Pending) -> None:
+    def _overdue(self, call: Pending) -> None:
         call.timer = None
         if call.answered or call.stream is None:
             return
         assert call.time_limit is not None
         stream = call.stream
-        self._finish(call, _failed(timeout_error(call.tool.name, call.time_limit), TimeoutError()))
+        self._finish(
+            call, failed_invocation(timeout_error(call.tool.name, call.time_limit), TimeoutError())
+        )
         self._restart(stream, "a call did not stop at its time limit")
 
-    def _restart(self, stream: _Stream | None, why: str) -> None:
+    def _restart(self, stream: Stream | None, why: str) -> None:
         import ray
 
         if stream is None:
@@ -350,7 +352,7 @@ class _Dispatcher:
         ray.kill(stream.actor, no_restart=False)
         stream.pool.restarted(stream.index)
 
-    async def stop(self, call: _Pending) -> None:
+    async def stop(self, call: Pending) -> None:
         """The caller was cancelled: stop the call on its worker (kill the worker when the
         call runs blocking code, unless it never started, or does not stop within
         `grace`)."""
@@ -362,18 +364,18 @@ class _Dispatcher:
                 waiting.remove(call)
                 if not waiting:  # else `_send` polls for a worker for nobody, forever
                     del self.waiting[call.pool]
-            self._finish(call, _failed(_cancelled(call.tool.name)))
+            self._finish(call, failed_invocation(cancelled_error(call.tool.name)))
             return
         stream = call.stream
         call.waiter = asyncio.get_running_loop().create_future()
         self._cancel_soon(stream, call.position)
         done, _ = await asyncio.wait([call.waiter], timeout=self.backend.grace)
-        if (_blocking(call.tool) and not _never_started(call)) or not done:
+        if (_blocking(call.tool) and not never_started(call)) or not done:
             if not done:
-                self._finish(call, _failed(_cancelled(call.tool.name)))
+                self._finish(call, failed_invocation(cancelled_error(call.tool.name)))
             self._restart(stream, "a cancelled call did not stop")
 
-    def _cancel_soon(self, stream: _Stream, position: int) -> None:
+    def _cancel_soon(self, stream: Stream, position: int) -> None:
         """Stop a call on its worker together with the others stopped in this turn of the
         loop (a stopped run's calls): in one message, so that a call waiting for a slot
         on the worker is stopped before another's cancellation frees one."""
@@ -393,7 +395,7 @@ class _Dispatcher:
                 logger.error("telling a worker to stop %d calls failed: %r", len(positions), exc)
 
 
-def _gone(call: _Pending, stream: _Stream) -> bool:
+def _gone(call: Pending, stream: Stream) -> bool:
     """Whether a call asking to start on `stream` must not: it was answered, its caller
     stopped waiting, or its worker died and it went elsewhere."""
     return call.answered or call.future.done() or call.stream is not stream

@@ -4,17 +4,17 @@ one. Every other text comes from the registry, as locally."""
 
 from __future__ import annotations
 
-from toolbridge.backends.ray.calls import _may_retry, _Pending
+from toolbridge.backends.ray.calls import Pending, may_retry
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.registry import Invocation
 from toolbridge.core.tool import ToolResult
 
 
-def _failed(error: ToolError, exception: BaseException | None = None) -> Invocation:
+def failed_invocation(error: ToolError, exception: BaseException | None = None) -> Invocation:
     return Invocation(ToolResult.error(error), None, error, exception)
 
 
-def _no_worker(call: _Pending) -> ToolError:
+def no_worker_error(call: Pending) -> ToolError:
     """A call no worker took before its deadline: say which resource no node has, if so."""
     name = call.tool.name
     missing = call.pool.missing() if call.pool.needs else []
@@ -37,7 +37,7 @@ def _no_worker(call: _Pending) -> ToolError:
     )
 
 
-def _worker_failed(tool_name: str, cause: str) -> ToolError:
+def worker_failed_error(tool_name: str, cause: str) -> ToolError:
     return ToolError(
         ErrorKind.EXECUTION_ERROR,
         f"the worker running {tool_name!r} failed outside the tool: {cause}.",
@@ -45,7 +45,7 @@ def _worker_failed(tool_name: str, cause: str) -> ToolError:
     )
 
 
-def _cancelled(tool_name: str) -> ToolError:
+def cancelled_error(tool_name: str) -> ToolError:
     return ToolError(
         ErrorKind.CANCELLED,
         f"the call to {tool_name!r} was cancelled before it finished.",
@@ -53,9 +53,9 @@ def _cancelled(tool_name: str) -> ToolError:
     )
 
 
-def _worker_lost(call: _Pending, exc: Exception | None) -> ToolError:
+def worker_lost_error(call: Pending, exc: Exception | None) -> ToolError:
     again = (
-        f" (tried {call.tries} times)" if _may_retry(call)
+        f" (tried {call.tries} times)" if may_retry(call)
         else " (not retried: it may have side effects)"
     )  # fmt: skip
     return ToolError(

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-_RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
 
 @dataclass(slots=True, eq=False)
-class _Pool:
+class Pool:
     """The actors that run the calls of one resource shape: what each holds in flight, the
     process id of each actor's incarnation, and a readiness probe for each actor
     (re)starting. Probes are Ray object refs polled without blocking: the pool outlives
@@ -61,7 +61,7 @@ class _Pool:
         """The resources this pool needs that no live node of the cluster has enough of."""
         import ray
 
-        needs = {_RAY_KEYS.get(key, key): amount for key, amount in self.needs.items()}
+        needs = {RAY_KEYS.get(key, key): amount for key, amount in self.needs.items()}
         alive = ray.nodes()  # type: ignore[no-untyped-call]
         nodes = [node.get("Resources", {}) for node in alive if node.get("Alive")]
         return [key for key, amount in needs.items() if all(n.get(key, 0) < amount for n in nodes)]

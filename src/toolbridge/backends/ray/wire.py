@@ -27,7 +27,7 @@ class RemoteToolException(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class _Context:
+class Context:
     """The picklable part of a `ToolContext`: what a worker needs to build and run tools."""
 
     workspace: str
@@ -46,7 +46,7 @@ class _Context:
         return ToolContext(workspace=Path(self.workspace), config=self.config, session=self.session)
 
 
-class _Call(NamedTuple):
+class Call(NamedTuple):
     """One call as it travels: the index of its context in the request, what to run, its
     limit (named in a timeout) and budget (what is left of it), whether the caller listens
     to its progress, and whether its tool waits for the caller's go once it is about to
@@ -64,26 +64,26 @@ class _Call(NamedTuple):
     told: bool
 
 
-class _Request(NamedTuple):
+class Request(NamedTuple):
     """The calls one worker gets at once: serialised once, whatever their number."""
 
     batch: int
-    contexts: tuple[_Context, ...]
-    calls: tuple[_Call, ...]
+    contexts: tuple[Context, ...]
+    calls: tuple[Call, ...]
 
 
 # What a worker streams back, in chunks of (position in the request, kind, payload).
-# _STARTING: a gated call is about to start (a slot, and a thread for a sync tool) and
+# STARTING: a gated call is about to start (a slot, and a thread for a sync tool) and
 # waits for the caller's go; any other call the caller is told of starts now.
-# _UNSTARTED: an answer (a timeout) for a call whose tool never started: no thread of
+# UNSTARTED: an answer (a timeout) for a call whose tool never started: no thread of
 # its runs on, so a blocking tool's worker needs no new process.
-# _CANCELLED: a call stopped on its worker; its payload says whether its tool may have
+# CANCELLED: a call stopped on its worker; its payload says whether its tool may have
 # started (if not, the same goes for a blocking tool's worker).
-_PROGRESS, _ANSWER, _FAILED, _CANCELLED, _STARTING, _UNSTARTED = 0, 1, 2, 3, 4, 5
-_Item = tuple[int, int, Any]
+PROGRESS, ANSWER, FAILED, CANCELLED, STARTING, UNSTARTED = 0, 1, 2, 3, 4, 5
+Item = tuple[int, int, Any]
 
 
-def _packed(message: Any) -> bytes:
+def pack_message(message: Any) -> bytes:
     """A request or a chunk as bytes Ray carries as they are: the standard pickle (a C
     encoder, far cheaper for the caller than Ray's own pickling of nested tuples), or
     Ray's cloudpickle for what only it can pickle (a function in a session's config)."""
@@ -96,10 +96,10 @@ def _packed(message: Any) -> bytes:
         return packed
 
 
-_unpacked = pickle.loads
+unpack_message = pickle.loads
 
 
-def _wire(invocation: Invocation) -> tuple[Any, ...]:
+def to_wire(invocation: Invocation) -> tuple[Any, ...]:
     """An invocation as it travels: the raw value as is when it is plain, else pickled here
     (a value that cannot be pickled stays behind; the result still goes). An exception
     travels described, except a `PolicyViolation`, which the caller's loop guard reads
@@ -123,7 +123,7 @@ def _wire(invocation: Invocation) -> tuple[Any, ...]:
         return invocation.result, invocation.error, described, None, False
 
 
-def _invocation(wire: tuple[Any, ...]) -> Invocation:
+def from_wire(wire: tuple[Any, ...]) -> Invocation:
     result, error, described, value, pickled = wire
     exception: BaseException | None = None
     if described is not None:

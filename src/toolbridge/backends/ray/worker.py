@@ -15,19 +15,19 @@ from typing import Any
 
 from toolbridge.backends.ray.source import ToolSource
 from toolbridge.backends.ray.wire import (
-    _ANSWER,
-    _CANCELLED,
-    _FAILED,
-    _PROGRESS,
-    _STARTING,
-    _UNSTARTED,
-    _Call,
-    _Context,
-    _Item,
-    _packed,
-    _Request,
-    _unpacked,
-    _wire,
+    ANSWER,
+    CANCELLED,
+    FAILED,
+    PROGRESS,
+    STARTING,
+    UNSTARTED,
+    Call,
+    Context,
+    Item,
+    Request,
+    pack_message,
+    to_wire,
+    unpack_message,
 )
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.core.tool import ToolResult
@@ -86,19 +86,19 @@ class _Outbox:
         self.ready[position] = None
         self.wake.set()
 
-    async def take(self) -> list[_Item]:
+    async def take(self) -> list[Item]:
         """Everything ready, once something is: a call's start, then its progress, then
         its answer."""
         await self.wake.wait()
         self.wake.clear()
-        chunk: list[_Item] = []
+        chunk: list[Item] = []
         for position in self.ready:
             if position in self.starts:  # before its progress: the caller's events in order
                 self.starts.discard(position)
-                chunk.append((position, _STARTING, None))
+                chunk.append((position, STARTING, None))
             queued = self.progress.pop(position, None)
             if queued:
-                chunk.extend((position, _PROGRESS, report) for report in queued)
+                chunk.extend((position, PROGRESS, report) for report in queued)
             answer = self.answers.pop(position, None)
             if answer is not None:
                 chunk.append((position, *answer))
@@ -106,7 +106,7 @@ class _Outbox:
         return chunk
 
 
-class _Worker:
+class Worker:
     """The actor: builds the registry of a context once (keeping the `max_contexts` used
     last), runs requests of prepared calls on it, streaming back what they report and
     answer."""
@@ -130,17 +130,17 @@ class _Worker:
 
     async def run(self, packed: bytes) -> AsyncIterator[bytes]:
         """Run every call of a request concurrently; yield chunks until each has answered
-        (both packed: see `_packed`)."""
-        async for chunk in self._run(_unpacked(packed)):
-            yield _packed(chunk)
+        (both packed: see `pack_message`)."""
+        async for chunk in self._run(unpack_message(packed)):
+            yield pack_message(chunk)
 
     async def answer(self, packed: bytes) -> bytes:
         """`run` in one reply, for a request with nothing to stream (one call, no progress):
         a plain actor call costs the caller less than a stream."""
-        request = _unpacked(packed)
-        return _packed([item async for chunk in self._run(request) for item in chunk])
+        request = unpack_message(packed)
+        return pack_message([item async for chunk in self._run(request) for item in chunk])
 
-    async def _run(self, request: _Request) -> AsyncIterator[list[_Item]]:
+    async def _run(self, request: Request) -> AsyncIterator[list[Item]]:
         self.loop = asyncio.get_running_loop()
         outbox = _Outbox()
         tasks = {
@@ -189,7 +189,7 @@ class _Worker:
             if gate is not None and not gate.done():
                 gate.set_result(verdict)
 
-    def _registry(self, key: tuple[str, str, str], context: _Context) -> ToolRegistry:
+    def _registry(self, key: tuple[str, str, str], context: Context) -> ToolRegistry:
         """The registry of `context`, built on first use. Past `max_contexts`, the one used
         longest ago with no call running goes (a long-lived cluster serves many sessions);
         one with calls running stays, so a session never has two sets of tools here."""
@@ -206,7 +206,7 @@ class _Worker:
         return registry
 
     async def _one(  # noqa: PLR0915 - a call's whole course on its worker, in one frame
-        self, batch: int, context: _Context, call: _Call, position: int, outbox: _Outbox
+        self, batch: int, context: Context, call: Call, position: int, outbox: _Outbox
     ) -> None:
         key = context.key
         self.in_use[key] += 1
@@ -217,7 +217,7 @@ class _Worker:
             tool = registry.get(call.name)
             if tool is None:
                 missing = f"it has no tool {call.name!r}: its ToolSource builds other tools"
-                outbox.answer(position, _FAILED, missing + " than the caller's registry")
+                outbox.answer(position, FAILED, missing + " than the caller's registry")
                 return
             if call.progress:  # this task's own context: no reset needed (a sync tool's
                 # thread reports through the loop: the outbox is the loop's)
@@ -227,7 +227,7 @@ class _Worker:
             began = loop.time()
             waits = call.gated or self.slots.locked()  # the wait is in the budget
             if not await self._slot(budget):
-                outbox.answer(position, _UNSTARTED, _timed_out(call))
+                outbox.answer(position, UNSTARTED, _timed_out(call))
                 return
             try:
                 go = _Go(self, batch, position, outbox, call) if call.gated else None
@@ -245,7 +245,7 @@ class _Worker:
                 if budget is not None and waits:
                     budget -= loop.time() - began - recording  # what waiting for a slot left
                     if budget <= 0:
-                        outbox.answer(position, _UNSTARTED, _timed_out(call))
+                        outbox.answer(position, UNSTARTED, _timed_out(call))
                         return
                 if call.told and later is None:
                     outbox.starting(position)
@@ -258,14 +258,14 @@ class _Worker:
                 invocation = await (run() if later is None else _asked_in_thread(run, later))
             finally:
                 self.slots.release()
-            answer = (_ANSWER, _wire(invocation)) if later is None else later.answer(invocation)
+            answer = (ANSWER, to_wire(invocation)) if later is None else later.answer(invocation)
             outbox.answer(position, *answer)
         except asyncio.CancelledError:  # said: whether its tool may have started
-            outbox.answer(position, _CANCELLED, running or (later is not None and later.went))
+            outbox.answer(position, CANCELLED, running or (later is not None and later.went))
             raise
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
-            outbox.answer(position, _FAILED, f"{type(exc).__name__}: {exc}")
+            outbox.answer(position, FAILED, f"{type(exc).__name__}: {exc}")
         finally:
             self.in_use[key] -= 1
             if not self.in_use[key]:
@@ -293,11 +293,11 @@ class _Go:
     __slots__ = ("batch", "call", "dropped", "no", "outbox", "position", "said", "went", "worker")
 
     def __init__(
-        self, worker: _Worker, batch: int, position: int, outbox: _Outbox, call: _Call
+        self, worker: Worker, batch: int, position: int, outbox: _Outbox, call: Call
     ) -> None:
         self.worker, self.batch, self.position, self.outbox = worker, batch, position, outbox
         self.call = call
-        self.said: float | None = None  # the caller's answer (see `_Worker.go`)
+        self.said: float | None = None  # the caller's answer (see `Worker.go`)
         self.no = False  # the caller said no, or nothing in time: the call never starts
         self.dropped = False  # no answer within `go_timeout`
         self.went = False  # the call's work started (`AskedOnLoop` let its thread run it)
@@ -333,14 +333,14 @@ class _Go:
         never started (no thread of its runs on) when no thread started its work."""
         if self.no:
             return self.refusal()
-        return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
+        return ANSWER if self.went else UNSTARTED, to_wire(invocation)
 
     def refusal(self) -> tuple[int, Any]:
         """What a call that got no go answers: cancelled when its caller said no (it has
         answered the call), else why the worker dropped it."""
         if not self.dropped:
-            return _CANCELLED, False
-        return _FAILED, (
+            return CANCELLED, False
+        return FAILED, (
             f"it had no go to start the call from its caller within {self.worker.go_timeout:g} "
             "s (RayBackend's go_timeout), so it dropped the call, which never started"
         )
@@ -367,11 +367,11 @@ class _OwnGate:
                 self.outbox.starting(self.position)
 
     def answer(self, invocation: Invocation) -> tuple[int, Any]:
-        return _ANSWER if self.went else _UNSTARTED, _wire(invocation)
+        return ANSWER if self.went else UNSTARTED, to_wire(invocation)
 
 
 def _asked_later(
-    defers: bool, call: _Call, go: _Go | None, outbox: _Outbox, position: int
+    defers: bool, call: Call, go: _Go | None, outbox: _Outbox, position: int
 ) -> _Go | _OwnGate | None:
     """The gate of a call whose tool `defers` its start, which a thread passes as it starts
     the call's work: its go (journaled), else the worker's own (the caller told of the
@@ -399,9 +399,9 @@ async def _asked_in_thread(
             work.going.cancel()
 
 
-def _timed_out(call: _Call) -> tuple[Any, ...]:
+def _timed_out(call: Call) -> tuple[Any, ...]:
     """A call whose budget ran out before its tool started: the limit's text for a call
     that never started, as a local call waiting for a worker thread gets."""
     assert call.time_limit is not None
     error = timeout_error(call.name, call.time_limit, started=False)
-    return _wire(Invocation(ToolResult.error(error), None, error, TimeoutError()))
+    return to_wire(Invocation(ToolResult.error(error), None, error, TimeoutError()))
