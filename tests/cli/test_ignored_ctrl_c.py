@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli.test_behaves import default_ctrl_c
+
 REPO = Path(__file__).resolve().parents[2]
 
 HARNESS = """
@@ -41,6 +43,7 @@ def test_a_ctrl_c_raised_where_python_ignores_it_still_ends_the_command_with_130
         env=env,
         timeout=120,
         check=False,
+        preexec_fn=default_ctrl_c,  # a suite run in the background inherits it ignored
     )
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr
