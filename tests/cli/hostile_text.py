@@ -2,18 +2,21 @@
 
 `HOSTILE` packs what must never act on a terminal or on rich: markup (closing tags
 with no opening one crash rich's parser), emoji codes, CSI/OSC/DCS escape sequences
-in 7-bit and 8-bit form, BEL, backspace, a carriage return, NUL, DEL and bidi
-overrides. `assert_inert` checks a command's output holds none of them raw.
+in 7-bit and 8-bit form, BEL, backspace, a carriage return, NUL, DEL, bidi
+overrides and marks, zero-width characters, a byte order mark and the tag characters
+that spell hidden text. `assert_inert` checks a command's output holds none of them raw.
 """
 
 from __future__ import annotations
 
 import subprocess
+import unicodedata
 
 MARKUP = "[/x] [bold red]bold[/bold red] [link=https://evil.example]link[/link] [/dim] :thumbs_up:"
 ESCAPES = (
     "\x1b]0;pwned-title\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[H \x1bP1$r0m\x1b\\ "
-    "\x9b31m \x9d0;t\x9c \x90dcs\x9c \x07 \x08 a\rb \x00 \x7f \u202eevil\u202c \u2066i\u2069"
+    "\x9b31m \x9d0;t\x9c \x90dcs\x9c \x07 \x08 a\rb \x00 \x7f \u202eevil\u202c \u2066i\u2069 "
+    "z\u200bw\u200dj \u200fr\u061c \ufeffbom \U000e0068\U000e0069tag"
 )
 HOSTILE = f"{MARKUP} {ESCAPES}"
 """Untrusted text as a model, a tool, a file or a server could send it."""
@@ -24,17 +27,18 @@ IN_ARGV = HOSTILE.replace("\x00", "")
 LITERAL = "[/x] [bold red]bold[/bold red]"
 """A part of `HOSTILE` every plain-text rendering shows exactly as written."""
 
-_BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)}
-
 
 def bad_characters(text: str) -> list[str]:
     """The characters of `text` that act on a terminal: C0 but tab and newline, ESC, DEL,
-    C1 (as code points: UTF-8 continuation bytes are not C1), bidi controls."""
+    C1 (as code points: UTF-8 continuation bytes are not C1), and what changes the text
+    unseen: format characters (bidi controls, zero-width ones, tags), line separators."""
     return sorted(
         {
             f"U+{ord(ch):04X}"
             for ch in text
-            if (ord(ch) < 0x20 and ch not in "\t\n") or 0x7F <= ord(ch) <= 0x9F or ch in _BIDI
+            if (ord(ch) < 0x20 and ch not in "\t\n")
+            or 0x7F <= ord(ch) <= 0x9F
+            or (not ch.isascii() and unicodedata.category(ch) in ("Cf", "Zl", "Zp"))
         }
     )
 

@@ -28,11 +28,24 @@ from toolbridge.cli.display import SafeFormatter, clean, json_text, plain, show
         ("nul\x00del\x7f", "nul\\x00del\\x7f"),
         ("abc\u202edef\u2066x\u2069", "abc\\u202edef\\u2066x\\u2069"),
         ("[/x] [bold]:smile:", "[/x] [bold]:smile:"),
+        ("zero\u200bwidth\u200fmark\ufeff", "zero\\u200bwidth\\u200fmark\\ufeff"),
+        ("tag\U000e0068\U000e0069", "tag\\U000e0068\\U000e0069"),  # hidden text
     ],
 )
 def test_clean_escapes_what_a_terminal_acts_on(raw: str, shown: str) -> None:
     assert clean(raw) == shown
     assert not bad_characters(clean(raw))
+
+
+def test_every_format_character_is_escaped_in_text_and_in_json() -> None:
+    """Each character of Unicode's format category (Cf) this Python knows (bidi, zero
+    width, tags...) is shown escaped, and JSON gives it back exactly."""
+    import unicodedata
+
+    formats = "".join(ch for ch in map(chr, range(0x110000)) if unicodedata.category(ch) == "Cf")
+    assert not bad_characters(clean(formats))
+    text = json_text({"x": formats})
+    assert not bad_characters(text) and json.loads(text) == {"x": formats}
 
 
 def test_printed_text_is_never_markup_nor_emoji() -> None:

@@ -67,7 +67,15 @@ def test_list_show_export_and_prune(tmp_path: Path) -> None:
 def test_errors_are_one_line(tmp_path: Path) -> None:
     missing = run_cli("list", cwd=tmp_path)
     assert missing.returncode == 2
-    assert missing.stderr.strip() == f"Error: no journal at {tmp_path}/.toolbridge/journal.sqlite3"
+    assert missing.stderr.strip() == (
+        f"Error: no journal at {tmp_path}/.toolbridge/journal.sqlite3: the file does not exist "
+        "(nothing was created). Check the path, or the workspace (--workspace) it is read from."
+    )
+    empty = run_cli("list", "--journal", "", cwd=tmp_path)  # read as '.' (a folder) before
+    assert (empty.returncode, empty.stderr.strip()) == (
+        2,
+        "Error: --journal is empty: give a journal's file, or a postgresql:// URL",
+    )
     corrupt = tmp_path / "bad.sqlite3"
     corrupt.write_bytes(b"garbage" * 1000)
     done = run_cli("list", "--journal", str(corrupt), cwd=tmp_path)

@@ -42,13 +42,23 @@ __all__ = [
 # 8-bit forms start CSI, OSC and DCS sequences as ESC does); a lone CR would let one
 # line overwrite another.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# What reorders or splits what a person reads without being seen: bidi embeddings,
-# overrides and isolates (Trojan Source), and the Unicode line/paragraph separators;
-# and lone surrogates (a JSON "\ud800" from a model), which no stream can encode.
-_INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+# Unicode's format characters (category Cf, as of Unicode 15.1), which change what a
+# person reads without being seen: bidi marks, embeddings, overrides and isolates (Trojan
+# Source), zero-width spaces and joiners, the byte order mark, and the tag characters
+# that spell text no terminal shows.
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+# What reorders, hides or splits what a person reads: the format characters, the Unicode
+# line/paragraph separators; and lone surrogates (a JSON "\ud800" from a model), which no
+# stream can encode.
+_INVISIBLE = re.compile(f"[{_FORMAT}\u2028\u2029\ud800-\udfff]")
 # In JSON text, the same but for lone surrogates: their JSON escape ("\udc80") is what
 # strict readers refuse (serde_json; I-JSON forbids it), so they are written as text.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{_FORMAT}\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -57,12 +67,14 @@ def _escape_control(match: re.Match[str]) -> str:
 
 
 def _escape_unicode(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    code = ord(match.group())
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def clean(text: str) -> str:
-    """`text` safe to print: control characters as ``\\xNN``, bidi controls, line
-    separators and lone surrogates as ``\\uXXXX``; tab, newline and everything else
+    """`text` safe to print: control characters as ``\\xNN``, format characters (bidi
+    controls, zero-width ones, tags), line separators and lone surrogates as ``\\uXXXX``
+    (``\\UXXXXXXXX`` beyond U+FFFF); tab, newline and everything else
     unchanged (a CR before a newline is a Windows line end, and goes)."""
     if text.isprintable():  # the common case: nothing to escape (not even a newline)
         return text
@@ -106,6 +118,15 @@ def echo(text: str, *, err: bool = False) -> None:
     typer.echo(clean(text), err=err)
 
 
+def _escape_in_json(match: re.Match[str]) -> str:
+    """A character as its JSON escape: beyond U+FFFF, the escapes of its surrogate pair."""
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def _escape_as_text(match: re.Match[str]) -> str:
     return f"\\\\u{ord(match.group()):04x}"
 
@@ -119,7 +140,7 @@ def json_text(
     surrogate is no character: it becomes the six characters ``\\udc80`` of text, as
     `clean` shows it, so that strict readers take the JSON."""
     text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
-    return _SURROGATE.sub(_escape_as_text, _JSON_UNSAFE.sub(_escape_unicode, text))
+    return _SURROGATE.sub(_escape_as_text, _JSON_UNSAFE.sub(_escape_in_json, text))
 
 
 def echo_json(

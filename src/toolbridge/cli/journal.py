@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from toolbridge.journal import (
     CallJournal,
     JournalEntry,
     JournalError,
+    NoJournal,
     SQLiteJournal,
     open_journal,
 )
@@ -48,10 +48,10 @@ def _with_journal(
     workspace: Path | None, target: str | None, use: Callable[[CallJournal], Awaitable[T]]
 ) -> T:
     folder = workspace or Path.cwd()
-    if target is None:
-        path = folder / ".toolbridge" / "journal.sqlite3"
-        if not os.path.lexists(path):
-            raise CliError(f"no journal at {path}", ExitCode.USAGE)
+    if target is not None and not target.strip():
+        raise CliError(
+            "--journal is empty: give a journal's file, or a postgresql:// URL", ExitCode.USAGE
+        )
 
     async def run() -> T:
         # Only an existing journal is opened: a mistyped path is an error, not a new journal.
@@ -65,6 +65,8 @@ def _with_journal(
 
     try:
         return asyncio.run(run())
+    except NoJournal as exc:  # a missing file, as for any other command
+        raise CliError(str(exc), ExitCode.USAGE) from None
     except JournalError as exc:
         raise CliError(str(exc), ExitCode.CONFIG) from None
 

@@ -19,6 +19,7 @@ from toolbridge.journal.records import (
     ClaimAction,
     JournalEntry,
     JournalError,
+    NoJournal,
     SessionInUse,
 )
 from toolbridge.journal.sqlite import SQLiteJournal
@@ -32,6 +33,7 @@ __all__ = [
     "Durability",
     "JournalEntry",
     "JournalError",
+    "NoJournal",
     "SQLiteJournal",
     "SessionInUse",
     "open_journal",

@@ -45,6 +45,10 @@ class UnstorableKey(JournalError):
         self.part = part
 
 
+class NoJournal(JournalError):
+    """A journal opened to read (``create=False``) is not there, and nothing was made."""
+
+
 class SessionInUse(JournalError):
     """Another run (in this process or another) holds the session: two runs going on from
     one stored conversation would each save their turns over the other's."""

@@ -52,7 +52,7 @@ from toolbridge.journal.records import (
     Claim,
     ClaimAction,
     JournalEntry,
-    JournalError,
+    NoJournal,
     journal_closed,
     session_in_use,
 )
@@ -104,7 +104,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
         if not follow_links:
             refuse_links(self.path)
         if not create and not self.path.exists():
-            raise JournalError(
+            raise NoJournal(
                 f"no journal at {self.path}: the file does not exist (nothing was created). "
                 "Check the path, or the workspace (--workspace) it is read from."
             )
