@@ -82,9 +82,21 @@ class Requirements:
         if self.any_bins and all(which(name) is None for name in self.any_bins):
             reasons.append(f"none of the binaries {', '.join(self.any_bins)} is on PATH")
         reasons.extend(
-            f"environment variable {name} is not set" for name in self.env if not environ.get(name)
+            f"environment variable {name} is not set"
+            for name in self.env
+            if not _is_set(environ, name)
         )
         return reasons
+
+
+def _is_set(environ: Mapping[str, str], name: str) -> bool:
+    """Whether the variable `name` has a value; False for a name no environment can hold
+    (a lone surrogate, from a front matter's ``"\\udb40"``, has no bytes: `os.environ`
+    raises on it)."""
+    try:
+        return bool(environ.get(name))
+    except ValueError:  # UnicodeEncodeError, or a NUL in the name
+        return False
 
 
 @dataclass(frozen=True, slots=True)
