@@ -43,6 +43,7 @@ from toolbridge.agent.output import OutputSpec
 from toolbridge.agent.result import RunResult
 from toolbridge.agent.resume import resume_turn
 from toolbridge.agent.run_context import RunContext
+from toolbridge.agent.sendable import sendable_text
 from toolbridge.agent.sessions import RunInput, start_state
 from toolbridge.agent.state import ApprovalDecision, StopReason, decisions_by_call
 from toolbridge.agent.toolset import deferral, native_output_for, registry_of
@@ -170,7 +171,7 @@ class AgentRunner:
         )
         self._calls = TurnCalls(searching=self.tool_search is not None, answers=self._answers)
         self.registry = registry
-        self.instructions = instructions
+        self.instructions = sendable_text(instructions) if instructions else instructions
         self.policy = policy or ExecutionPolicy()
         self._executor_factory = executor_factory or (
             lambda r: ToolExecutor(r, self.policy, tracer_provider=tracer_provider)

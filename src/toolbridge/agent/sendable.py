@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from toolbridge.agent.messages import Message
 from toolbridge.core.calls import ToolCallRequest
 
-__all__ = ["Sendable"]
+__all__ = ["Sendable", "sendable_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -51,6 +51,13 @@ class Sendable:
         self._checked = len(messages)
         self._last = messages[-1] if messages else None
         return messages
+
+
+def sendable_text(text: str) -> str:
+    """`text` with each lone surrogate written as the six characters ``\\udc80``: for
+    text sent outside the conversation (the instructions, with a skill's description
+    read from its file)."""
+    return text if _encodable(text) else _escaped(text, _as_text)
 
 
 def _encodable(text: str) -> bool:
