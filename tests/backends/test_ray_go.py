@@ -170,6 +170,13 @@ async def timed_out_locally(folder: Path, watcher: str) -> ToolOutcome:
     return late
 
 
+async def thread_held(workspace: Path, backend: RayBackend) -> asyncio.Task[list[ToolOutcome]]:
+    """The run of `HOLD`, once it holds the worker's one thread (until ``release``)."""
+    held = asyncio.create_task(executor_for(workspace, backend).run([HOLD]))
+    await lines(workspace / "started.txt", 1)
+    return held
+
+
 @pytest.mark.parametrize("watcher", WATCHERS)
 async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_spares_it(
     workspace: Path, one_thread: RayBackend, watcher: str
@@ -180,9 +187,7 @@ async def test_a_sync_call_whose_limit_ends_while_it_waits_for_a_worker_thread_s
     start."""
     from toolbridge.execution.outcomes import EventType
 
-    holder = executor_for(workspace, one_thread)
-    held = asyncio.create_task(holder.run([HOLD]))
-    await lines(workspace / "started.txt", 1)
+    held = await thread_held(workspace, one_thread)
     events: list[Any] = []
     async with contextlib.AsyncExitStack() as stack:
         options = await watched(stack, workspace, watcher, events)
@@ -214,9 +219,7 @@ async def test_a_stopped_run_whose_sync_calls_wait_for_a_worker_thread_spares_it
     else the worker's own gate dropped them), so no thread of theirs runs on: the call
     of another run that holds the thread goes on, and they never run, even later."""
 
-    holder = executor_for(workspace, one_thread)
-    held = asyncio.create_task(holder.run([HOLD]))
-    await lines(workspace / "started.txt", 1)
+    held = await thread_held(workspace, one_thread)
     events: list[Any] = []
     async with contextlib.AsyncExitStack() as stack:
         options = await watched(stack, workspace, watcher, events)
