@@ -72,7 +72,7 @@ from toolbridge.journal.sqlite_file import (
     refuse_links,
 )
 from toolbridge.journal.sqlite_owners import Owner
-from toolbridge.journal.sqlite_writer import GroupCommit, Job
+from toolbridge.journal.sqlite_writer import NULL, GroupCommit, Job
 
 __all__ = ["SQLiteJournal"]
 
@@ -180,8 +180,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
             if row is None:
                 self._inserts.append(
                     (key.session, key.call_id, key.args_hash, tool, call.arguments_text,
-                     claimed_state(queued), call.approval_text, now, started_at(queued, now),
-                     owner.number)
+                     claimed_state(queued), call.approval_text or NULL, now,
+                     NULL if queued else now, owner.number)
                 )  # fmt: skip
                 self._own(key)
                 inserted = True
@@ -307,7 +307,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
             self._finishes.append(
-                (outcome_text, error_kind, time.time(), key.session, key.call_id, key.args_hash)
+                (outcome_text, error_kind or NULL, time.time(), key.session, key.call_id,
+                 key.args_hash)
             )
             self._let_go.append(key)
 
