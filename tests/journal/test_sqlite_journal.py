@@ -19,10 +19,11 @@ from toolbridge.journal import (
     ClaimAction,
     JournalError,
     SQLiteJournal,
+    sqlite_writer,
 )
 from toolbridge.journal import sqlite_file as sqlite_journal
 from toolbridge.journal.sqlite_file import MIGRATIONS, SCHEMA_VERSION
-from toolbridge.journal.sqlite_writer import _rows
+from toolbridge.journal.sqlite_writer import _FINISH, _SELECT, _START, CHUNKS, _rows
 
 WORKER = Path(__file__).with_name("journal_worker.py")
 KEY = CallKey("s1", "call-1", "hash-a")
@@ -218,12 +219,63 @@ def test_a_claim_reads_its_rows_by_primary_key_not_by_scanning_the_table(db: Pat
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     keys = [CallKey("s1", f"call-{n}", "hash") for n in range(3)]
-    _rows(conn, keys)
+    assert _rows(conn, keys) == {}
     conn.set_trace_callback(None)
-    (select,) = [text for text in statements if text.lstrip().startswith("SELECT")]
-    plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {select}"))
-    assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
-    assert "SEARCH c USING INDEX" in plan, plan
+    selects = [text for text in statements if text.lstrip().startswith("SELECT")]
+    assert len(selects) == 2  # a chunk of two keys, then one
+    for select in selects:
+        plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {select}"))
+        assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
+        assert "SEARCH c USING INDEX" in plan, plan
+
+
+@pytest.mark.parametrize("size", CHUNKS)
+def test_the_batched_statements_find_their_rows_by_primary_key(db: Path, size: int) -> None:
+    # The starts and outcomes of a batch are written a chunk at a time, each row found by
+    # its key: a statement that scanned the table would slow down as the journal grows.
+    asyncio.run(SQLiteJournal(db).close())  # creates the tables
+    conn = sqlite3.connect(db)
+    for statements in (_START, _FINISH, _SELECT):
+        text = statements[size]
+        plan = " | ".join(
+            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {text}", [None] * text.count("?"))
+        )
+        assert "SCAN toolbridge_calls" not in plan and "SCAN c" not in plan, plan
+        assert "USING INDEX" in plan or "USING COVERING INDEX" in plan, plan
+
+
+@pytest.mark.parametrize("update_from", [True, False], ids=["UPDATE FROM", "older SQLite"])
+async def test_a_batch_of_any_size_is_written_whole(
+    db: Path, update_from: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 64 + 32 + 4 + 2 + 1 calls: every chunk size but a few, each call claimed, started
+    # and finished once, and read back as written; an SQLite older than 3.33 (no UPDATE
+    # FROM) updates a row a statement.
+    monkeypatch.setattr(sqlite_writer, "UPDATE_FROM", update_from)
+    keys = [CallKey("s1", f"call-{n}", f"hash-{n}") for n in range(103)]
+    statements: list[str] = []
+    async with SQLiteJournal(db) as journal:
+        journal._conn.set_trace_callback(statements.append)
+        claims = await asyncio.gather(
+            *(journal.claim(key, "t", {"n": n}, queued=True) for n, key in enumerate(keys))
+        )
+        assert {claim.action for claim in claims} == {ClaimAction.RUN}
+        await asyncio.gather(*(journal.start(key) for key in keys))
+        await asyncio.gather(
+            *(journal.finish(key, {"n": n}, error_kind="e" if n % 2 else None)
+              for n, key in enumerate(keys))
+        )  # fmt: skip
+    updates = [text for text in statements if text.startswith("UPDATE")]
+    assert len(updates) == (2 * 5 if update_from else 2 * 103), updates  # (chunks or rows)
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT call_id, state, outcome, error_kind, approval, started_at IS NOT NULL, owner "
+        "FROM toolbridge_calls ORDER BY CAST(substr(call_id, 6) AS INTEGER)"
+    ).fetchall()
+    assert rows == [
+        (f"call-{n}", "finished", f'{{"n":{n}}}', "e" if n % 2 else None, None, 1, None)
+        for n in range(103)
+    ]
 
 
 async def test_closing_in_the_tick_of_a_claim_still_answers_it(db: Path) -> None:

@@ -323,10 +323,18 @@ class RowCodec:
     ) -> NewCall:
         """A claim's values, refused (`UnstorableKey`) before the database sees a key it
         cannot hold."""
-        check_storable(key, tool, nul=self.nul)
         return NewCall(
-            key, tool, arguments, approval, self.dumps(arguments), self.approval(approval), queued
-        )
+            key, tool, arguments, approval, *self.claim_texts(key, tool, arguments, approval),
+            queued,
+        )  # fmt: skip
+
+    def claim_texts(
+        self, key: CallKey, tool: str, arguments: Any, approval: Mapping[str, Any] | None
+    ) -> tuple[str, str | None]:
+        """The texts a claim stores, its arguments' and its approval's (None: none), its
+        key checked first (see `new_call`)."""
+        check_storable(key, tool, nul=self.nul)
+        return self.dumps(arguments), self.dumps(approval) if approval else None
 
     def refusal(
         self, key: CallKey, tool: str, arguments: Any, outcome: Mapping[str, Any]

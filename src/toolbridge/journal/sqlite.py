@@ -167,7 +167,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        call = TEXT.new_call(key, tool, arguments, approval, queued=queued)
+        arguments_text, approval_text = TEXT.claim_texts(key, tool, arguments, approval)
         owner = self._owner
         inserted = False
 
@@ -179,8 +179,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
             now = time.time()
             if row is None:
                 self._inserts.append(
-                    (key.session, key.call_id, key.args_hash, tool, call.arguments_text,
-                     claimed_state(queued), call.approval_text or NULL, now,
+                    (key.session, key.call_id, key.args_hash, tool, arguments_text,
+                     claimed_state(queued), approval_text or NULL, now,
                      NULL if queued else now, owner.number)
                 )  # fmt: skip
                 self._own(key)
@@ -307,8 +307,14 @@ class SQLiteJournal(GroupCommit, CallJournal):
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
             self._finishes.append(
-                (outcome_text, error_kind or NULL, time.time(), key.session, key.call_id,
-                 key.args_hash)
+                (
+                    outcome_text,
+                    error_kind or NULL,
+                    time.time(),
+                    key.session,
+                    key.call_id,
+                    key.args_hash,
+                )
             )
             self._let_go.append(key)
 
