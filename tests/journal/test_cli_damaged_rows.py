@@ -27,6 +27,11 @@ DAMAGES = {
     "time that is not a number": "UPDATE toolbridge_calls SET finished_at = 'yesterday'",
     "time that is not finite": "UPDATE toolbridge_calls SET created_at = 'nan', started_at = 'inf'",
     "session stored as bytes": "UPDATE toolbridge_calls SET session = x'73'",
+    # what an older toolbridge stored for a tool's NaN: export must still be strict JSON
+    "outcome with a bare NaN": "UPDATE toolbridge_calls SET outcome = '{\"v\": [NaN, -Infinity]}'",
+    "arguments nested past the recursion limit": (
+        "UPDATE toolbridge_calls SET arguments = printf('%.*c', 100000, '[')"
+    ),
 }
 
 
