@@ -246,7 +246,17 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
             )
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return schema_version_of(row[0] if row is not None else None, str(path))
+    version = schema_version_of(row[0] if row is not None else None, str(path))
+    # The tables its migrations made (a newer toolbridge's layout is its own business).
+    made = {"toolbridge_calls": 1, "toolbridge_runs": 2}
+    for table, since in made.items():
+        if since <= version <= SCHEMA_VERSION and table not in tables:
+            raise JournalError(
+                f"the journal {path} is damaged: its table {table} is missing. Restore it "
+                "from a backup, or move it aside to start a new one (calls it recorded can "
+                "then run again)."
+            )
+    return version
 
 
 def why_not_writable(path: Path) -> str:
