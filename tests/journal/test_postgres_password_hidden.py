@@ -21,6 +21,11 @@ UNREADABLE = {
     "bad escape in a password parameter": f"postgresql://ann@127.0.0.1/db?password={SECRET}%zz",
     "bad escape mid-password": "postgresql://ann:s3cr%ZZ3tpw@127.0.0.1/db",
 }
+REFUSED = {  # readable, but nothing listens on port 1: the error names the database
+    "password": f"postgresql://ann:{SECRET}@127.0.0.1:1/db?connect_timeout=5",
+    "key passphrase": f"postgresql://ann@127.0.0.1:1/db?sslpassword={SECRET}&connect_timeout=5",
+    "key passphrase, keywords": f"host=127.0.0.1 port=1 sslpassword={SECRET} connect_timeout=5",
+}
 
 
 @pytest.mark.parametrize("conninfo", UNREADABLE.values(), ids=UNREADABLE.keys())
@@ -43,3 +48,10 @@ def test_the_cli_shows_no_password_of_an_unreadable_connection_string(tmp_path: 
     assert done.returncode == 3, done
     assert SECRET not in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("conninfo", REFUSED.values(), ids=REFUSED.keys())
+async def test_the_database_named_in_an_error_has_no_password(conninfo: str) -> None:
+    with pytest.raises(JournalError, match="cannot connect to the journal at") as raised:
+        await open_journal(conninfo, create=False)
+    assert SECRET not in str(raised.value), raised.value

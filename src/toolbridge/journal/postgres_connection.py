@@ -132,12 +132,14 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
 
 
 def describe(conninfo: str) -> str:
-    """The connection string without its password, for messages."""
+    """The connection string without its password (nor its client key's, `sslpassword`),
+    for messages."""
     try:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         parts = conninfo_to_dict(conninfo)
         parts.pop("password", None)
+        parts.pop("sslpassword", None)
         return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
     except Exception:
         return "(the configured PostgreSQL database)"
@@ -145,9 +147,9 @@ def describe(conninfo: str) -> str:
 
 _PASSWORDS = (
     re.compile(r"://[^:@/?#]*:([^@]*)@"),  # postgresql://user:password@host
-    re.compile(r"[?&]password=([^&#]*)"),  # ...?password=...
-    re.compile(r"\bpassword\s*=\s*'((?:[^'\\]|\\.)*)"),  # password='...'
-    re.compile(r"\bpassword\s*=\s*([^\s']\S*)"),  # password=...
+    re.compile(r"[?&](?:ssl)?password=([^&#]*)"),  # ...?password=...
+    re.compile(r"\b(?:ssl)?password\s*=\s*'((?:[^'\\]|\\.)*)"),  # password='...'
+    re.compile(r"\b(?:ssl)?password\s*=\s*([^\s']\S*)"),  # password=...
 )
 
 
