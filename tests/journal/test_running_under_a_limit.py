@@ -46,15 +46,6 @@ def running_now(target: str) -> int:
 async def test_no_more_calls_are_running_than_the_limit_lets_run(
     journal_target: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if "postgres" in request.node.callspec.id:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="the PostgreSQL writer stores a slot's next start before the outcome "
-                "that freed the slot (a start never waits for outcomes: docs/guide/"
-                "journal.md, Durability), so a reader counts up to twice the limit running",
-            )
-        )
     seen: list[int] = []
 
     @tool(concurrency_safe=True)
