@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.journal.test_cli import run_cli
 
-from toolbridge.journal import CallKey, SQLiteJournal
+from toolbridge.journal import CallKey, JournalError, SQLiteJournal
 from toolbridge.journal.records import refused_key
 
 DAMAGES = {
@@ -27,6 +27,11 @@ DAMAGES = {
     "time that is not a number": "UPDATE toolbridge_calls SET finished_at = 'yesterday'",
     "time that is not finite": "UPDATE toolbridge_calls SET created_at = 'nan', started_at = 'inf'",
     "session stored as bytes": "UPDATE toolbridge_calls SET session = x'73'",
+    # what an older toolbridge stored for a tool's NaN: export must still be strict JSON
+    "outcome with a bare NaN": "UPDATE toolbridge_calls SET outcome = '{\"v\": [NaN, -Infinity]}'",
+    "arguments nested past the recursion limit": (
+        "UPDATE toolbridge_calls SET arguments = printf('%.*c', 100000, '[')"
+    ),
 }
 
 
@@ -110,3 +115,25 @@ def test_show_in_a_pipe_cuts_no_value_short(tmp_path: Path) -> None:
     assert "…" not in done.stdout, done.stdout
     assert column(done.stdout, 5) == "approval_requiredapproval_denied", done.stdout
     assert column(done.stdout, 1) == 2 * ("call_" + "x" * 60), done.stdout
+
+
+@pytest.mark.parametrize("table", ["toolbridge_calls", "toolbridge_runs"])
+def test_a_journal_missing_one_of_its_tables_is_damaged(tmp_path: Path, table: str) -> None:
+    """A journal whose schema version row is there but one of its tables is not (dropped
+    by hand, a partial restore) is refused as damaged when it opens, by every command and
+    by a run, not read as 'failed to record calls' by a command that records nothing."""
+    path = tmp_path / "journal.sqlite3"
+    asyncio.run(one_call(path))
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"DROP TABLE {table}")
+    conn.close()
+    for command in (("list",), ("show", "s"), ("export",)):
+        done = run_cli(*command, "--journal", str(path), cwd=tmp_path)
+        assert done.returncode == 3, (command, done)
+        assert done.stderr == (
+            f"Error: the journal {path} is damaged: its table {table} is missing. Restore "
+            "it from a backup, or move it aside to start a new one (calls it recorded can "
+            "then run again).\n"
+        ), done.stderr
+    with pytest.raises(JournalError, match=f"is damaged: its table {table} is missing"):
+        asyncio.run(one_call(path))

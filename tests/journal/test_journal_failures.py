@@ -192,3 +192,32 @@ async def test_a_database_user_without_rights_gets_a_journal_error_that_says_wha
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_journal_on_a_full_disk_says_the_disk_is_full(small_disk: Path) -> None:
+    """Opening a journal on a disk with no room left (SQLite cannot make its -shm file)
+    failed as a 'disk I/O error' that said to move the journal aside, which loses its
+    records, rather than that the disk is full (found by the hostile re-check)."""
+    from tests.journal.disk import fill_up
+
+    path = small_disk / "j.sqlite3"
+
+    async def one_call() -> None:
+        async with SQLiteJournal(path) as journal:
+            key = CallKey("s", "c", "h")
+            await journal.claim(key, "t", {})
+            await journal.finish(key, {"content": "ok", "is_error": False})
+
+    asyncio.run(one_call())
+    fill_up(small_disk / "filler")
+    with pytest.raises(JournalError, match="is full") as raised:
+        asyncio.run(one_call())
+    assert "move" not in str(raised.value), raised.value
+    for command in (["list"], ["show", "s"], ["export"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "toolbridge", "journal", *command, "--journal", str(path)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 3, done
+        assert f"the disk holding the journal {path} is full" in done.stderr, done.stderr
+        assert "free space" in done.stderr and "move" not in done.stderr, done.stderr

@@ -132,22 +132,33 @@ def _escape_as_text(match: re.Match[str]) -> str:
 
 
 def json_text(
-    value: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None
+    value: Any,
+    *,
+    indent: int | None = None,
+    default: Callable[[Any], Any] | None = None,
+    allow_nan: bool = True,
 ) -> str:
     """`value` as JSON for a terminal or a pipe: exact (a reader gets every character
     back), readable (non-ASCII text kept), and with every character a terminal would act
     on written as a ``\\uXXXX`` escape (``json.dumps`` escapes only C0). A lone
     surrogate is no character: it becomes the six characters ``\\udc80`` of text, as
     `clean` shows it, so that strict readers take the JSON."""
-    text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
+    text = json.dumps(
+        value, indent=indent, ensure_ascii=False, default=default, allow_nan=allow_nan
+    )
     return _SURROGATE.sub(_escape_as_text, _JSON_UNSAFE.sub(_escape_in_json, text))
 
 
 def echo_json(
-    value: Any, *, indent: int | None = None, default: Callable[[Any], Any] | None = None
+    value: Any,
+    *,
+    indent: int | None = None,
+    default: Callable[[Any], Any] | None = None,
+    allow_nan: bool = True,
 ) -> None:
-    """Print `value` as `json_text` on stdout."""
-    typer.echo(json_text(value, indent=indent, default=default))
+    """Print `value` as `json_text` on stdout (`allow_nan` False: a `ValueError` for a NaN
+    or an infinity, which strict JSON has no form for)."""
+    typer.echo(json_text(value, indent=indent, default=default, allow_nan=allow_nan))
 
 
 class SafeFormatter(logging.Formatter):

@@ -6,6 +6,7 @@ says what to do.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,9 @@ async def open_connection(
     try:
         conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
     except psycopg.Error as exc:
-        raise JournalError(f"cannot connect to the journal at {description}: {exc}") from None
+        # libpq quotes the token of a string it cannot read (or the whole URI)
+        reason = hide_passwords(str(exc), conninfo)
+        raise JournalError(f"cannot connect to the journal at {description}: {reason}") from None
     try:
         sync = "on" if durability == "power" else "off"
         await conn.execute(f"SET synchronous_commit = {sync}")
@@ -129,15 +132,35 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
 
 
 def describe(conninfo: str) -> str:
-    """The connection string without its password, for messages."""
+    """The connection string without its password (nor its client key's, `sslpassword`),
+    for messages."""
     try:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         parts = conninfo_to_dict(conninfo)
         parts.pop("password", None)
+        parts.pop("sslpassword", None)
         return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
     except Exception:
         return "(the configured PostgreSQL database)"
+
+
+_PASSWORDS = (
+    re.compile(r"://[^:@/?#]*:([^@]*)@"),  # postgresql://user:password@host
+    re.compile(r"[?&](?:ssl)?password=([^&#]*)"),  # ...?password=...
+    re.compile(r"\b(?:ssl)?password\s*=\s*'((?:[^'\\]|\\.)*)"),  # password='...'
+    re.compile(r"\b(?:ssl)?password\s*=\s*([^\s']\S*)"),  # password=...
+)
+
+
+def hide_passwords(text: str, conninfo: str) -> str:
+    """`text` (a driver's message about `conninfo`) with every password `conninfo` holds,
+    as written there, shown as ``***``: a string libpq cannot read is quoted in its
+    message, and cannot be parsed to leave its password out (`describe`)."""
+    found = {match[1] for pattern in _PASSWORDS for match in pattern.finditer(conninfo)}
+    for password in sorted(filter(None, found), key=len, reverse=True):
+        text = text.replace(password, "***")
+    return text
 
 
 def server_error(exc: Exception, description: str) -> JournalError:

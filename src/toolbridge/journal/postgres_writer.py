@@ -238,10 +238,15 @@ class BatchWriter:
             jobs = jobs[end:]
 
     async def _run_part(self, jobs: list[Job[Any]]) -> None:
-        """Starts in one statement, answered at once (tools wait for them); claims and
-        finishes in another; the rest one by one, in order. Each job names a call no other
-        job of the part names, so their order does not change what they do. A failure is
-        the answer of the jobs it concerns, never of the writer."""
+        """Starts, with the outcomes gathered with them, in one statement, answered at once
+        (tools wait for them); claims in another; the rest one by one, in order. Each job
+        names a call no other job of the part names, so their order does not change what
+        they do. A failure is the answer of the jobs it concerns, never of the writer.
+
+        An outcome goes with the starts, not after them: under `max_concurrency` the call
+        that freed a slot is stored finished no later than the start of the call that took
+        it (its outcome is submitted first), so a reader never counts more calls running
+        than the limit lets run."""
         claims: list[Job[NewCall]] = []
         starts: list[Job[Start]] = []
         finishes: list[Job[Finish]] = []
@@ -257,9 +262,10 @@ class BatchWriter:
             else:
                 others.append(job)
         if starts:
-            await self._write([], starts, [])
+            await self._write([], starts, finishes)
+            finishes = []
             self._hand_over()
-            if claims or finishes or others:
+            if claims or others:
                 await asyncio.sleep(0)  # their tools start before the rest is sent
         if claims or finishes:
             await self._write(claims, [], finishes)

@@ -149,7 +149,7 @@ def entry_from_row(row: Sequence[Any], decode: Callable[[Any], Any]) -> JournalE
     `JournalError` naming the call, never a crash of the journal's writer."""
     try:
         return _entry(row, decode)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # JSON nested past any reader
         raise JournalError(
             f"the journal holds a record of call {row[1]!r} (session {row[0]!r}) it cannot "
             f"read ({exc}); the file was damaged or edited. Remove that row, or move the "

@@ -211,10 +211,23 @@ def database_error(path: Path, exc: sqlite3.Error, doing: str) -> JournalError:
             f"the disk holding the journal {path} is full ({text}); the call was "
             "not recorded. Free space, then retry."
         )
+    if "disk I/O error" in text and _no_room(path):  # (growing its -shm file, say)
+        return JournalError(
+            f"the disk holding the journal {path} is full ({text}); free space, then retry."
+        )
     return JournalError(
         f"the journal {path} failed to {doing}: {text}. Check the file and the disk "
         "it is on; move the file aside to start a new journal if it stays broken."
     )
+
+
+def _no_room(path: Path) -> bool:
+    """Whether the disk of the journal at `path` has no room left for this process."""
+    try:
+        disk = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return disk.f_bavail == 0 or disk.f_bfree == 0
 
 
 def os_error(path: Path, exc: OSError, doing: str) -> JournalError:
@@ -246,7 +259,17 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
             )
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
-    return schema_version_of(row[0] if row is not None else None, str(path))
+    version = schema_version_of(row[0] if row is not None else None, str(path))
+    # The tables its migrations made (a newer toolbridge's layout is its own business).
+    made = {"toolbridge_calls": 1, "toolbridge_runs": 2}
+    for table, since in made.items():
+        if since <= version <= SCHEMA_VERSION and table not in tables:
+            raise JournalError(
+                f"the journal {path} is damaged: its table {table} is missing. Restore it "
+                "from a backup, or move it aside to start a new one (calls it recorded can "
+                "then run again)."
+            )
+    return version
 
 
 def why_not_writable(path: Path) -> str:

@@ -1,8 +1,11 @@
 """The PostgreSQL journal under a concurrency limit: a slot's next call waits for its start
-mark, so a batch's starts go on their own, first, and are answered without waiting for
-the outcomes sent with them (here held up by a real row lock of another transaction).
+mark, and the start goes in one statement with the outcomes submitted before it (the call
+that freed the slot), so a reader never counts more calls running than the limit lets run
+(tests/journal/test_running_under_a_limit.py). Even when another transaction holds the
+outcome's row (a real row lock here), the start is not answered before that outcome is
+stored.
 
-No timing is asserted: the start must come back while the outcome's row stays locked.
+No timing is asserted: the start must not come back while the outcome's row stays locked.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.journal.waiting import until
 
 from toolbridge.journal import open_journal
 from toolbridge.journal.postgres import PostgresJournal
@@ -30,7 +32,7 @@ async def journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
         await opened.close()
 
 
-async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lock(
+async def test_a_start_waits_for_the_outcome_submitted_before_it(
     journal: PostgresJournal, postgres_url: str
 ) -> None:
     done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
@@ -48,10 +50,9 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
         # outcome, then the next call's start.
         stored = journal.finish_soon(done, {"text": "ok"})
         started = asyncio.ensure_future(journal.start(waiting))
-        await until(started.done, "the start waited behind the outcome's locked row")
-        assert started.result() is None
-        # The outcome was sent, and waits for the lock (seen from a connection of its own:
-        # within the other's transaction the server's activity view would not change).
+        # The outcome and the start were sent together, and wait for the lock (seen from a
+        # connection of its own: within the other's transaction the server's activity view
+        # would not change).
         end = asyncio.get_running_loop().time() + 30
         while True:
             cursor = await watcher.execute(
@@ -62,9 +63,10 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
                 break
             assert asyncio.get_running_loop().time() < end, "the outcome was never sent"
             await asyncio.sleep(0.02)
-        assert not stored.done()
+        assert not stored.done() and not started.done()
         await other.rollback()
         await stored
+        assert await started is None
     entries = {entry.key: entry for entry in await journal.entries(session="live")}
     assert entries[waiting].state is CallState.RUNNING
     assert entries[waiting].started_at is not None
@@ -72,7 +74,7 @@ async def test_a_start_is_answered_while_the_outcome_sent_with_it_waits_for_a_lo
     assert entries[done].outcome == {"text": "ok"}
 
 
-async def test_a_started_call_runs_before_the_outcomes_of_its_batch_are_sent(
+async def test_a_start_and_the_outcome_before_it_are_one_statement(
     journal: PostgresJournal,
 ) -> None:
     done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
@@ -98,5 +100,6 @@ async def test_a_started_call_runs_before_the_outcomes_of_its_batch_are_sent(
         await stored
     finally:
         del conn.execute
-    assert len(seen) == 1 and "SET state = 'running'" in seen[0], seen
-    assert len(sent) == 2 and "SET state = 'finished'" in sent[1], sent
+    assert len(seen) == 1, seen
+    assert "SET state = 'running'" in seen[0] and "SET state = 'finished'" in seen[0], seen
+    assert sent == seen
