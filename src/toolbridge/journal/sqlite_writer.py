@@ -21,7 +21,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -362,14 +362,14 @@ class GroupCommit:
             return 0
 
     def _commit(self, inline: bool) -> None:
-        """Write the rows the batch's jobs gathered, each kind with a statement per chunk of
-        rows (`_in_chunks`); commit."""
+        """Write the rows the batch's jobs gathered, each kind a chunk of rows a statement
+        (`_write`); commit."""
         if self._inserts:
             _write(self._conn, _INSERT, self._inserts)
         if self._starts:
-            _write(self._conn, _START, self._starts, _START_ROW)
+            _write(self._conn, _START, self._starts, update=True)
         if self._finishes:
-            _write(self._conn, _FINISH, self._finishes, _FINISH_ROW)
+            _write(self._conn, _FINISH, self._finishes, update=True)
         self._conn.execute("COMMIT")
         self._checkpoint_soon(inline)
 
@@ -430,25 +430,21 @@ NULL = ""
 start, an error kind): binding None costs SQLite's adapter lookup, two exceptions raised
 and cleared inside `sqlite3`, about a sixth of a bound call's statement work. No
 stored text of those columns is empty."""
-CHUNKS = (64, 32, 16, 8, 4, 2, 1)
-"""How many rows one statement writes or reads: a batch's rows are cut into chunks of
-these sizes (`_in_chunks`), so each statement has one of a few texts, which `sqlite3`
-prepares once and keeps. One statement of 64 rows took a third less work per row than 64
-runs of a one-row statement (`executemany`: a step, a reset and the bindings each)."""
+MULTI_ROW = (64, 32, 16, 8)
+"""How many rows one statement writes when a transaction has at least 8 of a kind: they are
+cut into chunks of these sizes, so each statement has one of a few texts, which `sqlite3`
+prepares once and keeps. A statement of 64 rows took a third less work per row than 64
+runs of a one-row statement (`executemany`: a step, a reset and the bindings each); below
+8 rows the VALUES to join cost more than they save, so the last few rows (and a small
+transaction's, under `max_concurrency`) go a row a statement."""
 
 
-def _in_chunks(rows: list[Any]) -> Iterator[list[Any]]:
-    """`rows` in chunks of `CHUNKS` sizes, the largest that fits first."""
-    start = 0
-    while left := len(rows) - start:
-        size = 1 << (min(left, CHUNKS[0]).bit_length() - 1)
-        yield rows[start : start + size]
-        start += size
-
-
-def _statements(text: Callable[[str], str], row: str) -> dict[int, str]:
-    """A statement's text for each chunk size: `text` of that many `row`s of VALUES."""
-    return {size: text(", ".join([row] * size)) for size in CHUNKS}
+def _statements(text: Callable[[str], str], row: str, one: str) -> dict[int, str]:
+    """A statement's text for each size of `MULTI_ROW` (`text` of that many `row`s of
+    VALUES), and `one`, the statement of a single row, under 1."""
+    texts = {size: text(", ".join([row] * size)) for size in MULTI_ROW}
+    texts[1] = one
+    return texts
 
 
 UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
@@ -456,36 +452,40 @@ UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
 
 
 def _write(
-    conn: sqlite3.Connection, statements: dict[int, str], rows: list[Any], one: str = ""
+    conn: sqlite3.Connection, statements: dict[int, str], rows: list[Any], *, update: bool = False
 ) -> None:
-    """Write `rows` with `statements` (`_statements`), a chunk at a time; an update with
-    `one`, its statement for a row, a row at a time where SQLite has no ``UPDATE FROM``."""
-    if one and not UPDATE_FROM:
-        conn.executemany(one, rows)
-        return
-    for chunk in _in_chunks(rows):
-        conn.execute(statements[len(chunk)], list(chain.from_iterable(chunk)))
+    """Write `rows` with `statements` (`_statements`): chunks of `MULTI_ROW` sizes, the
+    largest that fits first, then the rows left a row a statement (all of them, for an
+    `update` where SQLite has no ``UPDATE FROM``)."""
+    start = 0
+    if UPDATE_FROM or not update:
+        while (left := len(rows) - start) >= MULTI_ROW[-1]:
+            size = 1 << (min(left, MULTI_ROW[0]).bit_length() - 1)
+            conn.execute(statements[size], list(chain.from_iterable(rows[start : start + size])))
+            start += size
+    if start < len(rows):
+        conn.executemany(statements[1], rows[start:])
 
 
-def _update(update: str, row: str, keyed: str) -> dict[int, str]:
-    """The texts of an update of the rows of VALUES, each found by its key (`keyed`: one
-    primary-key search each)."""
-    return _statements(lambda rows: f"{update} FROM (VALUES {rows}) AS v WHERE {keyed}", row)
+def _update(update: str, row: str, keyed: str, one: str) -> dict[int, str]:
+    """The texts of an update (`_statements`) of the rows of VALUES, each found by its key
+    (`keyed`: one primary-key search each)."""
+    return _statements(lambda rows: f"{update} FROM (VALUES {rows}) AS v WHERE {keyed}", row, one)
 
 
+_ROW = "(?, ?, ?, ?, ?, ?, 1, NULL, NULL, NULLIF(?, ''), ?, NULLIF(?, ''), NULL, ?)"
 _INSERT = _statements(
     lambda rows: f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) VALUES {rows}",
-    "(?, ?, ?, ?, ?, ?, 1, NULL, NULL, NULLIF(?, ''), ?, NULLIF(?, ''), NULL, ?)",
+    _ROW,
+    f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) VALUES {_ROW}",
 )
 _STARTED = "UPDATE toolbridge_calls SET state = 'running'"
 _START = _update(
     f"{_STARTED}, started_at = v.column1",
     "(?, ?, ?, ?)",
     "session = v.column2 AND call_id = v.column3 AND args_hash = v.column4 AND state = 'queued'",
-)
-_START_ROW = (
     f"{_STARTED}, started_at = ? "
-    "WHERE session = ? AND call_id = ? AND args_hash = ? AND state = 'queued'"
+    "WHERE session = ? AND call_id = ? AND args_hash = ? AND state = 'queued'",
 )
 _FINISHED = "UPDATE toolbridge_calls SET state = 'finished', owner = NULL"
 _FINISH = _update(
@@ -493,31 +493,31 @@ _FINISH = _update(
     "finished_at = v.column3",
     "(?, ?, ?, ?, ?, ?)",
     "session = v.column4 AND call_id = v.column5 AND args_hash = v.column6",
-)
-_FINISH_ROW = (
     f"{_FINISHED}, outcome = ?, error_kind = NULLIF(?, ''), finished_at = ? "
-    "WHERE session = ? AND call_id = ? AND args_hash = ?"
+    "WHERE session = ? AND call_id = ? AND args_hash = ?",
 )
+_ROWS_AT_ONCE = 300  # three variables a key, under SQLite's lowest variable limit
+
+
 _JOINED_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(",")) + ", c.owner"
-_SELECT = _statements(
-    lambda rows: (
-        f"SELECT {_JOINED_COLUMNS} FROM (VALUES {rows}) AS k "
-        "CROSS JOIN toolbridge_calls AS c ON c.session = k.column1 "
-        "AND c.call_id = k.column2 AND c.args_hash = k.column3"
-    ),
-    "(?, ?, ?)",
-)
 
 
 def _rows(conn: sqlite3.Connection, keys: list[CallKey]) -> dict[CallKey, Any]:
-    """The stored rows of `keys`, read with a statement per chunk of keys, not one per key.
+    """The stored rows of `keys`, read with a few statements instead of one per key.
 
     The keys are joined to the table (one primary-key search each); ``(...) IN (VALUES
     ...)`` would scan the whole table, so a claim would slow down as the journal grows.
     """
     found: dict[CallKey, Any] = {}
-    for chunk in _in_chunks(keys):
-        for row in conn.execute(_SELECT[len(chunk)], list(chain.from_iterable(chunk))):
+    for start in range(0, len(keys), _ROWS_AT_ONCE):
+        chunk = keys[start : start + _ROWS_AT_ONCE]
+        values = ", ".join(["(?, ?, ?)"] * len(chunk))
+        for row in conn.execute(
+            f"SELECT {_JOINED_COLUMNS} FROM (VALUES {values}) AS k "
+            "CROSS JOIN toolbridge_calls AS c ON c.session = k.column1 "
+            "AND c.call_id = k.column2 AND c.args_hash = k.column3",
+            list(chain.from_iterable(chunk)),  # (a key is its three parts)
+        ):
             found[CallKey(row[0], row[1], row[2])] = row
     return found
 
