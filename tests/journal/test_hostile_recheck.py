@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.journal.reading import read_one
 
 from toolbridge.journal import CallKey, CallState, JournalError, open_journal
 from toolbridge.journal import postgres_connection as pg_journal
@@ -133,18 +134,7 @@ def version_3(target: str) -> None:
 
 
 def stored_version(target: str) -> str:
-    sql = "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target) as conn:
-            row = conn.execute(sql.encode()).fetchone()
-    else:
-        with sqlite3.connect(target) as conn:
-            row = conn.execute(sql).fetchone()
-        conn.close()
-    assert row is not None
-    return str(row[0])
+    return str(read_one(target, "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"))
 
 
 async def test_a_journal_over_tcp_asks_the_server_to_notice_a_lost_host_in_seconds(

@@ -9,10 +9,9 @@ count is what the journal said when that tool started, with no timing involved.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-import pytest
+from tests.journal.reading import read_one
 
 from toolbridge import (
     ExecutionPolicy,
@@ -30,21 +29,11 @@ COUNT = "SELECT count(*) FROM toolbridge_calls WHERE state = 'running'"
 
 def running_now(target: str) -> int:
     """The journal's running rows, read by another connection (a reader's view)."""
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target) as conn:
-            row = conn.execute(COUNT).fetchone()
-    else:
-        with sqlite3.connect(target) as conn:
-            row = conn.execute(COUNT).fetchone()
-        conn.close()
-    assert row is not None
-    return int(row[0])
+    return int(read_one(target, COUNT))
 
 
 async def test_no_more_calls_are_running_than_the_limit_lets_run(
-    journal_target: str, tmp_path: Path, request: pytest.FixtureRequest
+    journal_target: str, tmp_path: Path
 ) -> None:
     seen: list[int] = []
 
