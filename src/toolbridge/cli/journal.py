@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from toolbridge.journal import (
     SQLiteJournal,
     open_journal,
 )
+from toolbridge.journal.rows import named_numbers
 
 journal_app = typer.Typer(
     name="journal",
@@ -155,7 +155,7 @@ def export_command(
             try:
                 echo_json(row, default=json_default, allow_nan=False)
             except ValueError:  # a bare NaN, as an older toolbridge stored a tool's
-                echo_json(_named_numbers(row), default=json_default)
+                echo_json(named_numbers(row), default=json_default)  # by name, as stored now
 
     with reporting(verbose=False):
         _check_session(session)
@@ -202,17 +202,3 @@ def _as_json(entry: JournalEntry) -> dict[str, Any]:
     data = dataclasses.asdict(entry)
     del data["key"]
     return {**entry.key._asdict(), **data}
-
-
-def _named_numbers(value: Any) -> Any:
-    """`value` with NaN and infinities by name (``"NaN"``, ``"Infinity"``), the form the
-    journal stores them in now: a record an older toolbridge (or another program) wrote
-    holds the bare words, which no strict JSON reader (jq) takes. Read from JSON, it
-    holds no loop."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {key: _named_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_named_numbers(item) for item in value]
-    return value

@@ -37,6 +37,7 @@ __all__ = [
     "entry_from_row",
     "jsonb",
     "loads",
+    "named_numbers",
     "page_after",
     "to_json",
 ]
@@ -60,7 +61,7 @@ def to_json(value: Any) -> str:
         try:
             text = _dumps(value)
         except (ValueError, TypeError):  # NaN, an infinity, a key not text, or a loop
-            text = _dumps(_named_numbers(value))
+            text = _dumps(named_numbers(value))
     except (ValueError, TypeError, RecursionError) as exc:
         raise JournalError(
             f"the value cannot be stored in the journal as JSON ({exc}); store plain data "
@@ -83,11 +84,13 @@ def _repr(value: Any) -> str:
 _dumps = compact_encoder(default=_repr, allow_nan=False)
 
 
-def _named_numbers(value: Any, within: set[int] | None = None) -> Any:
+def named_numbers(value: Any, within: set[int] | None = None) -> Any:
     """`value` with every NaN or infinite float replaced by its name, and every object
     key JSON cannot hold (a tuple) by its repr. A value that holds itself is a
     `ValueError` at once (`within`: the containers walked into), not a walk to the
-    recursion limit (seconds at a raised limit)."""
+    recursion limit (seconds at a raised limit). How stored JSON holds what it has no form
+    for (`to_json`), and how `journal export` writes a record an older toolbridge stored
+    with bare NaN."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if not isinstance(value, dict | list | tuple):
@@ -100,11 +103,11 @@ def _named_numbers(value: Any, within: set[int] | None = None) -> Any:
         if isinstance(value, dict):
             return {
                 key if isinstance(key, str | int | float | bool | None) else _repr(key): (
-                    _named_numbers(item, within)
+                    named_numbers(item, within)
                 )
                 for key, item in value.items()
             }
-        return [_named_numbers(item, within) for item in value]
+        return [named_numbers(item, within) for item in value]
     finally:
         within.discard(id(value))
 
