@@ -181,7 +181,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
                 self._inserts.append(
                     (key.session, key.call_id, key.args_hash, tool, arguments_text,
                      claimed_state(queued), approval_text or NULL, now,
-                     NULL if queued else now, owner.number)
+                     started_at(queued, now) or NULL, owner.number)
                 )  # fmt: skip
                 self._own(key)
                 inserted = True
@@ -307,15 +307,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
         def op(conn: sqlite3.Connection) -> None:
             self._require_owned(key)
             self._finishes.append(
-                (
-                    outcome_text,
-                    error_kind or NULL,
-                    time.time(),
-                    key.session,
-                    key.call_id,
-                    key.args_hash,
-                )
-            )
+                (outcome_text, error_kind or NULL, time.time(), key.session, key.call_id,
+                 key.args_hash)
+            )  # fmt: skip
             self._let_go.append(key)
 
         future: asyncio.Future[None] | None = self._queue(op, call=key).future
