@@ -60,8 +60,10 @@ def test_a_stop_in_one_part_of_a_batch_still_hands_the_later_parts_over(
         raise SystemExit(3)
 
     async def both() -> None:
-        submitted.append(asyncio.ensure_future(journal._submit(stopping, call=key)))
-        submitted.append(asyncio.ensure_future(journal._submit(lambda conn: "written", call=key)))
+        submitted.append(asyncio.ensure_future(journal._submit(stopping, calls=(key,))))
+        submitted.append(
+            asyncio.ensure_future(journal._submit(lambda conn: "written", calls=(key,)))
+        )
         await asyncio.wait(submitted)
 
     try:

@@ -112,7 +112,8 @@ async def test_a_stopped_batch_leaves_no_queued_call_without_a_slot_limit(
     journal_target: str, tmp_path: Path
 ) -> None:
     """With no slot limit a call is claimed running and its tool starts at once: whenever
-    the batch is stopped, no call is left queued (one would be a claim nobody heard, kept)."""
+    the batch is stopped, a call left queued is one claimed and let go of before its tool
+    started, free to run as attempt 1, never a claim nobody heard, kept (busy for ever)."""
 
     @tool(read_only=True, name="step")
     async def step(n: int) -> int:
@@ -137,10 +138,13 @@ async def test_a_stopped_batch_leaves_no_queued_call_without_a_slot_limit(
             run.cancel()
             await asyncio.wait([run], timeout=LIMIT)
             await journal.counts()
-            queued = [
-                e for e in await journal.entries(session=session) if e.state is CallState.QUEUED
-            ]
-            assert not queued, (turns, queued)
+            for entry in await journal.entries(session=session):
+                if entry.state is CallState.QUEUED:
+                    assert entry.started_at is None, (turns, entry)
+                    claim = await journal.claim(entry.key, entry.tool, entry.arguments)
+                    assert claim.action is ClaimAction.RUN, (turns, entry, claim)
+                    assert claim.entry.attempt == 1
+                    await journal.unclaim(entry.key)
             if finished:
                 break
             turns += 1

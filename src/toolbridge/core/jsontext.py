@@ -69,9 +69,12 @@ def compact_encoder(
                 False, allow_nan,
             )  # fmt: skip
         try:
-            return join(chunks(value, 0))
-        finally:
+            text = join(chunks(value, 0))
+        except BaseException:
             markers.clear()  # an error midway leaves the containers it was in
             idle.append((chunks, markers))
+            raise
+        idle.append((chunks, markers))  # (empty: the encoder took out each it left)
+        return text
 
     return encode

@@ -9,6 +9,7 @@ says who (or what) gave it (`by`), so the journal can keep that next to the call
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,8 @@ __all__ = [
     "Approvals",
     "arguments_digest",
     "canonical_arguments",
+    "digest_of",
+    "plain_canonical",
     "requires_approval_flag",
     "writes_need_approval",
 ]
@@ -44,8 +47,34 @@ def canonical_arguments(args: Mapping[str, Any]) -> str:
 
 def arguments_digest(tool_name: str, args: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the tool name and the canonical arguments."""
-    payload = f"{tool_name}\n{canonical_arguments(args)}"
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return digest_of(tool_name, canonical_arguments(args))
+
+
+def digest_of(tool_name: str, canonical: str) -> str:
+    """`arguments_digest` of arguments whose canonical JSON is `canonical`."""
+    return hashlib.sha256(f"{tool_name}\n{canonical}".encode()).hexdigest()
+
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+_PLAIN = compact_encoder(sort_keys=True, default=_not_plain, allow_nan=False)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def plain_canonical(args: Mapping[str, Any]) -> str | None:
+    """The canonical JSON of arguments that are plain JSON data (what a model sends): no
+    NaN or infinity, no lone surrogate, nothing `json_default` turns into data; None for
+    any other. Such text is what `canonical_arguments` writes, and what the journal stores
+    (keys sorted), so the digest and the stored text come from one encoding."""
+    try:
+        text = _PLAIN(args)
+    except (TypeError, ValueError):  # not plain data, NaN or an infinity, or a loop
+        return None
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        return None
+    return text
 
 
 def requires_approval_flag(tool: Tool, args: Mapping[str, Any]) -> bool:

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolbridge.backends import CallRunner, StartHook
 from toolbridge.core.calls import ToolCallRequest
@@ -25,7 +25,7 @@ from toolbridge.core.tool import Tool, ToolResult
 from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.approval import ApprovalRequest, ApprovalRule, Approvals, arguments_digest
 from toolbridge.execution.hooks import ExecutorHook, before_call_verdict, overrides, safe_hook
-from toolbridge.execution.journaling import Journaling
+from toolbridge.execution.journaling import Journaling, Undecided
 from toolbridge.execution.loop_guard import LoopGuard
 from toolbridge.execution.outcomes import (
     EventType,
@@ -46,15 +46,19 @@ from toolbridge.execution.progress import (
     set_progress_sink,
 )
 from toolbridge.execution.result_shaping import ResultCap, replace_result
-from toolbridge.execution.scheduling import Stopped, ToolBatch, emit, run_together
+from toolbridge.execution.scheduling import Stopped, Together, ToolBatch, emit
 from toolbridge.execution.tracing import CallTracer
 
 if TYPE_CHECKING:
-    from toolbridge.journal.recorder import Recording
+    from toolbridge.journal.recorder import CallToBegin, Recording
 
-__all__ = ["CallPath"]
+__all__ = ["CLAIMED_AT_ONCE", "CallPath"]
 
 logger = logging.getLogger(__name__)
+
+CLAIMED_AT_ONCE = 64
+"""Calls of a together-run claimed in one request to the journal: their tools start while
+the journal writes the next claims (a request of 200 would hold them all back)."""
 
 
 class CallPath:
@@ -127,6 +131,11 @@ class CallPath:
     async def execute_together(self, batch: ToolBatch, run: list[tuple[int, PreparedCall]]) -> None:
         """Run the calls of `run` at once and settle their outcomes.
 
+        With a journal, and no `before_call` hooks (which may change a call's arguments
+        before it is claimed), the calls are screened and claimed before their tasks start,
+        `CLAIMED_AT_ONCE` in one request (`_claim_ahead`): a claim each would be a task
+        waiting for each answer. The first tools start while the next claims are written.
+
         With a journal, and nothing that watches outcomes settle (hooks, listeners), each
         call hands its outcome to the journal and ends; the run then waits once for them
         all to be stored and settles them: one wait, not one per call. An outcome is
@@ -137,8 +146,22 @@ class CallPath:
         stores: list[_Store] | None = None
         if self._journal is not None and self._plain_settle and not batch.listeners:
             stores = []
+        ahead: dict[int, _Ahead] | None = None
+        together = Together()
         try:
-            await run_together([self.execute(batch, i, p, stores) for i, p in run])
+            try:
+                if self._journal is None or self._before:
+                    together.start(self.execute(batch, i, p, stores) for i, p in run)
+                else:
+                    ahead = {}
+                    for start in range(0, len(run), CLAIMED_AT_ONCE):
+                        part = run[start : start + CLAIMED_AT_ONCE]
+                        await self._claim_ahead(batch, part, ahead)
+                        together.start(self.execute(batch, i, p, stores, ahead) for i, p in part)
+            except BaseException:
+                await together.stop()
+                raise
+            await together.wait()
             for store in stores or ():
                 assert self._journal is not None
                 if not store.storing.done():  # waited for so that a stop does not cancel it
@@ -146,6 +169,8 @@ class CallPath:
                 await self._journal.stored(store.recording, store.outcome, store.storing)
                 batch.outcomes[store.index] = store.outcome
         except BaseException:  # stopped: what is stored already is settled, the rest cancelled
+            if ahead:  # claimed, but stopped before its task began: its tool never started
+                await self._let_go_unbegun(ahead)
             unstored = []
             for store in stores or ():
                 storing = store.storing
@@ -159,6 +184,48 @@ class CallPath:
                     self._let_go_unstored(unstored), [store.recording.key for store in unstored]
                 )
             raise
+
+    async def _claim_ahead(
+        self, batch: ToolBatch, part: list[tuple[int, PreparedCall]], ahead: dict[int, _Ahead]
+    ) -> None:
+        """Screen the calls of `part` (loop guard, approval) and claim those that may run
+        in one request to the journal; put in `ahead` what each call's `execute` goes on
+        from."""
+        journal = self._journal
+        assert journal is not None
+        asked: list[tuple[ToolCallRequest, PreparedCall, CallToBegin]] = []
+        places: list[int] = []
+        queued_by_all = self._limit is not None or self._defers_start
+        for index, prepared in part:
+            call = batch.calls[index]
+            try:
+                screened = self._screen(call, prepared)
+                if screened is not None:  # refused, or its approval pending: its task goes on
+                    ahead[index] = _Screened(screened)
+                    continue
+                tool = prepared.tool
+                assert tool is not None
+                queued = queued_by_all or tool.defers_start
+                asked.append((call, prepared, journal.call_to_begin(call, prepared, queued)))
+            except Exception as exc:  # even a bug settles this call only, as in `execute`
+                logger.exception("the executor failed on call %r", call.id)
+                error = describe_exception(str(call.name), exc)
+                ahead[index] = failed_outcome(call, error, prepared.repairs)
+                continue
+            places.append(index)
+        if asked:
+            ahead.update(zip(places, await journal.begin_many(asked), strict=True))
+
+    async def _let_go_unbegun(self, ahead: dict[int, _Ahead]) -> None:
+        """Let go of the calls claimed ahead whose tasks never began: a call claimed to run
+        is queued again (its tool never started), one taken over as interrupted stays so."""
+        journal = self._journal
+        assert journal is not None
+        for begun in ahead.values():
+            if isinstance(begun, tuple) and begun[1] is not None:
+                await self._let_go(begun[1], started=False)
+            elif isinstance(begun, Undecided):
+                await journal.let_go_undecided(begun)
 
     async def _let_go_unstored(self, stores: list[_Store]) -> None:
         """A stopped run's outcomes not stored yet: wait for the journal's answer, and let
@@ -179,10 +246,12 @@ class CallPath:
         index: int,
         prepared: PreparedCall,
         stores: list[_Store] | None = None,
+        ahead: dict[int, _Ahead] | None = None,
     ) -> None:
         """Run one admitted call and settle its outcome (one coroutine: this is per call);
         `stores`: where it leaves its outcome on its way into the journal (see
-        `execute_together`), instead of waiting for it.
+        `execute_together`), instead of waiting for it; `ahead`: where it finds what
+        `_claim_ahead` did for it (screened it, and claimed it).
 
         Only a stop propagates: `CancelledError`, and `KeyboardInterrupt`/`SystemExit`
         wrapped in `Stopped` (so that a concurrent group can stop its siblings first).
@@ -190,33 +259,40 @@ class CallPath:
         """
         call = batch.calls[index]
         journal = self._journal
+        begun = ahead.pop(index, None) if ahead is not None else None
         try:
-            screened = self._screen(call, prepared)
-            if screened is not None and (
-                journal is None or not await journal.answers(screened, prepared)
-            ):
-                await self.refuse(batch, index, screened, prepared.arguments)
-                return
             answer: ToolResult | None = None
-            if self._before:
-                steered = await self._steer(call, prepared)
-                if isinstance(steered, ToolOutcome):
-                    await self.refuse(batch, index, steered, prepared.arguments)
+            if begun is None or isinstance(begun, _Screened):  # not claimed yet
+                screened = self._screen(call, prepared) if begun is None else begun.outcome
+                begun = None
+                if screened is not None and (
+                    journal is None or not await journal.answers(screened, prepared)
+                ):
+                    await self.refuse(batch, index, screened, prepared.arguments)
                     return
-                if isinstance(steered, ToolResult):
-                    answer = steered
-                else:
-                    prepared = steered
+                if self._before:
+                    steered = await self._steer(call, prepared)
+                    if isinstance(steered, ToolOutcome):
+                        await self.refuse(batch, index, steered, prepared.arguments)
+                        return
+                    if isinstance(steered, ToolResult):
+                        answer = steered
+                    else:
+                        prepared = steered
             tool = prepared.tool
             assert tool is not None
             recording: Recording | None = None
-            if answer is None and journal is not None:
+            if begun is None and answer is None and journal is not None:
                 begun = await journal.begin(
                     call,
                     prepared,
                     # It may wait for a slot (here, or on a worker): running once its tool starts.
                     queued=self._limit is not None or self._defers_start or tool.defers_start,
                 )
+            elif isinstance(begun, Undecided):  # claimed ahead, not simply to run: decided here
+                assert journal is not None
+                begun = await journal.decide(call, prepared, begun)
+            if begun is not None:
                 if isinstance(begun, ToolOutcome):
                     await self._settle(batch, index, begun)
                     return
@@ -522,6 +598,19 @@ class CallPath:
                 await safe_hook(hook.on_error, outcome)
         if batch.listeners:
             emit(batch.listeners, finished_event(outcome))
+
+
+@dataclass(slots=True)
+class _Screened:
+    """A call `_claim_ahead` screened but did not claim: `outcome`, what screening said
+    (refused, or its approval pending)."""
+
+    outcome: ToolOutcome
+
+
+_Ahead: TypeAlias = (
+    "_Screened | ToolOutcome | tuple[ToolResult | None, Recording | None] | Undecided"
+)
 
 
 @dataclass(slots=True)  # not frozen: made once per call, and a frozen one costs twice as much

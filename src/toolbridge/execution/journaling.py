@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.core.calls import ToolCallRequest
@@ -29,9 +31,9 @@ from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome, failed_out
 
 if TYPE_CHECKING:
     from toolbridge.journal import CallJournal
-    from toolbridge.journal.recorder import CallRecorder, Recording
+    from toolbridge.journal.recorder import CallRecorder, CallToBegin, Claimed, Recording
 
-__all__ = ["Journaling", "open_journaling"]
+__all__ = ["Journaling", "Undecided", "open_journaling"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,14 @@ def open_journaling(
     return Journaling(recorder, approval=approval, approvals=approvals, retries=retries)
 
 
+@dataclass(slots=True)
+class Undecided:
+    """A call `Journaling.begin_many` claimed whose claim did not simply run it (a replay,
+    busy, interrupted, a failure): `Journaling.decide` it in its own task."""
+
+    claimed: Claimed
+
+
 class Journaling:
     """Claims, starts, finishes and abandons an executor's calls in its `CallRecorder`.
 
@@ -68,8 +78,10 @@ class Journaling:
         approvals: Approvals,
         retries: Approvals,
     ) -> None:
-        from toolbridge.journal.recorder import OneStop
+        from toolbridge.journal.recorder import CallToBegin, Claimed, OneStop
 
+        # (The journal package loads only with a journal.)
+        self._call_type, self._claimed_type = CallToBegin, Claimed
         self.recorder = recorder
         self.one_stop = OneStop  # around a batch: its stop's journal waits share one bound
         self.approval = approval
@@ -83,21 +95,68 @@ class Journaling:
         call that ran before, or (None, recording) for one this executor now runs.
 
         `queued`: the call may wait for a slot; it is running once its tool starts."""
+        asked = self.call_to_begin(call, prepared, queued)
+        begun = await self.recorder.begin(
+            call.id,
+            asked.tool,
+            asked.arguments,
+            approval=asked.approval,
+            retry_approved=asked.retry_approved,
+            queued=queued,
+        )
+        return self._begun(call, prepared, begun)
+
+    async def begin_many(
+        self, calls: Sequence[tuple[ToolCallRequest, PreparedCall, CallToBegin]]
+    ) -> list[ToolOutcome | tuple[ToolResult | None, Recording | None] | Undecided]:
+        """`begin` each of `calls` (call, prepared, `call_to_begin`), claimed in one request:
+        the answers in their order, `Undecided` for a call to `decide` in its own task (see
+        `CallRecorder.begin_many`)."""
+        begun = await self.recorder.begin_many([asked for _, _, asked in calls])
+        return [
+            Undecided(answer)
+            if isinstance(answer, self._claimed_type)
+            else self._begun(call, prepared, answer)
+            for (call, prepared, _), answer in zip(calls, begun, strict=True)
+        ]
+
+    async def decide(
+        self, call: ToolCallRequest, prepared: PreparedCall, undecided: Undecided
+    ) -> ToolOutcome | tuple[ToolResult | None, Recording | None]:
+        """`begin`'s answer for a call `begin_many` left undecided."""
+        return self._begun(call, prepared, await self.recorder.decide(undecided.claimed))
+
+    async def let_go_undecided(self, undecided: Undecided) -> None:
+        """Let go of a call `begin_many` left undecided whose run stopped before `decide`."""
+        claimed = undecided.claimed
+        try:
+            await self.recorder.let_go_undecided(claimed)
+        except ToolbridgeError as exc:
+            logger.error(
+                "could not let go of call %r in the journal: %s", claimed.call.call_id, exc
+            )
+
+    def call_to_begin(
+        self, call: ToolCallRequest, prepared: PreparedCall, queued: bool
+    ) -> CallToBegin:
+        """What the recorder is asked to begin for a call (`queued`: see `begin`): its
+        approval, and whether a retry of it was approved (a retry decision is used up by
+        the first call with its arguments to get here)."""
         tool, args = prepared.tool, prepared.arguments or {}
         assert tool is not None
-        # A retry decision is used up by the first call with its arguments to get here.
         retry = (
             bool(self.retries)
             and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True
         )
-        begun = await self.recorder.begin(
-            call.id,
-            tool,
-            args,
-            approval=self.approval_of(prepared),
-            retry_approved=retry,
-            queued=queued,
-        )
+        return self._call_type(call.id, tool, args, self.approval_of(prepared), retry, queued)
+
+    def _begun(
+        self,
+        call: ToolCallRequest,
+        prepared: PreparedCall,
+        begun: Recording | ToolResult | ToolError,
+    ) -> ToolOutcome | tuple[ToolResult | None, Recording | None]:
+        """`begin`'s answer from the recorder's."""
         if isinstance(begun, ToolError):
             outcome = failed_outcome(call, begun, prepared.repairs)
         elif isinstance(begun, ToolResult):
@@ -109,6 +168,8 @@ class Journaling:
         else:
             return None, begun
         if outcome.kind is ErrorKind.INTERRUPTED:  # the user may approve a retry
+            tool, args = prepared.tool, prepared.arguments or {}
+            assert tool is not None
             digest = arguments_digest(tool.name, args)
             outcome.approval = ApprovalRequest(call.id, tool.name, args, digest, retry=True)
         return outcome

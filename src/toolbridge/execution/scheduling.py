@@ -17,7 +17,7 @@ import reprlib
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,12 +40,12 @@ __all__ = [
     "EventListener",
     "ExclusiveGate",
     "Stopped",
+    "Together",
     "ToolBatch",
     "duplicate_id_error",
     "emit",
     "invalid_id_error",
     "run_batch",
-    "run_together",
 ]
 
 logger = logging.getLogger(__name__)
@@ -321,23 +321,39 @@ async def _skip(batch: ToolBatch, calls: BatchCalls, group: list[tuple[int, Prep
         await calls.refuse(batch, index, outcome, prepared.arguments)  # it never ran
 
 
-async def run_together(calls: list[Coroutine[Any, Any, None]]) -> None:
-    """Run `calls` concurrently. If one stops the run, cancel the others and wait for them
-    before the stop goes on: no call is left running."""
-    loop = asyncio.get_running_loop()
-    tasks = [loop.create_task(call) for call in calls]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        running = [task for task in tasks if not task.done()]
+class Together:
+    """Calls run concurrently, started as they come (`start`), then waited for (`wait`).
+    If one stops the run, or the caller is stopped, the others are cancelled and waited
+    for before the stop goes on (`stop`): no call is left running."""
+
+    __slots__ = ("_tasks",)
+
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self, calls: Iterable[Coroutine[Any, Any, None]]) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks += [loop.create_task(call) for call in calls]
+
+    async def wait(self) -> None:
+        """Wait for every call started; `stop` the others when one stops the run."""
+        try:
+            await asyncio.gather(*self._tasks)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Cancel the calls still running and wait for them (every exception retrieved:
+        none is reported as lost)."""
+        running = [task for task in self._tasks if not task.done()]
         for task in running:
             task.cancel()
         if running:
             await asyncio.wait(running)
-        for task in tasks:  # retrieve every exception: none is reported as lost
+        for task in self._tasks:
             if task.done() and not task.cancelled():
                 task.exception()
-        raise
 
 
 def invalid_id_error(call_id: object) -> ToolError:

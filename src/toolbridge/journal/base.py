@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
-from toolbridge.journal.records import CallKey, Claim, ClaimAction, JournalEntry
+from toolbridge.journal.records import (
+    CallKey,
+    Claim,
+    ClaimAction,
+    ClaimRequest,
+    JournalEntry,
+    JournalError,
+)
 
 __all__ = ["CallJournal", "Durability", "check_limit", "check_prune", "deliver", "dropped_sessions"]
 
@@ -64,6 +71,20 @@ class CallJournal(abc.ABC):
         stored as queued, and `start` marks it running when the tool starts. A queued call
         of a process that died never ran: the next claim runs it, as the same attempt.
         """
+
+    async def claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
+        """`claim` each of `calls` at once: the answers in their order, a call's
+        `JournalError` (a value that cannot be stored, the journal failing) as its answer.
+        The executor claims a batch's calls that run together this way, before their tasks
+        start. Both backends claim them in one request; this default claims them
+        concurrently, one `claim` each."""
+        return list(await asyncio.gather(*(self._claim_or_error(call) for call in calls)))
+
+    async def _claim_or_error(self, call: ClaimRequest) -> Claim | JournalError:
+        try:
+            return await self.claim(*call[:3], approval=call.approval, queued=call.queued)
+        except JournalError as exc:
+            return exc
 
     async def claim_when_free(
         self,

@@ -26,7 +26,7 @@ import json
 import os
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import CallJournal, Durability, check_limit, dropped_sessions
@@ -38,12 +38,20 @@ from toolbridge.journal.claims import (
     started_at,
 )
 from toolbridge.journal.postgres_connection import open_connection
-from toolbridge.journal.postgres_writer import BatchWriter, Finish, Job, Release, Start
+from toolbridge.journal.postgres_writer import (
+    BatchWriter,
+    Finish,
+    Job,
+    Operation,
+    Release,
+    Start,
+)
 from toolbridge.journal.records import (
     CallKey,
     CallState,
     Claim,
     ClaimAction,
+    ClaimRequest,
     JournalEntry,
     JournalError,
     session_in_use,
@@ -105,6 +113,24 @@ class PostgresJournal(BatchWriter, CallJournal):
         call = JSONB.new_call(key, tool, arguments, approval, queued=queued)
         result: Claim = await self._submit(call)
         return result
+
+    async def claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
+        failed: dict[int, JournalError] = {}  # a call's own (a key or value not storable)
+        asked: list[Operation] = []
+        for place, call in enumerate(calls):
+            try:
+                asked.append(
+                    JSONB.new_call(
+                        *call[:4], queued=call.queued, arguments_text=call.arguments_text
+                    )
+                )
+            except JournalError as exc:
+                failed[place] = exc
+        claims: list[Claim | JournalError] = await self._submit_many(asked) if asked else []
+        if not failed:
+            return claims
+        answers = iter(claims)
+        return [failed[place] if place in failed else next(answers) for place in range(len(calls))]
 
     async def start(self, key: CallKey) -> None:
         error = await self._submit(Start(key))

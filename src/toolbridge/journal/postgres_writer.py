@@ -49,7 +49,7 @@ from toolbridge.journal.rows import COLUMNS, JSONB, NewCall
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BatchWriter", "Finish", "Job", "Query", "Release", "Start"]
+__all__ = ["BatchWriter", "Finish", "Job", "Operation", "Query", "Release", "Start"]
 
 logger = logging.getLogger(__name__)
 
@@ -174,16 +174,45 @@ class BatchWriter:
         try:
             return await future
         except asyncio.CancelledError:
-            # Stopped just as its answer came (set, so `_settle` delivered it): nobody acts
-            # on the claim, so it is undone as `_settle` would have (its new row deleted, a
-            # queued row it took queued again).
-            heard = future.done() and not future.cancelled() and future.exception() is None
-            claim = future.result() if heard else None
-            if isinstance(claim, Claim) and not self._closed:
-                how = unheard(claim, inserted=job.inserted)
-                if how is not None:
-                    self._queue(Job(Release([claim.entry.key], how), None))
+            self._unheard(job)
             raise
+
+    async def _submit_many(self, ops: list[Operation]) -> list[Any]:
+        """Queue `ops` for the writer at once and wait for their answers, an operation's
+        `JournalError` as its answer."""
+        if self._closed:
+            raise journal_closed(f"at {self._description}")
+        jobs = [self._submit_soon(op) for op in ops]
+        answers: list[Any] = []
+        try:
+            for job in jobs:
+                assert job.future is not None
+                try:
+                    answers.append(await job.future)
+                except JournalError as exc:
+                    answers.append(exc)
+        except asyncio.CancelledError:
+            for job in jobs:
+                self._unheard(job)
+            raise
+        return answers
+
+    def _unheard(self, job: Job[Any]) -> None:
+        """Its caller was stopped: nobody acts on `job`'s answer. One not answered yet is
+        cancelled (`_settle` undoes a claim nobody heard); a claim answered just as the
+        stop came (set, so `_settle` delivered it) is undone as `_settle` would have (its
+        new row deleted, a queued row it took queued again)."""
+        future = job.future
+        assert future is not None
+        if not future.done():
+            future.cancel()
+            return
+        heard = not future.cancelled() and future.exception() is None
+        claim = future.result() if heard else None
+        if isinstance(claim, Claim) and not self._closed:
+            how = unheard(claim, inserted=job.inserted)
+            if how is not None:
+                self._queue(Job(Release([claim.entry.key], how), None))
 
     async def _stop(self) -> None:
         """Take no more jobs, apply those queued, and end the writer task."""

@@ -15,20 +15,22 @@ import asyncio
 import base64
 import logging
 import re
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
-from toolbridge.execution.approval import arguments_digest
+from toolbridge.execution.approval import arguments_digest, digest_of, plain_canonical
 from toolbridge.journal.base import CallJournal
 from toolbridge.journal.claims import interrupted
 from toolbridge.journal.records import (
     STARTED,
     CallKey,
     CallState,
+    Claim,
     ClaimAction,
+    ClaimRequest,
     JournalError,
     UnstorableKey,
     refused_key,
@@ -38,6 +40,8 @@ from toolbridge.journal.rows import to_json
 __all__ = [
     "JOURNAL_METADATA_KEY",
     "CallRecorder",
+    "CallToBegin",
+    "Claimed",
     "OneStop",
     "Recording",
     "result_from_json",
@@ -64,6 +68,26 @@ class Recording(NamedTuple):
     attempt: int
     queued: bool = False
     """Claimed queued: `CallRecorder.start` it when its tool starts."""
+
+
+class CallToBegin(NamedTuple):
+    """A call to `CallRecorder.begin_many`: what `CallRecorder.begin` takes for it."""
+
+    call_id: str
+    tool: Tool
+    arguments: Mapping[str, Any]
+    approval: Mapping[str, Any] | None = None
+    retry_approved: bool = False
+    queued: bool = False
+
+
+class Claimed(NamedTuple):
+    """A call `CallRecorder.begin_many` claimed, with what its claim answered (not simply
+    "run it"): `CallRecorder.decide` what it gets."""
+
+    call: CallToBegin
+    request: ClaimRequest
+    claim: Claim | JournalError
 
 
 class OneStop:
@@ -127,18 +151,93 @@ class CallRecorder:
         approved a retry of these exact arguments), and then only once, in one process.
         `queued`: the call may wait for a slot; `start` its recording when its tool starts.
         """
-        key = CallKey(self.session, call_id, arguments_digest(tool.name, arguments))
+        call = CallToBegin(call_id, tool, arguments, approval, retry_approved, queued)
+        request = self._request(call)
+        if isinstance(request, ToolError):
+            return request
+        return await self._decide(call, request, None)
+
+    async def begin_many(
+        self, calls: Sequence[CallToBegin]
+    ) -> list[Recording | ToolError | Claimed]:
+        """`begin` each of `calls`, claimed in one request (`CallJournal.claim_many`): the
+        answers in their order, a `Claimed` for each call whose claim did not simply run
+        it (a replay, busy, interrupted, a failure): `decide` it, in its own task, so that
+        one call waiting for another process holds back none of the others. The executor
+        begins the calls that run together this way, before their tasks start."""
+        requests = [self._request(call) for call in calls]
+        asked = [request for request in requests if not isinstance(request, ToolError)]
         try:
-            stored = self.redact(tool.name, arguments) if self.redact else arguments
+            claims = await self.journal.claim_many(asked) if asked else []
+        except JournalError as exc:  # the journal failed as a whole: every call's answer
+            claims = [exc] * len(asked)
+        answers: list[Recording | ToolError | Claimed] = []
+        claimed = iter(claims)
+        for call, request in zip(calls, requests, strict=True):
+            if isinstance(request, ToolError):
+                answers.append(request)
+                continue
+            claim = next(claimed)
+            if type(claim) is Claim and claim.action is ClaimAction.RUN:  # the common case
+                answers.append(Recording(request.key, claim.entry.attempt, request.queued))
+            else:
+                answers.append(Claimed(call, request, claim))
+        return answers
+
+    async def decide(self, claimed: Claimed) -> Recording | ToolResult | ToolError:
+        """What `begin` answers for a call `begin_many` claimed (see there)."""
+        return await self._decide(*claimed)
+
+    async def let_go_undecided(self, claimed: Claimed) -> None:
+        """Let go of a call `begin_many` claimed whose run was stopped before `decide`: a
+        call it took over as interrupted is left so (nothing else was taken)."""
+        claim = claimed.claim
+        if type(claim) is Claim and claim.action is ClaimAction.INTERRUPTED:
+            key = claimed.request.key
+            await self.while_stopping(self._let_go(key), [key])
+
+    def _request(self, call: CallToBegin) -> ClaimRequest | ToolError:
+        """What to claim for `call` (its arguments as its redactor stores them), or the
+        error that answers it when its redactor fails."""
+        tool, arguments = call.tool, call.arguments
+        text = plain_canonical(arguments)  # (plain data: one encoding for digest and record)
+        try:
+            digest = (
+                arguments_digest(tool.name, arguments)
+                if text is None
+                else digest_of(tool.name, text)
+            )
+        except (TypeError, ValueError) as exc:  # a program's own value: not the model's
+            failed = JournalError(f"its arguments have no digest to record ({exc})")
+            return _not_recorded(failed)
+        key = CallKey(self.session, call.call_id, digest)
+        if self.redact is None:
+            return ClaimRequest(key, tool.name, arguments, call.approval, call.queued, text)
+        try:
+            stored = self.redact(tool.name, arguments)
         except Exception as exc:  # the caller's code: the call is not run unrecorded
-            logger.exception("the journal's redactor failed on call %r of %r", call_id, tool.name)
+            logger.exception(
+                "the journal's redactor failed on call %r of %r", call.call_id, tool.name
+            )
             failed = JournalError(f"its redactor failed on the arguments: {type(exc).__name__}")
             return _not_recorded(failed)
+        return ClaimRequest(key, tool.name, stored, call.approval, call.queued)
+
+    async def _decide(
+        self, call: CallToBegin, request: ClaimRequest, claim: Claim | JournalError | None
+    ) -> Recording | ToolResult | ToolError:
+        """What `begin` answers for `call` once `request` is claimed (`claim`; None: claim
+        it now)."""
+        call_id, tool, arguments, approval, retry_approved, queued = call
+        key, stored = request.key, request.arguments
         taken = False  # owned as interrupted: `restart` or `finish` it, or let it go
         try:
-            claim = await self.journal.claim(
-                key, tool.name, stored, approval=approval, queued=queued
-            )
+            if claim is None:
+                claim = await self.journal.claim(
+                    key, tool.name, stored, approval=approval, queued=queued
+                )
+            elif isinstance(claim, JournalError):
+                raise claim
             if claim.action is ClaimAction.BUSY:  # another live process runs it: wait for it
                 claim = await self.journal.claim_when_free(
                     key, tool.name, stored, approval=approval, queued=queued

@@ -24,6 +24,7 @@ __all__ = [
     "CallState",
     "Claim",
     "ClaimAction",
+    "ClaimRequest",
     "JournalEntry",
     "JournalError",
     "SessionInUse",
@@ -144,6 +145,19 @@ never meets a claim (whose digest is hex), so a refusal never answers a later ca
 def refused_key(session: str, call_id: str) -> CallKey:
     """The key of one refusal's record: each refusal is a record of its own."""
     return CallKey(session, call_id, REFUSED_PREFIX + secrets.token_hex(8))
+
+
+class ClaimRequest(NamedTuple):
+    """One call of `CallJournal.claim_many`: what `CallJournal.claim` takes for it."""
+
+    key: CallKey
+    tool: str
+    arguments: Any
+    approval: Mapping[str, Any] | None = None
+    queued: bool = False
+    arguments_text: str | None = None
+    """`arguments` as canonical JSON, when the caller has it (plain JSON data:
+    `approval.plain_canonical`): stored as it is, not written again."""
 
 
 class Claim(NamedTuple):

@@ -213,8 +213,8 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
         isinstance(session, str)
         and isinstance(call_id, str)
         and isinstance(tool, str)
-        and len(session) + len(call_id) + len(tool) <= LONGEST_KEY_TEXT
-        and (joined := session + call_id + tool).isascii()
+        and len(joined := session + call_id + tool) <= LONGEST_KEY_TEXT
+        and joined.isascii()
         and (nul or "\x00" not in joined)
     ):
         return
@@ -264,7 +264,11 @@ _NUL_ESCAPE = re.compile(r"(\\+)u0000")
 def jsonb(value: Any) -> str:
     """`to_json` text that JSONB accepts: NUL (``\\u0000``, which JSONB refuses in a
     string) as U+FFFD, like lone surrogates."""
-    text = to_json(value)
+    return _jsonb_text(to_json(value))
+
+
+def _jsonb_text(text: str) -> str:
+    """JSON `text` that JSONB accepts (see `jsonb`)."""
     if "\\u0000" in text:
         # An odd run of backslashes before u0000 is the escape of NUL; an even run is
         # escaped backslashes followed by the letters "u0000".
@@ -306,6 +310,8 @@ class RowCodec:
     dumps: Callable[[Any], str]
     loads: Callable[[Any], Any]
     nul: bool
+    text: Callable[[str], str]
+    """How it stores JSON text written already (`ClaimRequest.arguments_text`)."""
 
     def entry(self, row: Sequence[Any]) -> JournalEntry:
         """The `JournalEntry` of a row of `COLUMNS` (see `entry_from_row`)."""
@@ -323,21 +329,27 @@ class RowCodec:
         approval: Mapping[str, Any] | None,
         *,
         queued: bool,
+        arguments_text: str | None = None,
     ) -> NewCall:
         """A claim's values, refused (`UnstorableKey`) before the database sees a key it
-        cannot hold."""
-        return NewCall(
-            key, tool, arguments, approval, *self.claim_texts(key, tool, arguments, approval),
-            queued,
-        )  # fmt: skip
+        cannot hold (`arguments_text`: see `claim_texts`)."""
+        texts = self.claim_texts(key, tool, arguments, approval, arguments_text)
+        return NewCall(key, tool, arguments, approval, *texts, queued)
 
     def claim_texts(
-        self, key: CallKey, tool: str, arguments: Any, approval: Mapping[str, Any] | None
+        self,
+        key: CallKey,
+        tool: str,
+        arguments: Any,
+        approval: Mapping[str, Any] | None,
+        arguments_text: str | None = None,
     ) -> tuple[str, str | None]:
-        """The texts a claim stores, its arguments' and its approval's (None: none), its
-        key checked first (see `new_call`)."""
+        """The texts a claim stores, its arguments' (`arguments_text` when given: see
+        `ClaimRequest`) and its approval's (None: none), its key checked first (see
+        `new_call`)."""
         check_storable(key, tool, nul=self.nul)
-        return self.dumps(arguments), self.dumps(approval) if approval else None
+        stored = self.dumps(arguments) if arguments_text is None else self.text(arguments_text)
+        return stored, self.dumps(approval) if approval else None
 
     def refusal(
         self, key: CallKey, tool: str, arguments: Any, outcome: Mapping[str, Any]
@@ -347,8 +359,8 @@ class RowCodec:
         return self.dumps(arguments), self.dumps(outcome)
 
 
-TEXT = RowCodec(to_json, loads, nul=True)
+TEXT = RowCodec(to_json, loads, nul=True, text=_as_is)
 """SQLite: JSON as text, read back with `loads`; its text holds NUL."""
 
-JSONB = RowCodec(jsonb, _as_is, nul=False)
+JSONB = RowCodec(jsonb, _as_is, nul=False, text=_jsonb_text)
 """PostgreSQL: JSONB, which refuses NUL (in a value: stored as U+FFFD; in a key: refused)."""

@@ -29,7 +29,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,9 @@ from toolbridge.journal.records import (
     CallState,
     Claim,
     ClaimAction,
+    ClaimRequest,
     JournalEntry,
+    JournalError,
     NoJournal,
     journal_closed,
     session_in_use,
@@ -167,50 +169,98 @@ class SQLiteJournal(GroupCommit, CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        arguments_text, approval_text = TEXT.claim_texts(key, tool, arguments, approval)
-        owner = self._owner
+        call = ClaimRequest(key, tool, arguments, approval, queued)
+        texts = TEXT.claim_texts(key, tool, arguments, approval)
         inserted = False
 
         def op(conn: sqlite3.Connection) -> Claim:
             nonlocal inserted
-            row = self._rows.get(key)
-            if row is None and key in owner.held:  # claimed earlier in this batch: running
-                return Claim(ClaimAction.BUSY, running_entry(key, tool, arguments))
-            now = time.time()
-            if row is None:
-                self._inserts.append(
-                    (key.session, key.call_id, key.args_hash, tool, arguments_text,
-                     claimed_state(queued), approval_text or NULL, now,
-                     started_at(queued, now) or NULL, owner.number)
-                )  # fmt: skip
-                self._own(key)
-                inserted = True
-                entry = running_entry(key, tool, arguments, approval, now, queued=queued)
-                return Claim(ClaimAction.RUN, entry)
-            entry = TEXT.entry(row)
-            action = claim_action(entry, row[_OWNER], held=owner.held, alive=owner.elsewhere)
-            if action in (ClaimAction.REPLAY, ClaimAction.BUSY):
-                return Claim(action, entry)
-            self._own(key)  # its owner is gone: ours now
-            if action is ClaimAction.RUN:  # it was queued, never started: same attempt
-                started = started_at(queued, now)
-                conn.execute(
-                    "UPDATE toolbridge_calls SET owner = ?, state = ?, started_at = ? "
-                    "WHERE session = ? AND call_id = ? AND args_hash = ?",
-                    (owner.number, claimed_state(queued), started, *key),
-                )
-                state = CallState(claimed_state(queued))
-                return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started))
-            _set_owner(conn, key, owner.number)  # it started: interrupted
-            return Claim(ClaimAction.INTERRUPTED, entry)
+            claim, inserted = self._claim(conn, call, texts)
+            return claim
 
         def undo(conn: sqlite3.Connection, claim: Claim) -> None:
             # The caller was cancelled before it heard the answer, so it never ran the call.
             if (how := unheard(claim, inserted=inserted)) is not None:
                 self._let_go_of(conn, key, how)
 
-        result: Claim = await self._submit(op, undo=undo, claims=key)
+        result: Claim = await self._submit(op, undo=undo, claims=(key,))
         return result
+
+    async def claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
+        failed: dict[int, JournalError] = {}  # a call's own (a key or value not storable)
+        asked: list[tuple[ClaimRequest, tuple[str, str | None]]] = []
+        for place, call in enumerate(calls):
+            try:
+                asked.append((call, TEXT.claim_texts(*call[:4], call.arguments_text)))
+            except JournalError as exc:
+                failed[place] = exc
+        inserted: list[bool] = []
+
+        def op(conn: sqlite3.Connection) -> list[Claim | JournalError]:
+            inserted.clear()  # (a batch that failed runs again)
+            claims: list[Claim | JournalError] = []
+            for call, texts in asked:
+                try:
+                    claim, made = self._claim(conn, call, texts)
+                except JournalError as exc:  # its stored row is damaged: this call's alone
+                    claims.append(exc)
+                    inserted.append(False)
+                    continue
+                claims.append(claim)
+                inserted.append(made)
+            return claims
+
+        def undo(conn: sqlite3.Connection, claims: list[Claim | JournalError]) -> None:
+            for (call, _), claim, made in zip(asked, claims, inserted, strict=True):
+                if isinstance(claim, Claim) and (how := unheard(claim, inserted=made)):
+                    self._let_go_of(conn, call.key, how)
+
+        claims: list[Claim | JournalError] = []
+        if asked:
+            keys = [call.key for call, _ in asked]
+            claims = await self._submit(op, undo=undo, claims=keys)
+        if not failed:
+            return claims
+        answers = iter(claims)
+        return [failed[place] if place in failed else next(answers) for place in range(len(calls))]
+
+    def _claim(
+        self, conn: sqlite3.Connection, call: ClaimRequest, texts: tuple[str, str | None]
+    ) -> tuple[Claim, bool]:
+        """Claim `call` in the batch's transaction (`texts`: its arguments' and approval's,
+        `RowCodec.claim_texts`): the answer, and whether its row is new."""
+        key, tool, arguments, approval, queued, _ = call
+        arguments_text, approval_text = texts
+        owner = self._owner
+        row = self._rows.get(key)
+        if row is None and key in owner.held:  # claimed earlier in this batch: running
+            return Claim(ClaimAction.BUSY, running_entry(key, tool, arguments)), False
+        now = time.time()
+        if row is None:
+            self._inserts.append(
+                (key.session, key.call_id, key.args_hash, tool, arguments_text,
+                 claimed_state(queued), approval_text or NULL, now,
+                 started_at(queued, now) or NULL, owner.number)
+            )  # fmt: skip
+            self._own(key)
+            entry = running_entry(key, tool, arguments, approval, now, queued=queued)
+            return Claim(ClaimAction.RUN, entry), True
+        entry = TEXT.entry(row)
+        action = claim_action(entry, row[_OWNER], held=owner.held, alive=owner.elsewhere)
+        if action in (ClaimAction.REPLAY, ClaimAction.BUSY):
+            return Claim(action, entry), False
+        self._own(key)  # its owner is gone: ours now
+        if action is ClaimAction.RUN:  # it was queued, never started: same attempt
+            started = started_at(queued, now)
+            conn.execute(
+                "UPDATE toolbridge_calls SET owner = ?, state = ?, started_at = ? "
+                "WHERE session = ? AND call_id = ? AND args_hash = ?",
+                (owner.number, claimed_state(queued), started, *key),
+            )
+            state = CallState(claimed_state(queued))
+            return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started)), False
+        _set_owner(conn, key, owner.number)  # it started: interrupted
+        return Claim(ClaimAction.INTERRUPTED, entry), False
 
     def _own(self, key: CallKey) -> None:
         self._owner.held.add(key)
@@ -239,14 +289,14 @@ class SQLiteJournal(GroupCommit, CallJournal):
             self._require_owned(key)
             self._starts.append((time.time(), *key))
 
-        await self._submit(op, call=key)
+        await self._submit(op, calls=(key,))
 
     async def unclaim(self, key: CallKey) -> None:
         def op(conn: sqlite3.Connection) -> None:
             if key in self._owner.held:
                 self._let_go_of(conn, key, LetGo.REQUEUE)
 
-        await self._submit(op, call=key)
+        await self._submit(op, calls=(key,))
 
     async def restart(self, key: CallKey, *, queued: bool = False) -> JournalEntry:
         def op(conn: sqlite3.Connection) -> JournalEntry:
@@ -258,7 +308,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )
             return TEXT.entry(_select(conn, key))
 
-        result: JournalEntry = await self._submit(op, call=key)
+        result: JournalEntry = await self._submit(op, calls=(key,))
         return result
 
     async def retry(
@@ -291,7 +341,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             if entry is not None:  # nobody heard it: left running, ownerless, so interrupted
                 self._let_go_of(conn, key, LetGo.DISOWN)
 
-        result: JournalEntry | None = await self._submit(op, undo=undo, call=key)
+        result: JournalEntry | None = await self._submit(op, undo=undo, calls=(key,))
         return result
 
     async def finish(
@@ -312,7 +362,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             )  # fmt: skip
             self._let_go.append(key)
 
-        future: asyncio.Future[None] | None = self._queue(op, call=key).future
+        future: asyncio.Future[None] | None = self._queue(op, calls=(key,)).future
         assert future is not None
         return future
 
@@ -345,7 +395,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
                 self._owner.held.discard(key)
                 _set_owner(conn, key, None)
 
-        await self._submit(op, call=key)
+        await self._submit(op, calls=(key,))
 
     def _require_owned(self, key: CallKey) -> None:
         if key not in self._owner.held:
@@ -366,7 +416,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             ).fetchone()
             return self._seen(row) if row is not None else None
 
-        result: JournalEntry | None = await self._submit(op, call=key)
+        result: JournalEntry | None = await self._submit(op, calls=(key,))
         return result
 
     async def entries(

@@ -21,7 +21,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -61,17 +61,17 @@ class Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any] | None
     undo: Undo | None = None
-    claims: CallKey | None = None  # the call a claim asks about: its row is read with the batch
-    call: CallKey | None = None  # the call it concerns: a batch names each once (`once_each`)
+    claims: Sequence[CallKey] = ()  # the calls a claim asks about: their rows are read first
+    calls: Sequence[CallKey] = ()  # the calls it concerns: a batch names each once (`once_each`)
 
 
 def _part(jobs: list[Job]) -> int:
     """How many of `jobs`, from the first, go in one transaction: each call once (its
     rows are written at commit, after the batch's other statements)."""
-    calls = [job.call for job in jobs if job.call is not None]
+    calls = [key for job in jobs for key in job.calls]
     if len(set(calls)) == len(calls):  # the common case: every call once
         return len(jobs)
-    return once_each(() if job.call is None else (job.call,) for job in jobs)
+    return once_each(job.calls for job in jobs)
 
 
 def _undo(job: Job, answer: Any) -> Job:
@@ -128,10 +128,10 @@ class GroupCommit:
         op: Op,
         *,
         undo: Undo | None = None,
-        claims: CallKey | None = None,
-        call: CallKey | None = None,
+        claims: Sequence[CallKey] = (),
+        calls: Sequence[CallKey] = (),
     ) -> Any:
-        job = self._queue(op, undo, claims, call)
+        job = self._queue(op, undo, claims, calls)
         assert job.future is not None
         try:
             return await job.future
@@ -148,13 +148,13 @@ class GroupCommit:
         self,
         op: Op,
         undo: Undo | None = None,
-        claims: CallKey | None = None,
-        call: CallKey | None = None,
+        claims: Sequence[CallKey] = (),
+        calls: Sequence[CallKey] = (),
     ) -> Job:
         """Add `op` to the loop's jobs (handed to the writer once gathered, `_gather`);
-        `call`, the call it concerns (a claim's: the one it `claims`)."""
+        `calls`, the calls it concerns (a claim's: those it `claims`)."""
         loop = asyncio.get_running_loop()
-        job = Job(op, loop, loop.create_future(), undo, claims, claims if call is None else call)
+        job = Job(op, loop, loop.create_future(), undo, claims, calls or claims)
         lock = self._pending_lock
         lock.acquire()  # (not `with`: twice as long, and this runs twice per call)
         try:
@@ -315,16 +315,16 @@ class GroupCommit:
         try:
             if not inline:
                 self._conn.execute(self._begin)
-            self._rows = _rows(self._conn, [job.claims for job in jobs if job.claims is not None])
+            self._rows = _rows(self._conn, [key for job in jobs for key in job.claims])
             for job in jobs:
-                taken = len(self._taken)
+                taken, inserts = len(self._taken), len(self._inserts)
                 try:
                     answers.append((job, True, job.op(self._conn)))
                 except sqlite3.Error:
                     raise
                 except Exception as exc:  # one job's failure is its own, never the thread's
                     held.difference_update(self._taken[taken:])
-                    del self._taken[taken:]
+                    del self._taken[taken:], self._inserts[inserts:]
                     if not isinstance(exc, JournalError):
                         logger.exception("journal operation failed on %s", self.path)
                         exc = JournalError(f"the journal {self.path} failed: {exc!r}")
