@@ -142,11 +142,13 @@ async def test_a_call_taken_over_as_interrupted_stays_so_when_the_run_stops_firs
     assert [outcome.value for outcome in outcomes[1:]] == [1, 2]
 
 
+@pytest.mark.parametrize("together", [True, False])
 async def test_plain_arguments_are_stored_as_their_canonical_text(
-    journal_target: str, workspace: Path
+    journal_target: str, workspace: Path, together: bool
 ) -> None:
-    # Plain JSON data is encoded once, for the digest and the record (keys sorted).
-    @tool(read_only=True, name="take")
+    # Plain JSON data is encoded once, for the digest and the record (keys sorted), whether
+    # the calls are claimed together or one at a time.
+    @tool(read_only=True, concurrency_safe=together, name="take")
     async def take(value: Any = None, b: int = 0, a: int = 0) -> str:
         """Take anything."""
         return "ok"

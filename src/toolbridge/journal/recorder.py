@@ -232,11 +232,9 @@ class CallRecorder:
         key, stored = request.key, request.arguments
         taken = False  # owned as interrupted: `restart` or `finish` it, or let it go
         try:
-            if claim is None:
-                claim = await self.journal.claim(
-                    key, tool.name, stored, approval=approval, queued=queued
-                )
-            elif isinstance(claim, JournalError):
+            if claim is None:  # (as `begin_many` claims: the arguments' text as made here)
+                claim = (await self.journal.claim_many([request]))[0]
+            if isinstance(claim, JournalError):
                 raise claim
             if claim.action is ClaimAction.BUSY:  # another live process runs it: wait for it
                 claim = await self.journal.claim_when_free(
