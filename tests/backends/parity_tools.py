@@ -138,9 +138,27 @@ class NeedsQuantumNoLimit(NeedsQuantum):
     timeout = None
 
 
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsHugeMemory(NeedsQuantum):
+    """Asks for more memory than Ray's resource amounts can hold (past about 9.2e14: Ray
+    keeps an amount as a 64-bit count of ten-thousandths): no node has that much."""
+
+    name = "needs_huge_memory"
+    ray_resources = {"memory": 10**15}
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsHugeSandbox(NeedsQuantum):
+    """The same, of a custom resource the test cluster has one of."""
+
+    name = "needs_huge_sandbox"
+    ray_resources = {"sandbox": 10**15}
+
+
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
-        NeedsQuantum(), NeedsQuantumNoLimit(),
+        NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
+        NeedsHugeSandbox(),
     ]  # fmt: skip

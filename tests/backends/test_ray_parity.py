@@ -152,6 +152,24 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
         assert "did not run" in outcome.result.text
 
 
+@pytest.mark.parametrize("name", ["needs_huge_memory", "needs_huge_sandbox"])
+async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
+    workspace: Path, ray_runtime: None, name: str
+) -> None:
+    # Ray keeps a resource amount as a 64-bit count of ten-thousandths: 10**15 wrapped
+    # round to a negative demand, which every node met, and the tool ran.
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        executor = executor_for(workspace, backend)
+        [outcome] = await asyncio.wait_for(executor.run([ToolCallRequest("m", name, {})]), 60)
+    finally:
+        backend.close()
+    resource = "memory" if name == "needs_huge_memory" else "sandbox"
+    assert outcome.kind == "execution_error", outcome.result.text
+    assert f"no worker offers resource '{resource}'" in outcome.result.text
+    assert "did not run" in outcome.result.text
+
+
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray.wire import ANSWER, PROGRESS
     from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
@@ -202,15 +220,29 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def test_start_says_which_resource_no_node_offers(ray_runtime: None) -> None:
-    from parity_tools import NeedsQuantum
+@pytest.mark.parametrize(
+    ("name", "resource"), [("NeedsQuantum", "quantum_chip"), ("NeedsHugeMemory", "memory")]
+)
+def test_start_says_which_resource_no_node_offers(
+    ray_runtime: None, name: str, resource: str
+) -> None:
+    import parity_tools
 
     backend = RayBackend(SOURCE, workers=1)
     try:
-        with pytest.raises(TimeoutError, match="no node offers 'quantum_chip'"):
-            backend.start([NeedsQuantum()], timeout=1)
+        with pytest.raises(TimeoutError, match=f"no node offers '{resource}'"):
+            backend.start([getattr(parity_tools, name)()], timeout=1)
     finally:
         backend.close()
+
+
+def test_the_largest_amount_is_rays_own() -> None:
+    import ray
+
+    from toolbridge.backends.ray.pool import RAY_MAX_AMOUNT
+
+    scaling = ray._raylet.RESOURCE_UNIT_SCALING
+    assert (RAY_MAX_AMOUNT + 1) * scaling > 2**63 - 1 >= RAY_MAX_AMOUNT * scaling
 
 
 async def test_a_full_worker_keeps_calls_waiting_within_their_limit(
