@@ -155,10 +155,32 @@ class NeedsHugeSandbox(NeedsQuantum):
     ray_resources = {"sandbox": 10**15}
 
 
+@tool(read_only=True)
+async def chatty(chars: int) -> str:
+    """Reports its progress with a message of `chars` characters, then answers."""
+    report_progress(1, 2, "x" * chars)
+    await asyncio.sleep(0)
+    return "said"
+
+
+@tool(read_only=True)
+async def odd_numbers() -> str:
+    """Reports progress with values no JSON number holds, then a plain one."""
+    report_progress(float("nan"), 10, "nan done")
+    report_progress(float("inf"), None, "inf done")
+    report_progress(10**400, None, "huge done")
+    report_progress(1, float("nan"), "nan total")
+    report_progress(2, float("inf"), "inf total")
+    report_progress(3, 10**400, "huge total")
+    report_progress(4, 10, "plain")
+    await asyncio.sleep(0)
+    return "odd"
+
+
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
-        NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
+        chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(),
     ]  # fmt: skip

@@ -170,6 +170,47 @@ async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
     assert "did not run" in outcome.result.text
 
 
+@pytest.mark.parametrize("backend_name", ["local", "ray"])
+async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
+    workspace: Path, ray_backend: RayBackend, backend_name: str
+) -> None:
+    from toolbridge.execution.progress import MAX_PROGRESS_MESSAGE
+
+    backend = LocalBackend() if backend_name == "local" else ray_backend
+    events: list[ToolEvent] = []
+    executor = executor_for(workspace, backend, events)
+    [outcome] = await executor.run([ToolCallRequest("c", "chatty", {"chars": 100_000})])
+    assert outcome.value == "said"
+    [(_, done, total, message)] = progress_of(events)
+    assert (done, total) == (1, 2)
+    assert message is not None
+    assert len(message) == MAX_PROGRESS_MESSAGE
+    assert message.startswith("x" * (MAX_PROGRESS_MESSAGE // 2))
+    assert message.endswith("[progress message cut: 100,000 characters]")
+
+
+@pytest.mark.parametrize("backend_name", ["local", "ray"])
+async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both_backends(
+    workspace: Path, ray_backend: RayBackend, backend_name: str
+) -> None:
+    import json
+
+    backend = LocalBackend() if backend_name == "local" else ray_backend
+    events: list[ToolEvent] = []
+    executor = executor_for(workspace, backend, events)
+    [outcome] = await executor.run([ToolCallRequest("o", "odd_numbers", {})])
+    assert outcome.value == "odd"
+    # A report whose progress is not a finite number is dropped; a total that is not one
+    # is unknown (None).
+    assert progress_of(events) == [
+        ("o", 1.0, None, "nan total"),
+        ("o", 2.0, None, "inf total"),
+        ("o", 3.0, None, "huge total"),
+        ("o", 4.0, 10.0, "plain"),
+    ]
+    json.dumps(progress_of(events), allow_nan=False)  # what an MCP server sends on
+
+
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray.wire import ANSWER, PROGRESS
     from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
