@@ -138,9 +138,49 @@ class NeedsQuantumNoLimit(NeedsQuantum):
     timeout = None
 
 
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsHugeMemory(NeedsQuantum):
+    """Asks for more memory than Ray's resource amounts can hold (past about 9.2e14: Ray
+    keeps an amount as a 64-bit count of ten-thousandths): no node has that much."""
+
+    name = "needs_huge_memory"
+    ray_resources = {"memory": 10**15}
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsHugeSandbox(NeedsQuantum):
+    """The same, of a custom resource the test cluster has one of."""
+
+    name = "needs_huge_sandbox"
+    ray_resources = {"sandbox": 10**15}
+
+
+@tool(read_only=True)
+async def chatty(chars: int) -> str:
+    """Reports its progress with a message of `chars` characters, then answers."""
+    report_progress(1, 2, "x" * chars)
+    await asyncio.sleep(0)
+    return "said"
+
+
+@tool(read_only=True)
+async def odd_numbers() -> str:
+    """Reports progress with values no JSON number holds, then a plain one."""
+    report_progress(float("nan"), 10, "nan done")
+    report_progress(float("inf"), None, "inf done")
+    report_progress(10**400, None, "huge done")
+    report_progress(1, float("nan"), "nan total")
+    report_progress(2, float("inf"), "inf total")
+    report_progress(3, 10**400, "huge total")
+    report_progress(4, 10, "plain")
+    await asyncio.sleep(0)
+    return "odd"
+
+
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
-        NeedsQuantum(), NeedsQuantumNoLimit(),
+        chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
+        NeedsHugeSandbox(),
     ]  # fmt: skip

@@ -152,6 +152,65 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
         assert "did not run" in outcome.result.text
 
 
+@pytest.mark.parametrize("name", ["needs_huge_memory", "needs_huge_sandbox"])
+async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
+    workspace: Path, ray_runtime: None, name: str
+) -> None:
+    # Ray keeps a resource amount as a 64-bit count of ten-thousandths: 10**15 wrapped
+    # round to a negative demand, which every node met, and the tool ran.
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        executor = executor_for(workspace, backend)
+        [outcome] = await asyncio.wait_for(executor.run([ToolCallRequest("m", name, {})]), 60)
+    finally:
+        backend.close()
+    resource = "memory" if name == "needs_huge_memory" else "sandbox"
+    assert outcome.kind == "execution_error", outcome.result.text
+    assert f"no worker offers resource '{resource}'" in outcome.result.text
+    assert "did not run" in outcome.result.text
+
+
+@pytest.mark.parametrize("backend_name", ["local", "ray"])
+async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
+    workspace: Path, ray_backend: RayBackend, backend_name: str
+) -> None:
+    from toolbridge.execution.progress import MAX_PROGRESS_MESSAGE
+
+    backend = LocalBackend() if backend_name == "local" else ray_backend
+    events: list[ToolEvent] = []
+    executor = executor_for(workspace, backend, events)
+    [outcome] = await executor.run([ToolCallRequest("c", "chatty", {"chars": 100_000})])
+    assert outcome.value == "said"
+    [(_, done, total, message)] = progress_of(events)
+    assert (done, total) == (1, 2)
+    assert message is not None
+    assert len(message) == MAX_PROGRESS_MESSAGE
+    assert message.startswith("x" * (MAX_PROGRESS_MESSAGE // 2))
+    assert message.endswith("[progress message cut: 100,000 characters]")
+
+
+@pytest.mark.parametrize("backend_name", ["local", "ray"])
+async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both_backends(
+    workspace: Path, ray_backend: RayBackend, backend_name: str
+) -> None:
+    import json
+
+    backend = LocalBackend() if backend_name == "local" else ray_backend
+    events: list[ToolEvent] = []
+    executor = executor_for(workspace, backend, events)
+    [outcome] = await executor.run([ToolCallRequest("o", "odd_numbers", {})])
+    assert outcome.value == "odd"
+    # A report whose progress is not a finite number is dropped; a total that is not one
+    # is unknown (None).
+    assert progress_of(events) == [
+        ("o", 1.0, None, "nan total"),
+        ("o", 2.0, None, "inf total"),
+        ("o", 3.0, None, "huge total"),
+        ("o", 4.0, 10.0, "plain"),
+    ]
+    json.dumps(progress_of(events), allow_nan=False)  # what an MCP server sends on
+
+
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray.wire import ANSWER, PROGRESS
     from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
@@ -202,15 +261,29 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def test_start_says_which_resource_no_node_offers(ray_runtime: None) -> None:
-    from parity_tools import NeedsQuantum
+@pytest.mark.parametrize(
+    ("name", "resource"), [("NeedsQuantum", "quantum_chip"), ("NeedsHugeMemory", "memory")]
+)
+def test_start_says_which_resource_no_node_offers(
+    ray_runtime: None, name: str, resource: str
+) -> None:
+    import parity_tools
 
     backend = RayBackend(SOURCE, workers=1)
     try:
-        with pytest.raises(TimeoutError, match="no node offers 'quantum_chip'"):
-            backend.start([NeedsQuantum()], timeout=1)
+        with pytest.raises(TimeoutError, match=f"no node offers '{resource}'"):
+            backend.start([getattr(parity_tools, name)()], timeout=1)
     finally:
         backend.close()
+
+
+def test_the_largest_amount_is_rays_own() -> None:
+    import ray
+
+    from toolbridge.backends.ray.pool import RAY_MAX_AMOUNT
+
+    scaling = ray._raylet.RESOURCE_UNIT_SCALING
+    assert (RAY_MAX_AMOUNT + 1) * scaling > 2**63 - 1 >= RAY_MAX_AMOUNT * scaling
 
 
 async def test_a_full_worker_keeps_calls_waiting_within_their_limit(

@@ -141,3 +141,33 @@ async def test_progress_reported_after_its_call_ended_is_dropped() -> None:
         EventType.CALL_FINISHED,
     ]
     assert relayed == [ToolProgress(1, 2)]
+
+
+def test_a_report_is_bounded_as_it_is_made() -> None:
+    from toolbridge.execution.progress import MAX_PROGRESS_MESSAGE
+
+    whole = "y" * MAX_PROGRESS_MESSAGE
+    assert ToolProgress(1, None, whole).message == whole  # at the bound: kept whole
+    cut = ToolProgress(1, None, whole + "y").message
+    assert cut is not None and len(cut) == MAX_PROGRESS_MESSAGE
+    assert cut.endswith(f" ... [progress message cut: {MAX_PROGRESS_MESSAGE + 1:,} characters]")
+    assert ToolProgress(1, None, cut).message == cut  # made again (a Ray caller): the same
+    assert ToolProgress(1, None, 42).message == "42"  # type: ignore[arg-type]
+    assert ToolProgress(True, 10**300).total == 1e300
+    for total in (float("nan"), float("-inf"), 10**400, "10"):
+        assert ToolProgress(1, total).total is None  # type: ignore[arg-type]
+    for progress in (float("nan"), float("inf"), 10**5000, "5", None):
+        with pytest.raises(ValueError, match="progress must be a finite number"):
+            ToolProgress(progress)  # type: ignore[arg-type]
+
+
+def test_a_report_with_no_finite_progress_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[ToolProgress] = []
+    with (
+        caplog.at_level(logging.DEBUG, logger="toolbridge.execution.progress"),
+        progress_sink(seen.append),
+    ):
+        report_progress(float("nan"), 2, "lost")
+        report_progress(1, float("inf"), "kept")
+    assert seen == [ToolProgress(1.0, None, "kept")]
+    assert any("progress report dropped" in r.getMessage() for r in caplog.records)

@@ -40,7 +40,7 @@ from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
 from toolbridge.core.frozen import freeze
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.tool import Tool, ToolResult
-from toolbridge.execution.progress import ToolProgress, current_progress_sink
+from toolbridge.execution.progress import ToolProgress, current_progress_sink, tool_progress
 from toolbridge.mcp.config import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import from_mcp_result
 from toolbridge.mcp.names import local_names
@@ -593,8 +593,11 @@ class MCPConnection:
 
 def _progress_relay(sink: Callable[[ToolProgress], None]) -> Any:
     async def relay(progress: float, total: float | None, message: str | None) -> None:
+        report = tool_progress(progress, total, message)  # a server's numbers: bounded
+        if report is None:
+            return
         try:
-            sink(ToolProgress(progress, total, message))
+            sink(report)
         except Exception:
             logger.exception("progress sink failed")
 

@@ -15,7 +15,7 @@ from toolbridge.backends import CallRunner, StartHook
 from toolbridge.backends.ray.calls import Pending
 from toolbridge.backends.ray.dispatch import Dispatcher
 from toolbridge.backends.ray.errors import failed_invocation
-from toolbridge.backends.ray.pool import RAY_KEYS, Pool
+from toolbridge.backends.ray.pool import RAY_KEYS, Pool, ray_amount
 from toolbridge.backends.ray.source import ToolSource
 from toolbridge.backends.ray.wire import CONTROL, Context
 from toolbridge.backends.ray.worker import GO_TIMEOUT, Worker
@@ -141,8 +141,9 @@ class RayBackend:
                 "max_concurrency": self.max_calls_per_worker + 8,  # + readiness probes
                 "num_cpus": 0,
             }
-            custom = {k: v for k, v in resources.items() if k not in RAY_KEYS}
-            options.update({k: v for k, v in resources.items() if k not in custom})
+            asked = {k: ray_amount(v) for k, v in resources.items()}  # (what Ray can hold)
+            custom = {k: v for k, v in asked.items() if k not in RAY_KEYS}
+            options.update({k: v for k, v in asked.items() if k not in custom})
             if custom:
                 options["resources"] = custom
             size = self.workers_per_resource if resources else self.workers

@@ -9,6 +9,20 @@ from typing import Any
 
 RAY_KEYS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
+RAY_MAX_AMOUNT = (2**63 - 1) // 10_000
+"""The largest resource amount Ray holds: it keeps one as a signed 64-bit count of
+ten-thousandths (its ``RESOURCE_UNIT_SCALING``), unchecked. A larger one (10**15 bytes
+of ``memory``, say) wraps round to a negative demand that every node meets, so a tool
+asking for more than any node can have would run anywhere. No node can offer more than
+this either, so asking for this instead asks for the same: more than any node has."""
+
+
+def ray_amount(amount: Any) -> Any:
+    """`amount` as Ray is asked for it: past `RAY_MAX_AMOUNT` (infinity too), that."""
+    if isinstance(amount, int | float) and amount > RAY_MAX_AMOUNT:
+        return RAY_MAX_AMOUNT
+    return amount
+
 
 @dataclass(slots=True, eq=False)
 class Pool:
