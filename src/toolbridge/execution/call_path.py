@@ -218,14 +218,20 @@ class CallPath:
 
     async def _let_go_unbegun(self, ahead: dict[int, _Ahead]) -> None:
         """Let go of the calls claimed ahead whose tasks never began: a call claimed to run
-        is queued again (its tool never started), one taken over as interrupted stays so."""
+        is queued again (its tool never started), one taken over as interrupted stays so.
+        All at once (`Journaling.let_go_unbegun`): a second stop while one is let go
+        leaves none of the others claimed."""
         journal = self._journal
         assert journal is not None
+        recordings: list[Recording] = []
+        undecided: list[Undecided] = []
         for begun in ahead.values():
             if isinstance(begun, tuple) and begun[1] is not None:
-                await self._let_go(begun[1], started=False)
+                recordings.append(begun[1])
             elif isinstance(begun, Undecided):
-                await journal.let_go_undecided(begun)
+                undecided.append(begun)
+        ahead.clear()
+        await journal.let_go_unbegun(recordings, undecided)
 
     async def _let_go_unstored(self, stores: list[_Store]) -> None:
         """A stopped run's outcomes not stored yet: wait for the journal's answer, and let

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -126,8 +126,24 @@ class Journaling:
         """`begin`'s answer for a call `begin_many` left undecided."""
         return self._begun(call, prepared, await self.recorder.decide(undecided.claimed))
 
-    async def let_go_undecided(self, undecided: Undecided) -> None:
-        """Let go of a call `begin_many` left undecided whose run stopped before `decide`."""
+    async def let_go_unbegun(
+        self, recordings: Sequence[Recording], undecided: Sequence[Undecided]
+    ) -> None:
+        """Let go of calls `begin_many` claimed whose run stopped before their tasks began:
+        each claimed to run queued again (its tool never started), each taken over as
+        interrupted left so. All are let go at once, in one wait bounded as a stop's
+        (`CallRecorder.while_stopping`): a second stop ends the wait, not the letting go,
+        so no call is left claimed by a process that will not run it."""
+        recorder = self.recorder
+        taken = [(u, key) for u in undecided if (key := recorder.taken_over(u.claimed))]
+        keys = [recording.key for recording in recordings] + [key for _, key in taken]
+        if not keys:
+            return
+        work = [self.unclaim(recording) for recording in recordings]
+        work += [self._let_go_undecided(u) for u, _ in taken]
+        await recorder.while_stopping(_all(work), keys)
+
+    async def _let_go_undecided(self, undecided: Undecided) -> None:
         claimed = undecided.claimed
         try:
             await self.recorder.let_go_undecided(claimed)
@@ -256,3 +272,8 @@ class Journaling:
             await self.recorder.abandon(recording)
         except ToolbridgeError as exc:
             logger.error("could not mark an interrupted call in the journal: %s", exc)
+
+
+async def _all(work: list[Coroutine[Any, Any, None]]) -> None:
+    """Run `work` at once and wait for all of it (each logs its own failure)."""
+    await asyncio.gather(*work)

@@ -188,13 +188,22 @@ class CallRecorder:
         """What `begin` answers for a call `begin_many` claimed (see there)."""
         return await self._decide(*claimed)
 
-    async def let_go_undecided(self, claimed: Claimed) -> None:
-        """Let go of a call `begin_many` claimed whose run was stopped before `decide`: a
-        call it took over as interrupted is left so (nothing else was taken)."""
+    @staticmethod
+    def taken_over(claimed: Claimed) -> CallKey | None:
+        """The key of a call `begin_many` took over as interrupted (this journal owns it
+        now), None for any other claim (nothing was taken)."""
         claim = claimed.claim
         if type(claim) is Claim and claim.action is ClaimAction.INTERRUPTED:
-            key = claimed.request.key
-            await self.while_stopping(self._let_go(key), [key])
+            return claimed.request.key
+        return None
+
+    async def let_go_undecided(self, claimed: Claimed) -> None:
+        """Let go of a call `begin_many` claimed whose run was stopped before `decide`: a
+        call it took over as interrupted is left so (nothing else was taken). Not bounded:
+        the caller waits for it as a stop waits (`while_stopping`)."""
+        key = self.taken_over(claimed)
+        if key is not None:
+            await self._let_go(key)
 
     def _request(self, call: CallToBegin) -> ClaimRequest | ToolError:
         """What to claim for `call` (its arguments as its redactor stores them), or the

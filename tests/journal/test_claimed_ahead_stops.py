@@ -1,0 +1,78 @@
+"""Stops that land on the path of calls claimed ahead (`CallPath._claim_ahead`): whatever
+await a stop interrupts, a call whose tool never started is let go as the guide promises
+(queued again, no owner: it runs as the same attempt when it is sent again), never left
+claimed by a process that will not run it (which reads `interrupted` once that process is
+gone, for a call that never ran)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from toolbridge import (
+    ExecutionPolicy,
+    ToolCallRequest,
+    ToolContext,
+    ToolExecutor,
+    ToolRegistry,
+    tool,
+)
+from toolbridge.journal import CallJournal, CallKey, CallState, open_journal
+
+
+@tool(name="write_once", concurrency_safe=True)
+async def write_once(n: int) -> int:
+    """Runs beside others, but is neither read-only nor idempotent: a call read as
+    interrupted is not run again by itself."""
+    return n
+
+
+def executor(journal: CallJournal, workspace: Path) -> ToolExecutor:
+    registry = ToolRegistry([write_once], context=ToolContext(workspace=workspace, session="s"))
+    return ToolExecutor(registry, ExecutionPolicy(persist_results=False), journal=journal)
+
+
+def calls(count: int) -> list[ToolCallRequest]:
+    return [ToolCallRequest(f"c{i}", "write_once", {"n": i}) for i in range(count)]
+
+
+async def test_a_second_stop_while_unbegun_calls_are_let_go_still_lets_go_of_them_all(
+    journal_target: str, workspace: Path
+) -> None:
+    # The first stop lands as the claims are answered (no task began); the second lands
+    # while the first call is being let go. Every call's letting go was already under way
+    # (as when each call's own task lets go of it): none is left claimed by this process.
+    count = 5
+    async with await open_journal(journal_target) as journal:
+        run: asyncio.Future[Any] | None = None
+        claim_many, unclaim = journal.claim_many, journal.unclaim
+        letting_go: list[CallKey] = []
+
+        async def stopped_as_answered(asked: Any) -> Any:
+            answers = await claim_many(asked)
+            assert run is not None
+            run.cancel()  # lands at the run's next wait: before its tasks begin
+            return answers
+
+        async def stopped_again(key: CallKey) -> None:
+            letting_go.append(key)
+            if len(letting_go) == 1:
+                assert run is not None
+                run.cancel()  # the run waits for this letting go: stopped again
+            await unclaim(key)
+
+        journal.claim_many = stopped_as_answered  # type: ignore[method-assign]
+        journal.unclaim = stopped_again  # type: ignore[method-assign]
+        run = asyncio.ensure_future(executor(journal, workspace).run(calls(count)))
+        await asyncio.wait([run], timeout=30)
+        assert run.cancelled()
+        journal.claim_many, journal.unclaim = claim_many, unclaim  # type: ignore[method-assign]
+    # Closed: what it was still writing is written. As a new process would see it:
+    async with await open_journal(journal_target) as journal:
+        entries = await journal.entries(session="s")
+        assert sorted((e.key.call_id, e.state, e.started_at) for e in entries) == [
+            (f"c{i}", CallState.QUEUED, None) for i in range(count)
+        ]
+        outcomes = await executor(journal, workspace).run(calls(count))
+    assert [outcome.value for outcome in outcomes] == list(range(count))
