@@ -7,8 +7,11 @@ gone, for a call that never ran)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from toolbridge import (
     ExecutionPolicy,
@@ -18,6 +21,9 @@ from toolbridge import (
     ToolRegistry,
     tool,
 )
+from toolbridge.core.tool import Tool
+from toolbridge.execution.call_path import CLAIMED_AT_ONCE
+from toolbridge.execution.outcomes import Outcomes, OutcomeStatus
 from toolbridge.journal import CallJournal, CallKey, CallState, open_journal
 
 
@@ -76,3 +82,30 @@ async def test_a_second_stop_while_unbegun_calls_are_let_go_still_lets_go_of_the
         ]
         outcomes = await executor(journal, workspace).run(calls(count))
     assert [outcome.value for outcome in outcomes] == list(range(count))
+
+
+async def test_a_keyboard_interrupt_while_a_part_is_screened_stops_the_run_as_any_stop(
+    journal_target: str, workspace: Path
+) -> None:
+    # Ctrl-C lands while the second part's calls are screened (here: in the approval rule,
+    # as a SIGINT lands in whatever code runs). The run stops as `ToolExecutor.run` says:
+    # every call has an outcome (those that did not run `cancelled`), and the first part,
+    # claimed but never begun, is let go: queued again, to run when sent again.
+    count = CLAIMED_AT_ONCE + 6
+
+    def rule(called: Tool, arguments: Mapping[str, Any]) -> bool:
+        if arguments["n"] == CLAIMED_AT_ONCE + 2:
+            raise KeyboardInterrupt
+        return False
+
+    registry = ToolRegistry([write_once], context=ToolContext(workspace=workspace, session="s"))
+    policy = ExecutionPolicy(persist_results=False, approval=rule)
+    out = Outcomes()
+    async with await open_journal(journal_target) as journal:
+        with pytest.raises(KeyboardInterrupt):
+            await ToolExecutor(registry, policy, journal=journal).run(calls(count), into=out)
+        assert [outcome.status for outcome in out] == [OutcomeStatus.CANCELLED] * count
+        entries = await journal.entries(session="s")
+    assert sorted((e.key.call_id, e.state, e.started_at) for e in entries) == sorted(
+        (f"c{i}", CallState.QUEUED, None) for i in range(CLAIMED_AT_ONCE)
+    )

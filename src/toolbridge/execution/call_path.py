@@ -168,7 +168,7 @@ class CallPath:
                     await asyncio.wait((store.storing,))
                 await self._journal.stored(store.recording, store.outcome, store.storing)
                 batch.outcomes[store.index] = store.outcome
-        except BaseException:  # stopped: what is stored already is settled, the rest cancelled
+        except BaseException as exc:  # stopped: what is stored is settled, the rest cancelled
             if ahead:  # claimed, but stopped before its task began: its tool never started
                 await self._let_go_unbegun(ahead)
             unstored = []
@@ -183,6 +183,11 @@ class CallPath:
                 await self._journal.recorder.while_stopping(
                     self._let_go_unstored(unstored), [store.recording.key for store in unstored]
                 )
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                # Met in the run's own code (screening a part: an approval rule, a redactor,
+                # or where a signal lands), not in a call's task: carried up as a call's
+                # stop is (see `execute`), so the batch settles every call before it goes on.
+                raise Stopped(exc) from None
             raise
 
     async def _claim_ahead(
