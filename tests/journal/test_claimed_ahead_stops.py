@@ -109,3 +109,49 @@ async def test_a_keyboard_interrupt_while_a_part_is_screened_stops_the_run_as_an
     assert sorted((e.key.call_id, e.state, e.started_at) for e in entries) == sorted(
         (f"c{i}", CallState.QUEUED, None) for i in range(CLAIMED_AT_ONCE)
     )
+
+
+async def test_a_backend_whose_claim_fails_on_one_call_fails_that_call_only(
+    journal_target: str, workspace: Path
+) -> None:
+    # A backend of one's own with `CallJournal`'s default `claim_many` (a `claim` each),
+    # whose `claim` has a bug met on one call: that call fails, as a bug met on one call
+    # does (`ToolExecutor.run` raises only for a stop); the others run, and none is left
+    # claimed by nobody.
+    async with await open_journal(journal_target) as journal:
+        claim = journal.claim
+
+        async def one_fails(key: CallKey, *args: Any, **kwargs: Any) -> Any:
+            if key.call_id == "c1":
+                raise RuntimeError("a bug of the backend")
+            return await claim(key, *args, **kwargs)
+
+        async def claim_many(asked: Any) -> Any:
+            return await CallJournal.claim_many(journal, asked)
+
+        journal.claim = one_fails  # type: ignore[method-assign]
+        journal.claim_many = claim_many  # type: ignore[method-assign]
+        outcomes = await executor(journal, workspace).run(calls(3))
+        assert [outcome.value for outcome in outcomes] == [0, None, 2]
+        assert outcomes[1].error is not None
+        entries = await journal.entries(session="s")
+    assert sorted((e.key.call_id, e.state) for e in entries) == [
+        ("c0", CallState.FINISHED),
+        ("c2", CallState.FINISHED),
+    ]
+
+
+async def test_a_backend_whose_claim_many_fails_fails_those_calls_only(
+    journal_target: str, workspace: Path
+) -> None:
+    # A `claim_many` of one's own with a bug: the calls it was asked about fail (none was
+    # claimed), and the run goes on as a run whose calls failed: no exception but a stop.
+    async with await open_journal(journal_target) as journal:
+
+        async def broken(asked: Any) -> Any:
+            raise RuntimeError("a bug of the backend")
+
+        journal.claim_many = broken  # type: ignore[method-assign]
+        outcomes = await executor(journal, workspace).run(calls(3))
+    assert [outcome.error is not None for outcome in outcomes] == [True] * 3
+    assert all("RuntimeError" in str(outcome.result.content) for outcome in outcomes)

@@ -218,8 +218,18 @@ class CallPath:
                 ahead[index] = failed_outcome(call, error, prepared.repairs)
                 continue
             places.append(index)
-        if asked:
-            ahead.update(zip(places, await journal.begin_many(asked), strict=True))
+        if not asked:
+            return
+        try:
+            begun = await journal.begin_many(asked)
+        except Exception as exc:  # a bug (the journal's own failures are answers): it
+            # settles these calls only, as a bug met in `execute` settles its call
+            logger.exception("claiming %d calls failed", len(asked))
+            for index, (call, prepared, _) in zip(places, asked, strict=True):
+                error = describe_exception(str(call.name), exc)
+                ahead[index] = failed_outcome(call, error, prepared.repairs)
+            return
+        ahead.update(zip(places, begun, strict=True))
 
     async def _let_go_unbegun(self, ahead: dict[int, _Ahead]) -> None:
         """Let go of the calls claimed ahead whose tasks never began: a call claimed to run

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -23,6 +24,8 @@ from toolbridge.journal.records import (
 )
 
 __all__ = ["CallJournal", "Durability", "check_limit", "check_prune", "deliver", "dropped_sessions"]
+
+logger = logging.getLogger(__name__)
 
 Durability = Literal["process", "power"]
 """``process``: a finished outcome survives a crash of the process (the default);
@@ -85,6 +88,10 @@ class CallJournal(abc.ABC):
             return await self.claim(*call[:3], approval=call.approval, queued=call.queued)
         except JournalError as exc:
             return exc
+        except Exception as exc:  # a bug met on one call is that call's answer: the
+            # others' claims go on (nobody would hear them if this one ended the gather)
+            logger.exception("the journal's claim failed on call %r", call.key.call_id)
+            return JournalError(f"the journal failed: {exc!r}")
 
     async def claim_when_free(
         self,
