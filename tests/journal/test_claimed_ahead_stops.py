@@ -155,3 +155,52 @@ async def test_a_backend_whose_claim_many_fails_fails_those_calls_only(
         outcomes = await executor(journal, workspace).run(calls(3))
     assert [outcome.error is not None for outcome in outcomes] == [True] * 3
     assert all("RuntimeError" in str(outcome.result.content) for outcome in outcomes)
+
+
+async def test_a_stop_as_a_later_part_is_answered_leaves_each_part_as_it_was(
+    journal_target: str, workspace: Path
+) -> None:
+    # The first part's tools run (each waits); the stop lands as the second part's claims
+    # are answered: the first part's calls started (interrupted: they may have partly
+    # run), the second part's never did (queued again, to run as the same attempt).
+    count = CLAIMED_AT_ONCE + 3
+    running: set[int] = set()
+    all_running = asyncio.Event()
+
+    @tool(name="held", concurrency_safe=True)
+    async def held(n: int) -> int:
+        """Waits until stopped, in the first part."""
+        if n < CLAIMED_AT_ONCE:
+            running.add(n)
+            if len(running) == CLAIMED_AT_ONCE:
+                all_running.set()
+            await asyncio.Event().wait()
+        return n
+
+    registry = ToolRegistry([held], context=ToolContext(workspace=workspace, session="s"))
+    policy = ExecutionPolicy(persist_results=False)
+    sent = [ToolCallRequest(f"c{i}", "held", {"n": i}) for i in range(count)]
+    async with await open_journal(journal_target) as journal:
+        claim_many = journal.claim_many
+        run: asyncio.Future[Any] | None = None
+
+        async def second_part_stops(asked: Any) -> Any:
+            if len(asked) == CLAIMED_AT_ONCE:
+                return await claim_many(asked)
+            await all_running.wait()  # (the first part's tools run meanwhile)
+            answers = await claim_many(asked)
+            assert run is not None
+            run.cancel()
+            return answers
+
+        journal.claim_many = second_part_stops  # type: ignore[method-assign]
+        run = asyncio.ensure_future(ToolExecutor(registry, policy, journal=journal).run(sent))
+        await asyncio.wait([run], timeout=30)
+        assert run.cancelled()
+        journal.claim_many = claim_many  # type: ignore[method-assign]
+    async with await open_journal(journal_target) as journal:
+        states = {e.key.call_id: e.state for e in await journal.entries(session="s")}
+    assert states == {
+        f"c{i}": CallState.INTERRUPTED if i < CLAIMED_AT_ONCE else CallState.QUEUED
+        for i in range(count)
+    }
