@@ -213,8 +213,8 @@ async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both
 
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray.wire import ANSWER, PROGRESS
-    from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
-    from toolbridge.execution.progress import ToolProgress
+    from toolbridge.backends.ray.worker import _Outbox
+    from toolbridge.execution.progress import MAX_PENDING_PROGRESS, ToolProgress
 
     outbox = _Outbox()
     for step in range(1, 1001):  # faster than the caller takes them
