@@ -170,6 +170,33 @@ async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
     assert "did not run" in outcome.result.text
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("needs_nan_memory", "nan of resource 'memory'"),
+        ("needs_negative_cpus", "-1 of resource 'num_cpus'"),
+    ],
+)
+async def test_an_amount_that_is_not_one_fails_the_call_saying_which(
+    workspace: Path, ray_runtime: None, name: str, shown: str
+) -> None:
+    # Ray's own error named neither the tool nor the resource ("cannot convert float NaN
+    # to integer"), and came through as the executor failing.
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        executor = executor_for(workspace, backend)
+        [outcome] = await asyncio.wait_for(executor.run([ToolCallRequest("m", name, {})]), 60)
+        tool = executor.registry.get(name)
+        assert tool is not None
+        with pytest.raises(ValueError, match=f"tool '{name}' cannot run on Ray: .*{shown}"):
+            backend.start([tool], timeout=30)
+    finally:
+        backend.close()
+    assert outcome.kind == "execution_error", outcome.result.text
+    assert f"tool '{name}' cannot run on Ray: it asks Ray for {shown}" in outcome.result.text
+    assert "did not run" in outcome.result.text
+
+
 @pytest.mark.parametrize("backend_name", ["local", "ray"])
 async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
     workspace: Path, ray_backend: RayBackend, backend_name: str
