@@ -31,6 +31,15 @@ def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
     backend.close()
 
 
+async def run_one(
+    workspace: Path, backend: ExecutionBackend, call: ToolCallRequest
+) -> tuple[ToolOutcome, list[ToolEvent]]:
+    """Run `call` alone on `backend`: its outcome, and the events its run gave."""
+    events: list[ToolEvent] = []
+    [outcome] = await executor_for(workspace, backend, events).run([call])
+    return outcome, events
+
+
 def executor_for(
     workspace: Path, backend: ExecutionBackend, events: list[ToolEvent] | None = None
 ) -> ToolExecutor:
@@ -204,9 +213,9 @@ async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
     from toolbridge.execution.progress import MAX_PROGRESS_MESSAGE
 
     backend = LocalBackend() if backend_name == "local" else ray_backend
-    events: list[ToolEvent] = []
-    executor = executor_for(workspace, backend, events)
-    [outcome] = await executor.run([ToolCallRequest("c", "chatty", {"chars": 100_000})])
+    outcome, events = await run_one(
+        workspace, backend, ToolCallRequest("c", "chatty", {"chars": 100_000})
+    )
     assert outcome.value == "said"
     [(_, done, total, message)] = progress_of(events)
     assert (done, total) == (1, 2)
@@ -223,9 +232,7 @@ async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both
     import json
 
     backend = LocalBackend() if backend_name == "local" else ray_backend
-    events: list[ToolEvent] = []
-    executor = executor_for(workspace, backend, events)
-    [outcome] = await executor.run([ToolCallRequest("o", "odd_numbers", {})])
+    outcome, events = await run_one(workspace, backend, ToolCallRequest("o", "odd_numbers", {}))
     assert outcome.value == "odd"
     # A report whose progress is not a finite number is dropped; a total that is not one
     # is unknown (None).
