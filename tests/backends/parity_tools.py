@@ -155,6 +155,22 @@ class NeedsHugeSandbox(NeedsQuantum):
     ray_resources = {"sandbox": 10**15}
 
 
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsNanMemory(NeedsQuantum):
+    """Asks for an amount that is not one: NaN bytes of memory."""
+
+    name = "needs_nan_memory"
+    ray_resources = {"memory": float("nan")}
+
+
+@tool_parameters({"type": "object", "properties": {}, "additionalProperties": False})
+class NeedsNegativeCpus(NeedsQuantum):
+    """Asks for a negative number of CPUs."""
+
+    name = "needs_negative_cpus"
+    ray_resources = {"num_cpus": -1}
+
+
 @tool(read_only=True)
 async def chatty(chars: int) -> str:
     """Reports its progress with a message of `chars` characters, then answers."""
@@ -182,5 +198,5 @@ def build(ctx: ToolContext) -> list[Tool]:
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
-        NeedsHugeSandbox(),
+        NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

@@ -31,6 +31,15 @@ def ray_backend(ray_runtime: None) -> Iterator[RayBackend]:
     backend.close()
 
 
+async def run_one(
+    workspace: Path, backend: ExecutionBackend, call: ToolCallRequest
+) -> tuple[ToolOutcome, list[ToolEvent]]:
+    """Run `call` alone on `backend`: its outcome, and the events its run gave."""
+    events: list[ToolEvent] = []
+    [outcome] = await executor_for(workspace, backend, events).run([call])
+    return outcome, events
+
+
 def executor_for(
     workspace: Path, backend: ExecutionBackend, events: list[ToolEvent] | None = None
 ) -> ToolExecutor:
@@ -170,6 +179,33 @@ async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
     assert "did not run" in outcome.result.text
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("needs_nan_memory", "nan of resource 'memory'"),
+        ("needs_negative_cpus", "-1 of resource 'num_cpus'"),
+    ],
+)
+async def test_an_amount_that_is_not_one_fails_the_call_saying_which(
+    workspace: Path, ray_runtime: None, name: str, shown: str
+) -> None:
+    # Ray's own error named neither the tool nor the resource ("cannot convert float NaN
+    # to integer"), and came through as the executor failing.
+    backend = RayBackend(SOURCE, workers=1)
+    try:
+        executor = executor_for(workspace, backend)
+        [outcome] = await asyncio.wait_for(executor.run([ToolCallRequest("m", name, {})]), 60)
+        tool = executor.registry.get(name)
+        assert tool is not None
+        with pytest.raises(ValueError, match=f"tool '{name}' cannot run on Ray: .*{shown}"):
+            backend.start([tool], timeout=30)
+    finally:
+        backend.close()
+    assert outcome.kind == "execution_error", outcome.result.text
+    assert f"tool '{name}' cannot run on Ray: it asks Ray for {shown}" in outcome.result.text
+    assert "did not run" in outcome.result.text
+
+
 @pytest.mark.parametrize("backend_name", ["local", "ray"])
 async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
     workspace: Path, ray_backend: RayBackend, backend_name: str
@@ -177,9 +213,9 @@ async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
     from toolbridge.execution.progress import MAX_PROGRESS_MESSAGE
 
     backend = LocalBackend() if backend_name == "local" else ray_backend
-    events: list[ToolEvent] = []
-    executor = executor_for(workspace, backend, events)
-    [outcome] = await executor.run([ToolCallRequest("c", "chatty", {"chars": 100_000})])
+    outcome, events = await run_one(
+        workspace, backend, ToolCallRequest("c", "chatty", {"chars": 100_000})
+    )
     assert outcome.value == "said"
     [(_, done, total, message)] = progress_of(events)
     assert (done, total) == (1, 2)
@@ -196,9 +232,7 @@ async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both
     import json
 
     backend = LocalBackend() if backend_name == "local" else ray_backend
-    events: list[ToolEvent] = []
-    executor = executor_for(workspace, backend, events)
-    [outcome] = await executor.run([ToolCallRequest("o", "odd_numbers", {})])
+    outcome, events = await run_one(workspace, backend, ToolCallRequest("o", "odd_numbers", {}))
     assert outcome.value == "odd"
     # A report whose progress is not a finite number is dropped; a total that is not one
     # is unknown (None).
@@ -213,8 +247,8 @@ async def test_progress_values_no_json_number_holds_are_settled_the_same_on_both
 
 async def test_a_worker_keeps_a_bounded_tail_of_each_calls_progress() -> None:
     from toolbridge.backends.ray.wire import ANSWER, PROGRESS
-    from toolbridge.backends.ray.worker import MAX_PENDING_PROGRESS, _Outbox
-    from toolbridge.execution.progress import ToolProgress
+    from toolbridge.backends.ray.worker import _Outbox
+    from toolbridge.execution.progress import MAX_PENDING_PROGRESS, ToolProgress
 
     outbox = _Outbox()
     for step in range(1, 1001):  # faster than the caller takes them

@@ -150,3 +150,49 @@ def test_export_is_strict_json_even_for_outcomes_with_nan(tmp_path: Path) -> Non
 
     [row] = [json.loads(line, parse_constant=refuse) for line in exported.stdout.splitlines()]
     assert row["outcome"] == {"value": ["NaN", "Infinity"]}
+
+
+def _peak_kib(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run ``toolbridge journal ARGS`` and measure its peak resident memory (KiB)."""
+    code = (
+        "import atexit, resource, runpy, sys\n"
+        "atexit.register(lambda: print('peak', resource.getrusage(resource.RUSAGE_SELF)"
+        ".ru_maxrss, file=sys.stderr))\n"
+        f"sys.argv = ['toolbridge', 'journal', *{list(args)!r}]\n"
+        "runpy.run_module('toolbridge', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done, int(done.stderr.split("peak")[-1])
+
+
+def test_show_holds_a_page_of_a_long_session_not_the_session(tmp_path: Path) -> None:
+    # 400 calls of 250 KB outcomes: 100 MB stored. `show` used to read the whole session
+    # (its texts, then their JSON: twice that); it reads a page of 100 at a time and keeps
+    # only what a row shows.
+    async def fill_large() -> None:
+        async with SQLiteJournal(path) as journal:
+            big = "x" * 250_000
+            for index in range(400):
+                key = CallKey("large", f"call-{index:03}", "h")
+                await journal.claim(key, "read_file", {"path": f"f{index}"})
+                await journal.finish(key, {"text": big}, error_kind=None)
+            key = CallKey("small", "only", "h")
+            await journal.claim(key, "read_file", {"path": "f"})
+            await journal.finish(key, {"text": "ok"}, error_kind=None)
+
+    path = tmp_path / ".toolbridge" / "journal.sqlite3"
+    path.parent.mkdir()
+    asyncio.run(fill_large())
+    small, small_peak = _peak_kib("show", "small", cwd=tmp_path)
+    large, large_peak = _peak_kib("show", "large", cwd=tmp_path)
+    assert small.returncode == 0 and large.returncode == 0, large.stderr
+    listed = [line.split()[1] for line in large.stdout.splitlines() if "call-" in line]
+    assert listed == [f"call-{index:03}" for index in range(400)]  # every page, in order
+    assert large_peak - small_peak < 80_000, (small_peak, large_peak)  # KiB: not 200 MB

@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -23,6 +23,9 @@ from toolbridge.journal import (
     open_journal,
 )
 from toolbridge.journal.rows import named_numbers
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 journal_app = typer.Typer(
     name="journal",
@@ -108,24 +111,34 @@ def show_command(
 ) -> None:
     """Show the calls of one session: tool, state, attempts, error kind, duration, and who
     approved the calls that needed it."""
+
+    async def use(store: CallJournal) -> list[tuple[Text | str, ...]]:
+        # A page of entries in memory at a time: of each call only what a row shows is
+        # kept, not its arguments and outcome (a long session's outcomes may be large).
+        return [_shown(entry) async for entry in store.iter_entries(session=session, page=100)]
+
     with reporting(verbose=False):
         _check_session(session)
-        entries = _with_journal(workspace, journal, lambda store: store.entries(session=session))
-        if not entries:
+        rows = _with_journal(workspace, journal, use)
+        if not rows:
             raise CliError(f"no calls in session {session!r}", ExitCode.USAGE)
         grid = table("call id", "tool", "state", "attempt", "error", "seconds", "approved by")
-        for entry in entries:
-            took = (
-                f"{entry.finished_at - entry.started_at:.3f}"
-                if entry.finished_at is not None and entry.started_at is not None
-                else ""
-            )
-            grid.add_row(
-                plain(entry.key.call_id), plain(entry.tool), plain(entry.state),
-                str(entry.attempt), plain(entry.error_kind or ""), took,
-                plain(approved_by(entry)),
-            )  # fmt: skip
+        for row in rows:
+            grid.add_row(*row)
         out.print(grid)
+
+
+def _shown(entry: JournalEntry) -> tuple[Text | str, ...]:
+    """What `journal show` shows of a call: its row's cells."""
+    took = (
+        f"{entry.finished_at - entry.started_at:.3f}"
+        if entry.finished_at is not None and entry.started_at is not None
+        else ""
+    )
+    return (
+        plain(entry.key.call_id), plain(entry.tool), plain(entry.state), str(entry.attempt),
+        plain(entry.error_kind or ""), took, plain(approved_by(entry)),
+    )  # fmt: skip
 
 
 def _check_session(session: str | None) -> None:

@@ -25,6 +25,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 __all__ = [
+    "MAX_PENDING_PROGRESS",
     "MAX_PROGRESS_MESSAGE",
     "LoopSink",
     "ProgressSink",
@@ -39,6 +40,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+
+MAX_PENDING_PROGRESS = 100
+"""Progress reports of one call held for a reader that has not taken them yet (a stream's,
+a Ray worker's outbox): past that, the oldest give way, so the reader sees the latest, in
+order."""
 
 MAX_PROGRESS_MESSAGE = 1_000
 """Characters of a progress message a report keeps: a longer one is cut to this length,

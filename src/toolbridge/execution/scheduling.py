@@ -25,6 +25,7 @@ from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.registry import PreparedCall
 from toolbridge.core.tool import ToolResult, reset_call_owner, set_call_owner
+from toolbridge.execution.event_buffer import EventBuffer
 from toolbridge.execution.outcomes import (
     Outcomes,
     OutcomeStatus,
@@ -205,13 +206,15 @@ class ToolBatch:
         return out
 
     async def stream(self) -> AsyncIterator[ToolEvent]:
-        """Run the batch, yielding events as calls start and finish."""
-        queue: asyncio.Queue[ToolEvent | None] = asyncio.Queue()
-        self.listeners = [*self.listeners, queue.put_nowait]
+        """Run the batch, yielding events as calls start, report progress and finish (of
+        a call's progress, the latest `MAX_PENDING_PROGRESS` reports not yet read: see
+        `EventBuffer`)."""
+        events = EventBuffer()
+        self.listeners = [*self.listeners, events.put]
         task = asyncio.create_task(self.run())
-        task.add_done_callback(lambda _: queue.put_nowait(None))
+        task.add_done_callback(lambda _: events.end())
         try:
-            while (event := await queue.get()) is not None:
+            while (event := await events.get()) is not None:
                 yield event
             await task
         finally:

@@ -14,7 +14,7 @@ from typing import Any
 from toolbridge.backends import CallRunner, StartHook
 from toolbridge.backends.ray.calls import Pending
 from toolbridge.backends.ray.dispatch import Dispatcher
-from toolbridge.backends.ray.errors import failed_invocation
+from toolbridge.backends.ray.errors import bad_resources_error, failed_invocation
 from toolbridge.backends.ray.pool import RAY_KEYS, Pool, ray_amount
 from toolbridge.backends.ray.source import ToolSource
 from toolbridge.backends.ray.wire import CONTROL, Context
@@ -119,7 +119,7 @@ class RayBackend:
         any resource no node has) when some are not up within `timeout` seconds."""
         import ray
 
-        pools = {id(pool): pool for pool in [self._pool(None), *map(self._pool, tools)]}
+        pools = {id(pool): pool for pool in [self._pool(None), *map(self._checked_pool, tools)]}
         probes = [probe for pool in pools.values() for probe in pool.probes.values()]
         ray.wait(probes, num_returns=len(probes), timeout=timeout)
         late = [pool for pool in pools.values() if len(pool.up()) < len(pool.actors)]
@@ -130,7 +130,15 @@ class RayBackend:
                 f"{len(late)} Ray worker pool(s) did not start in {timeout:g} s{why}"
             )
 
+    def _checked_pool(self, tool: Tool) -> Pool:
+        try:
+            return self._pool(tool)
+        except ValueError as exc:
+            raise ValueError(f"tool {tool.name!r} cannot run on Ray: {exc}") from None
+
     def _pool(self, tool: Tool | None) -> Pool:
+        """The workers of `tool`'s resource shape, started on first use; a `ValueError`
+        when its ``ray_resources`` ask for an amount that is not one (`ray_amount`)."""
         resources: Mapping[str, Any] = getattr(tool, "ray_resources", None) or {}
         shape = tuple(sorted(resources.items()))
         pool = self._pools.get(shape)
@@ -141,7 +149,7 @@ class RayBackend:
                 "max_concurrency": self.max_calls_per_worker + 8,  # + readiness probes
                 "num_cpus": 0,
             }
-            asked = {k: ray_amount(v) for k, v in resources.items()}  # (what Ray can hold)
+            asked = {k: ray_amount(k, v) for k, v in resources.items()}  # (what Ray can hold)
             custom = {k: v for k, v in asked.items() if k not in RAY_KEYS}
             options.update({k: v for k, v in asked.items() if k not in custom})
             if custom:
@@ -169,9 +177,13 @@ class RayBackend:
         dispatcher = self._dispatchers.get(loop)
         if dispatcher is None:
             dispatcher = self._dispatchers[loop] = Dispatcher(self)
+        try:
+            pool = self._pool(tool)
+        except ValueError as exc:  # its ray_resources ask for no amount at all
+            return failed_invocation(bad_resources_error(tool.name, str(exc)))
         wait = self.start_timeout if time_limit is None else time_limit
         call = Pending(
-            tool, self._pool(tool), context, arguments, call_id, time_limit,
+            tool, pool, context, arguments, call_id, time_limit,
             loop.time() + wait, current_progress_sink(), loop.create_future(),
             tool.read_only or bool(getattr(tool, "idempotent", False)), on_start,
         )  # fmt: skip

@@ -37,6 +37,15 @@ def no_worker_error(call: Pending) -> ToolError:
     )
 
 
+def bad_resources_error(tool_name: str, why: str) -> ToolError:
+    """A call of a tool whose ``ray_resources`` Ray cannot be asked for (`why`)."""
+    return ToolError(
+        ErrorKind.EXECUTION_ERROR,
+        f"tool {tool_name!r} cannot run on Ray: {why}, so the call did not run.",
+        "Do not call this tool again; tell the user its ray_resources need fixing.",
+    )
+
+
 def worker_failed_error(tool_name: str, cause: str) -> ToolError:
     return ToolError(
         ErrorKind.EXECUTION_ERROR,

@@ -17,11 +17,16 @@ asking for more than any node can have would run anywhere. No node can offer mor
 this either, so asking for this instead asks for the same: more than any node has."""
 
 
-def ray_amount(amount: Any) -> Any:
-    """`amount` as Ray is asked for it: past `RAY_MAX_AMOUNT` (infinity too), that."""
-    if isinstance(amount, int | float) and amount > RAY_MAX_AMOUNT:
-        return RAY_MAX_AMOUNT
-    return amount
+def ray_amount(key: str, amount: Any) -> int | float:
+    """`amount` of resource `key` as Ray is asked for it: past `RAY_MAX_AMOUNT` (infinity
+    too), that. What is not a number of 0 or more (NaN, a negative number, text, True) is
+    a `ValueError` that says so: Ray's own would say neither which resource nor why."""
+    if isinstance(amount, bool) or not isinstance(amount, int | float) or not amount >= 0:
+        raise ValueError(
+            f"it asks Ray for {amount!r} of resource {key!r}: an amount must be a number "
+            "of 0 or more"
+        )
+    return RAY_MAX_AMOUNT if amount > RAY_MAX_AMOUNT else amount
 
 
 @dataclass(slots=True, eq=False)

@@ -32,13 +32,14 @@ from toolbridge.backends.ray.wire import (
 from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
 from toolbridge.core.tool import ToolResult
 from toolbridge.core.work_start import AskedOnLoop
-from toolbridge.execution.progress import LoopSink, ToolProgress, set_progress_sink
+from toolbridge.execution.progress import (
+    MAX_PENDING_PROGRESS,
+    LoopSink,
+    ToolProgress,
+    set_progress_sink,
+)
 
 logger = logging.getLogger(__name__)
-
-MAX_PENDING_PROGRESS = 100
-"""Progress reports of one call a worker keeps while the caller has not taken them: past
-that, the oldest give way (the caller sees the latest, in order)."""
 
 GO_TIMEOUT = 60.0
 """Seconds a worker waits for the caller's go to start a journaled call (the default of
