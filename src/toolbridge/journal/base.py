@@ -101,14 +101,19 @@ class CallJournal(abc.ABC):
         *,
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
+        arguments_text: str | None = None,
     ) -> Claim:
-        """`claim`, waiting while another live process runs the call (then replaying it).
+        """`claim`, waiting while another live process runs the call (then replaying it);
+        `arguments_text` as in `ClaimRequest`.
 
         Bound the wait with ``asyncio.timeout`` if the other process may hang.
         """
+        asked = ClaimRequest(key, tool, arguments, approval, queued, arguments_text)
         delay = BUSY_POLL_START
         while True:
-            claim = await self.claim(key, tool, arguments, approval=approval, queued=queued)
+            [claim] = await self.claim_many([asked])
+            if isinstance(claim, JournalError):
+                raise claim
             if claim.action is not ClaimAction.BUSY:
                 return claim
             await asyncio.sleep(delay)

@@ -238,7 +238,7 @@ class CallRecorder:
         """What `begin` answers for `call` once `request` is claimed (`claim`; None: claim
         it now)."""
         call_id, tool, arguments, approval, retry_approved, queued = call
-        key, stored = request.key, request.arguments
+        key, stored, text = request.key, request.arguments, request.arguments_text
         taken = False  # owned as interrupted: `restart` or `finish` it, or let it go
         try:
             if claim is None:  # (as `begin_many` claims: the arguments' text as made here)
@@ -247,7 +247,7 @@ class CallRecorder:
                 raise claim
             if claim.action is ClaimAction.BUSY:  # another live process runs it: wait for it
                 claim = await self.journal.claim_when_free(
-                    key, tool.name, stored, approval=approval, queued=queued
+                    key, tool.name, stored, approval=approval, queued=queued, arguments_text=text
                 )
             if claim.action is ClaimAction.REPLAY and interrupted(claim.entry) and retry_approved:
                 grant = {**(approval or {}), "approved": True, "retry": True,
@@ -258,7 +258,9 @@ class CallRecorder:
                                 call_id, tool.name)  # fmt: skip
                     return Recording(key, entry.attempt, queued)
                 # Another process retried it first: its answer is this call's answer.
-                claim = await self.journal.claim_when_free(key, tool.name, stored, queued=queued)
+                claim = await self.journal.claim_when_free(
+                    key, tool.name, stored, queued=queued, arguments_text=text
+                )
             if claim.action is ClaimAction.RUN:
                 return Recording(key, claim.entry.attempt, queued)
             if claim.action is ClaimAction.REPLAY:
