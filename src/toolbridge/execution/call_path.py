@@ -10,7 +10,6 @@ Every failure becomes the call's `ToolOutcome`; only a stop propagates.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -281,6 +280,7 @@ class CallPath:
         call = batch.calls[index]
         journal = self._journal
         begun = ahead.pop(index, None) if ahead is not None else None
+        slot: asyncio.Semaphore | None = None  # held from before its tool starts (a limit)
         try:
             answer: ToolResult | None = None
             if begun is None or isinstance(begun, _Screened):  # not claimed yet
@@ -319,6 +319,12 @@ class CallPath:
                     return
                 answer, recording = begun
             try:
+                if answer is None and self._limit is not None:
+                    # Held until its outcome is on its way into the journal: the call that
+                    # takes the slot is recorded running after this one finished, never
+                    # while it still reads running (a long result is saved first).
+                    await self._limit.acquire()
+                    slot = self._limit
                 time_limit = self._time_limit(tool)
                 sink = self._progress_to(batch, call) if batch.listeners else None
                 progress = set_progress_sink(sink) if sink is not None else None
@@ -342,28 +348,27 @@ class CallPath:
                         start = deferred.start
                         if deferred.let_go:
                             recording = None  # left queued: it never started
-                    elif self._limit is not None:
-                        async with self._limit:
-                            # Claimed queued: running in the journal only once it starts.
-                            try:
-                                unrecorded = await self._start_recording(recording)
-                            except BaseException:
-                                if recording is not None:  # stopped before its tool started
-                                    await self._let_go(recording, started=False)
-                                    recording = None
-                                raise
-                            start = self._started(batch, call)
-                            if unrecorded is not None:
-                                invocation = _answered(tool.name, ToolResult.error(unrecorded))
-                                # It never started: left queued (not finished with this
-                                # error), so it runs once the journal can record it.
-                                if recording is not None:
-                                    await self._abandon(recording)
+                    elif slot is not None:
+                        # Claimed queued: running in the journal only once it starts.
+                        try:
+                            unrecorded = await self._start_recording(recording)
+                        except BaseException:
+                            if recording is not None:  # stopped before its tool started
+                                await self._let_go(recording, started=False)
                                 recording = None
-                            else:
-                                invocation = await self._run_prepared(
-                                    tool.name, call.id, prepared, time_limit
-                                )
+                            raise
+                        start = self._started(batch, call)
+                        if unrecorded is not None:
+                            invocation = _answered(tool.name, ToolResult.error(unrecorded))
+                            # It never started: left queued (not finished with this
+                            # error), so it runs once the journal can record it.
+                            if recording is not None:
+                                await self._abandon(recording)
+                            recording = None
+                        else:
+                            invocation = await self._run_prepared(
+                                tool.name, call.id, prepared, time_limit
+                            )
                     elif self._tracer is None:  # the common case: no extra frame
                         start = self._started(batch, call)
                         invocation = await self._invoke(
@@ -389,14 +394,19 @@ class CallPath:
                 if recording is not None:  # stopped mid-way: it may have partly run
                     await self._let_go(recording, started=True)
                 raise
+            storing = None
             if recording is not None:
                 assert journal is not None
+                storing = journal.store(recording, outcome)
+            if slot is not None:
+                slot.release()
+                slot = None
+            if storing is not None:
+                assert journal is not None and recording is not None
                 if stores is not None:
-                    stores.append(
-                        _Store(index, recording, outcome, journal.store(recording, outcome))
-                    )
+                    stores.append(_Store(index, recording, outcome, storing))
                     return
-                await journal.record(recording, outcome)
+                await journal.stored(recording, outcome, storing)
             if self._plain_settle and not batch.listeners:
                 batch.outcomes[index] = outcome
             else:
@@ -409,6 +419,9 @@ class CallPath:
             logger.exception("the executor failed on call %r", call.id)
             error = describe_exception(str(call.name), exc)
             batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+        finally:
+            if slot is not None:
+                slot.release()
 
     async def refuse(
         self, batch: ToolBatch, index: int, outcome: ToolOutcome, arguments: Any
@@ -506,16 +519,15 @@ class CallPath:
         the journal marks it running, and `call_started` comes, when the backend (or the
         tool) says its work starts. A call whose start the journal cannot record never
         starts: left queued, answered with that error."""
-        async with self._limit or contextlib.nullcontext():
-            if self._defers_start:
-                invocation = await self._run_prepared(
-                    tool_name, call_id, prepared, time_limit, on_start=deferred
-                )
-            else:  # the tool defers it: it asks through the call's context
-                loop = asyncio.get_running_loop()
-                ask = deferred.may_start if deferred.gated else None  # (listeners: no wait)
-                with AskedOnLoop(loop, ask, deferred.started):
-                    invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
+        if self._defers_start:
+            invocation = await self._run_prepared(
+                tool_name, call_id, prepared, time_limit, on_start=deferred
+            )
+        else:  # the tool defers it: it asks through the call's context
+            loop = asyncio.get_running_loop()
+            ask = deferred.may_start if deferred.gated else None  # (listeners: no wait)
+            with AskedOnLoop(loop, ask, deferred.started):
+                invocation = await self._run_prepared(tool_name, call_id, prepared, time_limit)
         await deferred.answered()  # a start still being recorded when the run ended
         if not deferred.let_go:
             return invocation

@@ -227,10 +227,6 @@ class Journaling:
             by = self.approvals.taken_by(tool.name, digest) or BY_DECISION
         return {"approved": True, "digest": digest, "by": by}
 
-    async def record(self, recording: Recording, outcome: ToolOutcome) -> None:
-        """Store the outcome before anyone sees it; a journal failure is said, not hidden."""
-        await self.stored(recording, outcome, self.store(recording, outcome))
-
     def store(self, recording: Recording, outcome: ToolOutcome) -> asyncio.Future[None]:
         """Start storing the outcome: wait for it with `stored` before anyone sees it."""
         return self.recorder.finish_soon(recording, outcome.result)
