@@ -319,7 +319,7 @@ class CallPath:
                     return
                 answer, recording = begun
             try:
-                if answer is None and self._limit is not None:
+                if self._limit is not None and answer is None:
                     # Held until its outcome is on its way into the journal: the call that
                     # takes the slot is recorded running after this one finished, never
                     # while it still reads running (a long result is saved first).
@@ -394,19 +394,19 @@ class CallPath:
                 if recording is not None:  # stopped mid-way: it may have partly run
                     await self._let_go(recording, started=True)
                 raise
-            storing = None
             if recording is not None:
                 assert journal is not None
                 storing = journal.store(recording, outcome)
-            if slot is not None:
-                slot.release()
-                slot = None
-            if storing is not None:
-                assert journal is not None and recording is not None
+                if slot is not None:  # its outcome is on its way: stored before the next start
+                    slot.release()
+                    slot = None
                 if stores is not None:
                     stores.append(_Store(index, recording, outcome, storing))
                     return
                 await journal.stored(recording, outcome, storing)
+            elif slot is not None:
+                slot.release()
+                slot = None
             if self._plain_settle and not batch.listeners:
                 batch.outcomes[index] = outcome
             else:
