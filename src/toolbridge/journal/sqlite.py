@@ -392,7 +392,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
             if key in self._owner.held:  # left running without an owner: interrupted
                 # Let go at once, even if this batch fails (a full disk): a call of ours
                 # that we do not hold is found interrupted by our next claim of it.
-                self._owner.held.discard(key)
+                self._drop(key)
                 _set_owner(conn, key, None)
 
         await self._submit(op, calls=(key,))

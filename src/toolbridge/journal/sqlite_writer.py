@@ -121,6 +121,7 @@ class GroupCommit:
         self._finishes: list[tuple[Any, ...]] = []
         self._starts: list[tuple[Any, ...]] = []
         self._taken: list[CallKey] = []  # owned from this batch on, unless it rolls back
+        self._dropped: list[CallKey] = []  # not owned from this batch on, even if it fails
         self._let_go: list[CallKey] = []  # not owned once this batch commits
 
     async def _submit(
@@ -305,31 +306,15 @@ class GroupCommit:
         if inline and not self._begin_at_once():
             return False
         held = self._owner.held
-        self._taken.clear()
-        self._let_go.clear()
-        self._inserts.clear()
-        self._finishes.clear()
-        self._starts.clear()
+        self._clear()
         answers: list[tuple[Job, bool, Any]] = []  # (an undo's job has no caller to answer)
         stop: BaseException | None = None
         try:
             if not inline:
                 self._conn.execute(self._begin)
-            self._rows = _rows(self._conn, [key for job in jobs for key in job.claims])
-            for job in jobs:
-                taken, inserts = len(self._taken), len(self._inserts)
-                try:
-                    answers.append((job, True, job.op(self._conn)))
-                except sqlite3.Error:
-                    raise
-                except Exception as exc:  # one job's failure is its own, never the thread's
-                    held.difference_update(self._taken[taken:])
-                    del self._taken[taken:], self._inserts[inserts:]
-                    if not isinstance(exc, JournalError):
-                        logger.exception("journal operation failed on %s", self.path)
-                        exc = JournalError(f"the journal {self.path} failed: {exc!r}")
-                    answers.append((job, False, exc))
-            self._commit(inline)
+            answers = self._apply(jobs)
+            self._conn.execute("COMMIT")
+            self._checkpoint_soon(inline)
         except BaseException as exc:  # the batch is undone as a whole, and so is what it took
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
@@ -353,6 +338,72 @@ class GroupCommit:
             raise stop
         return True
 
+    def _clear(self) -> None:
+        """Forget what a batch gathered (before it runs, or runs again)."""
+        self._taken.clear()
+        self._dropped.clear()
+        self._let_go.clear()
+        self._inserts.clear()
+        self._finishes.clear()
+        self._starts.clear()
+
+    def _apply(self, jobs: list[Job]) -> list[tuple[Job, bool, Any]]:
+        """Run `jobs`' operations in the open transaction and write the rows they gathered:
+        each job's answer.
+
+        A claim takes a call no row of this batch names as new, without reading it first
+        (new calls are the common case, and a claim's read cost as much as a tenth of its
+        work). Should one meet a stored row after all (its ``INSERT OR IGNORE`` skipped),
+        the batch goes back to its savepoint and runs again with its claims' rows read
+        first (a replay, a call another process holds or left), as PostgreSQL's
+        journal reads rows only when a claim did not go in."""
+        conn = self._conn
+        keys = [key for job in jobs for key in job.claims]
+        # A call this journal holds has a row that says how it is (a claim of it is busy).
+        read = not self._owner.held.isdisjoint(keys)
+        if keys and not read:
+            conn.execute("SAVEPOINT toolbridge_claims")
+        self._rows = _rows(conn, keys) if read else {}
+        while True:
+            answers = self._run_ops(jobs)
+            if self._write() or not keys:
+                return answers
+            if read:  # under the write lock, a row read as absent cannot appear
+                raise JournalError(
+                    f"the journal {self.path} failed: a claim met a row it did not read"
+                )
+            conn.execute("ROLLBACK TO toolbridge_claims")  # as if never run: again
+            self._owner.held.difference_update(self._taken)
+            self._owner.held.update(self._dropped)
+            self._clear()
+            self._rows = _rows(conn, keys)
+            read = True
+
+    def _drop(self, key: CallKey) -> None:
+        """Stop owning `key` at once, even if this batch fails (see `SQLiteJournal.abandon`);
+        not if it runs again (`_apply`)."""
+        self._owner.held.discard(key)
+        self._dropped.append(key)
+
+    def _run_ops(self, jobs: list[Job]) -> list[tuple[Job, bool, Any]]:
+        """Each job's operation, in order: its answer; a job's failure is its own."""
+        held = self._owner.held
+        answers: list[tuple[Job, bool, Any]] = []
+        for job in jobs:
+            taken, inserts = len(self._taken), len(self._inserts)
+            try:
+                answers.append((job, True, job.op(self._conn)))
+            except sqlite3.Error:
+                raise
+            except Exception as exc:  # one job's failure is its own, never the thread's
+                held.difference_update(self._taken[taken:])
+                del self._taken[taken:], self._inserts[inserts:]
+                if not isinstance(exc, JournalError):
+                    logger.exception("journal operation failed on %s", self.path)
+                    exc = JournalError(f"the journal {self.path} failed: {exc!r}")
+                answers.append((job, False, exc))
+        return answers
+
     def _wal_pages(self) -> int:
         """About how many pages the WAL holds: its size (cut back once it is copied, see
         `sqlite_file.connect`); 0 when there is none."""
@@ -361,17 +412,17 @@ class GroupCommit:
         except OSError:
             return 0
 
-    def _commit(self, inline: bool) -> None:
+    def _write(self) -> bool:
         """Write the rows the batch's jobs gathered, each kind a chunk of rows a statement
-        (`_write`); commit."""
+        (`_write_rows`): whether every new row went in."""
+        complete = True
         if self._inserts:
-            _write(self._conn, _INSERT, self._inserts)
+            complete = _write_rows(self._conn, _INSERT, self._inserts) == len(self._inserts)
         if self._starts:
-            _write(self._conn, _START, self._starts, update=True)
+            _write_rows(self._conn, _START, self._starts, update=True)
         if self._finishes:
-            _write(self._conn, _FINISH, self._finishes, update=True)
-        self._conn.execute("COMMIT")
-        self._checkpoint_soon(inline)
+            _write_rows(self._conn, _FINISH, self._finishes, update=True)
+        return complete
 
     def _checkpoint_soon(self, inline: bool) -> None:
         """After a commit: once the WAL is long, checkpoint now on the writer thread, or
@@ -451,20 +502,24 @@ UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
 """SQLite has ``UPDATE ... FROM`` (3.33, 2020); before it, a row is updated a statement."""
 
 
-def _write(
+def _write_rows(
     conn: sqlite3.Connection, statements: dict[int, str], rows: list[Any], *, update: bool = False
-) -> None:
+) -> int:
     """Write `rows` with `statements` (`_statements`): chunks of `MULTI_ROW` sizes, the
     largest that fits first, then the rows left a row a statement (all of them, for an
-    `update` where SQLite has no ``UPDATE FROM``)."""
-    start = 0
+    `update` where SQLite has no ``UPDATE FROM``). How many rows the statements changed."""
+    start = changed = 0
     if UPDATE_FROM or not update:
         while (left := len(rows) - start) >= MULTI_ROW[-1]:
             size = 1 << (min(left, MULTI_ROW[0]).bit_length() - 1)
-            conn.execute(statements[size], list(chain.from_iterable(rows[start : start + size])))
+            cursor = conn.execute(
+                statements[size], list(chain.from_iterable(rows[start : start + size]))
+            )
+            changed += cursor.rowcount
             start += size
     if start < len(rows):
-        conn.executemany(statements[1], rows[start:])
+        changed += conn.executemany(statements[1], rows[start:]).rowcount
+    return changed
 
 
 def _update(update: str, row: str, keyed: str, one: str) -> dict[int, str]:
@@ -474,10 +529,10 @@ def _update(update: str, row: str, keyed: str, one: str) -> dict[int, str]:
 
 
 _ROW = "(?, ?, ?, ?, ?, ?, 1, NULL, NULL, NULLIF(?, ''), ?, NULLIF(?, ''), NULL, ?)"
-_INSERT = _statements(
-    lambda rows: f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) VALUES {rows}",
+_INSERT = _statements(  # (a row already stored is skipped: see `GroupCommit._apply`)
+    lambda rows: f"INSERT OR IGNORE INTO toolbridge_calls ({COLUMNS}, owner) VALUES {rows}",
     _ROW,
-    f"INSERT INTO toolbridge_calls ({COLUMNS}, owner) VALUES {_ROW}",
+    f"INSERT OR IGNORE INTO toolbridge_calls ({COLUMNS}, owner) VALUES {_ROW}",
 )
 _STARTED = "UPDATE toolbridge_calls SET state = 'running'"
 _START = _update(
