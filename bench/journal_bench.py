@@ -1,6 +1,6 @@
 """Journal overhead on the W5 batch: 200 calls of a 5 ms tool, with and without a journal.
 
-    python bench/journal_bench.py [--rounds 15] [--postgres CONNINFO]
+    python bench/journal_bench.py [--rounds 15] [--postgres CONNINFO] [--without-listing-index]
 
 Side by side in one run, rounds interleaved: the executor alone, with a SQLite journal
 (durability "process" and "power"), and with a PostgreSQL journal (a throwaway cluster
@@ -19,6 +19,11 @@ time depends on its size); PostgreSQL's overhead is given as a
 multiple of it. And what preparing the stored data of 200 calls costs with no database at
 all (the arguments' digest, arguments and outcome as JSON: the floor of any journal in
 this process).
+
+``--without-listing-index`` adds a SQLite and a PostgreSQL runner whose journal has its
+session-listing index (`rows.LISTING_INDEX`) dropped once opened: the write path as it was
+before the index, in the same run, rounds interleaved (PostgreSQL's in a database of its
+own, ``toolbridge_no_listing_index``, made on the same server).
 """
 
 from __future__ import annotations
@@ -133,10 +138,37 @@ async def floor_ms(conn: Any, round_no: int) -> float:
 
 
 LIMITED = "max_concurrency=6"
+NO_INDEX = "no listing index"
+
+
+async def without_listing_index(journal: CallJournal) -> CallJournal:
+    """`journal` with its session-listing index dropped: each claim writes the table and
+    its other indexes only, as before the index was made."""
+    from toolbridge.journal.postgres import PostgresJournal
+    from toolbridge.journal.sqlite import SQLiteJournal
+
+    if isinstance(journal, SQLiteJournal):
+        journal._conn.execute("DROP INDEX toolbridge_calls_by_session")
+    else:
+        assert isinstance(journal, PostgresJournal)
+        await journal._conn.execute("DROP INDEX toolbridge_calls_by_session")
+    return journal
+
+
+async def other_database(postgres: str, name: str) -> str:
+    """The conninfo of database `name` on the server of `postgres`, made if missing."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    async with await psycopg.AsyncConnection.connect(postgres, autocommit=True) as conn:
+        cursor = await conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        if await cursor.fetchone() is None:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(postgres, dbname=name)
 
 
 async def measure(
-    rounds: int, postgres: str
+    rounds: int, postgres: str, no_index: bool = False
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Wall and CPU ms per batch of each runner, rounds interleaved.
 
@@ -160,6 +192,14 @@ async def measure(
             f"SQLite (process), {LIMITED}": (sqlite, 6),
             f"PostgreSQL, {LIMITED}": (shared, 6),
         }
+        if no_index:
+            bare = await without_listing_index(await open_journal(str(workspace / "n.sqlite3")))
+            other = await other_database(postgres, "toolbridge_no_listing_index")
+            journals[f"SQLite (process), {NO_INDEX}"] = (bare, None)
+            journals[f"PostgreSQL, {NO_INDEX}"] = (
+                await without_listing_index(await open_journal(other)),
+                None,
+            )
         import psycopg
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
@@ -188,6 +228,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--postgres", help="a conninfo or URL; default: a throwaway cluster")
+    parser.add_argument(
+        "--without-listing-index",
+        action="store_true",
+        help="add SQLite and PostgreSQL runners whose journal has no session-listing index",
+    )
     args = parser.parse_args()
     with ExitStack() as stack:
         postgres = args.postgres
@@ -196,7 +241,7 @@ def main() -> None:
 
             postgres = stack.enter_context(throwaway_cluster()) + " dbname=postgres"
         load_before = os.getloadavg()
-        times, cpu = asyncio.run(measure(args.rounds, postgres))
+        times, cpu = asyncio.run(measure(args.rounds, postgres, args.without_listing_index))
         load_after = os.getloadavg()
     median = statistics.median
     print(f"W5: {CALLS} calls of a 5 ms tool, median of {args.rounds} rounds (interleaved)")

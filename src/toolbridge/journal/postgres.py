@@ -62,7 +62,7 @@ from toolbridge.journal.rows import (
     JSONB,
     LISTING_ORDER,
     SESSIONS_QUERY,
-    page_after,
+    page_condition,
 )
 
 if TYPE_CHECKING:
@@ -270,17 +270,24 @@ class PostgresJournal(BatchWriter, CallJournal):
         after: JournalEntry | None = None,
     ) -> list[JournalEntry]:
         check_limit(limit)
-        page = "" if after is None else f"AND ({LISTING_ORDER}) > (%(t)s, %(as)s, %(ac)s, %(ah)s) "
-        params: dict[str, Any] = {"s": session, "n": limit}
+        # The session's condition only when there is one: a prepared statement's generic
+        # plan of "%(s)s IS NULL OR session = %(s)s" could not seek the session's index.
+        conditions: list[str] = []
+        params: list[Any] = []
+        if session is not None:
+            conditions.append("session = %s")
+            params.append(session)
         if after is not None:
-            params.update(zip(("t", "as", "ac", "ah"), page_after(after), strict=True))
+            columns, values = page_condition(session, after)
+            conditions.append(f"({columns}) > ({', '.join(['%s'] * len(values))})")
+            params += values
+        where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
 
         async def op(conn: AsyncConnection[Any]) -> list[JournalEntry]:
             cursor = await conn.execute(
-                f"SELECT {COLUMNS}, owner FROM toolbridge_calls "
-                f"WHERE (%(s)s::text IS NULL OR session = %(s)s) {page}"
-                f"ORDER BY {LISTING_ORDER} LIMIT %(n)s",
-                params,
+                f"SELECT {COLUMNS}, owner FROM toolbridge_calls {where}"
+                f"ORDER BY {LISTING_ORDER} LIMIT %s",
+                (*params, limit),
             )
             return await self._seen(await cursor.fetchall())
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from toolbridge.journal.base import Durability
 from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.records import JournalError
+from toolbridge.journal.rows import LISTING_INDEX
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -129,6 +130,30 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
             )
             if version:
                 logger.info("journal %s: schema migrated from %d", description, version)
+        if create:
+            await _add_listing_index(conn, description)
+
+
+async def _add_listing_index(conn: AsyncConnection[Any], description: str) -> None:
+    """Make `LISTING_INDEX` if the journal has none (looked up first: creating it, even
+    "IF NOT EXISTS", locks the table against writes until the transaction ends). A user
+    that may write the tables but not index them (not their owner), or a read-only
+    server, opens the journal as before: its listings are the same, only slower."""
+    import psycopg
+
+    cursor = await conn.execute("SELECT to_regclass('toolbridge_calls_by_session') IS NULL")
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
+        return
+    try:
+        async with conn.transaction():  # a savepoint: a refusal leaves the rest standing
+            await conn.execute(LISTING_INDEX)
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction) as exc:
+        logger.warning(
+            "journal %s: cannot add the index that pages a session's listing (%s); "
+            "listings of long sessions will be slower",
+            description, str(exc).strip(),
+        )  # fmt: skip
 
 
 def describe(conninfo: str) -> str:

@@ -27,6 +27,7 @@ from toolbridge.journal.records import (
 __all__ = [
     "COLUMNS",
     "JSONB",
+    "LISTING_INDEX",
     "LISTING_ORDER",
     "SESSIONS_QUERY",
     "SURROGATE",
@@ -39,6 +40,7 @@ __all__ = [
     "loads",
     "named_numbers",
     "page_after",
+    "page_condition",
     "to_json",
 ]
 
@@ -121,6 +123,23 @@ COLUMNS = (
 LISTING_ORDER = "created_at, session, call_id, args_hash"
 """The order of a listing (oldest first), the same on both backends; a page goes on after
 the last entry of the one before by comparing these columns as a row."""
+
+SESSION_ORDER = "created_at, call_id, args_hash"
+"""`LISTING_ORDER` within one session (its session is the same on every row): a page of a
+session's listing goes on after the last entry of the one before by comparing these
+columns as a row, which `LISTING_INDEX` seeks to."""
+
+LISTING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS toolbridge_calls_by_session "
+    "ON toolbridge_calls (session, created_at, call_id, args_hash)"
+)
+"""The index a session's listing reads in its order: a page is a seek and `limit` rows,
+where without it each page sorted the session's remaining rows (a session's export read
+it once per page). Made when a journal is opened to write, not by a migration: it changes
+no row's meaning and an older toolbridge reads and writes a journal that has it, so the
+schema version (which locks older processes out) stays. Without it (a journal opened
+only to read, that no process of this version has opened to write) a listing is the
+same, only slower."""
 
 SESSIONS_QUERY = (
     "SELECT session, MAX(t) FROM ("
@@ -284,6 +303,15 @@ def _as_is(value: Any) -> Any:
 def page_after(after: JournalEntry) -> tuple[float, str, str, str]:
     """The `LISTING_ORDER` values of `after`: the next page starts past the row holding them."""
     return (after.created_at, *after.key)
+
+
+def page_condition(session: str | None, after: JournalEntry) -> tuple[str, tuple[Any, ...]]:
+    """The columns a page of the listing of `session` (None: every session) compares as a
+    row, and the values it goes on past: within the session of `after`, `SESSION_ORDER`
+    (which `LISTING_INDEX` seeks to); otherwise all of `LISTING_ORDER`, the same rows."""
+    if session is not None and after.key.session == session:
+        return SESSION_ORDER, (after.created_at, after.key.call_id, after.key.args_hash)
+    return LISTING_ORDER, page_after(after)
 
 
 @dataclass(slots=True)

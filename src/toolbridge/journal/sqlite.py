@@ -63,7 +63,7 @@ from toolbridge.journal.rows import (
     LISTING_ORDER,
     SESSIONS_QUERY,
     TEXT,
-    page_after,
+    page_condition,
     session_from_row,
 )
 from toolbridge.journal.sqlite_file import (
@@ -433,8 +433,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
             conditions.append("session = ?")
             params.append(session)
         if after is not None:
-            conditions.append(f"({LISTING_ORDER}) > (?, ?, ?, ?)")
-            params += page_after(after)
+            columns, values = page_condition(session, after)
+            conditions.append(f"({columns}) > ({', '.join('?' * len(values))})")
+            params += values
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
 
         def op(conn: sqlite3.Connection) -> list[JournalEntry]:

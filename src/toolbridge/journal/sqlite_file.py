@@ -16,6 +16,7 @@ from pathlib import Path
 from toolbridge.journal.base import Durability
 from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.records import JournalError
+from toolbridge.journal.rows import LISTING_INDEX
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -175,6 +176,8 @@ def _migrate(conn: sqlite3.Connection, path: Path, create: bool) -> None:
         for number in due:
             for statement in statements(MIGRATIONS[number - 1]):
                 conn.execute(statement)
+        if create:  # opened to write: no migration, the version stays (see LISTING_INDEX)
+            conn.execute(LISTING_INDEX)
         if due and version:
             logger.info(
                 "journal %s: schema migrated from version %d to %d",
