@@ -212,6 +212,13 @@ def approved_by(entry: JournalEntry) -> str:
 
 
 def _as_json(entry: JournalEntry) -> dict[str, Any]:
-    data = dataclasses.asdict(entry)
-    del data["key"]
-    return {**entry.key._asdict(), **data}
+    """An entry as export writes it, its key's parts first. Its values as read (an entry is
+    a copy of its row): not copied again, as `dataclasses.asdict` did, deeply, for three
+    quarters of an export's time."""
+    data = entry.key._asdict()
+    for field in _ENTRY_FIELDS:
+        data[field] = getattr(entry, field)
+    return data
+
+
+_ENTRY_FIELDS = [field.name for field in dataclasses.fields(JournalEntry) if field.name != "key"]
