@@ -7,6 +7,10 @@ to encode, which ended the run. Each is sent as the six characters ``\\udc80`` i
 
 `sendable` escapes any value (strings, mappings, lists, tuples, dataclasses), returning
 the very object when there is nothing to escape; `sendable_text` one string.
+`sendable_definition` is a tool's definition (name, description, parameters) escaped
+once per tool: the registry validates calls against that schema, and every provider
+format renders it (`toolbridge.formats.types.tool_specs`), so what a model is told is
+what is checked, and a render reuses it rather than walking the schema again.
 """
 
 from __future__ import annotations
@@ -15,12 +19,23 @@ import dataclasses
 import itertools
 import json
 import re
+import weakref
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.frozen import FrozenDict, freeze
 
-__all__ = ["sendable", "sendable_text"]
+__all__ = [
+    "Defined",
+    "SendableDefinition",
+    "check_sendable_name",
+    "sendable",
+    "sendable_definition",
+    "sendable_text",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -38,6 +53,78 @@ def sendable_text(text: str) -> str:
     text sent outside the conversation (the instructions, with a skill's description
     read from its file)."""
     return text if _encodable(text) else _escaped(text, _as_text)
+
+
+def check_sendable_name(name: str) -> None:
+    """Refuse a tool name holding a lone surrogate: escaped, a model could only call the
+    tool back by the escaped name, which is not the tool's."""
+    if isinstance(name, str) and not _encodable(name):
+        raise ToolDefinitionError(
+            f"tool name {name!r} holds a lone surrogate (text decoded from bytes that are "
+            "not UTF-8), which no provider can be sent: a model could never call it back; "
+            "rename the tool"
+        )
+
+
+class Defined(Protocol):
+    """What a definition is made of: a `toolbridge.core.tool.Tool` (not imported: the
+    tool module imports this one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SendableDefinition:
+    """A tool's definition as it is sent and checked: `parameters` frozen, no lone
+    surrogate in `description` or `parameters` (the tool's own objects when none)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+# id(tool) -> (a weak reference to the tool, the description and parameters its
+# definition was made from, the definition). An entry goes with its tool; a tool whose
+# name, description or parameters were replaced since gets its definition made again (its
+# parameters walked again only when they were the ones replaced).
+_definitions: dict[int, tuple[weakref.ref[Any], str, Mapping[str, Any], SendableDefinition]] = {}
+
+
+def sendable_definition(tool: Defined) -> SendableDefinition:
+    """`tool`'s definition with each lone surrogate written as text, made once per tool.
+
+    A name holding one is refused (`check_sendable_name`): a `ToolDefinitionError`.
+    """
+    name, description, parameters = tool.name, tool.description, tool.parameters
+    key = id(tool)
+    cached = _definitions.get(key)
+    if cached is not None and cached[0]() is tool and cached[2] is parameters:
+        definition = cached[3]
+        if definition.name == name and cached[1] == description:
+            return definition
+        escaped_parameters = definition.parameters
+    else:
+        escaped_parameters = _sendable_parameters(parameters)
+    check_sendable_name(name)
+    definition = SendableDefinition(name, sendable(description), escaped_parameters)
+    reference = weakref.ref(tool, lambda _, key=key: _definitions.pop(key, None))  # type: ignore[misc]
+    _definitions[key] = (reference, description, parameters, definition)
+    return definition
+
+
+def _sendable_parameters(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`parameters` escaped and frozen: itself when it is frozen and holds no surrogate."""
+    escaped = sendable(parameters)
+    if escaped is parameters and isinstance(parameters, FrozenDict):
+        return parameters
+    return freeze(escaped)  # type: ignore[no-any-return]
 
 
 def _encodable(text: str) -> bool:
