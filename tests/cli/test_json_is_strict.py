@@ -80,6 +80,37 @@ def test_tool_definitions_with_lone_surrogates_are_strict_json(
     assert any("caf\\udce9 and \\ud800" in text for text in strings(definitions))
 
 
+LONE_SCHEMA = r'''
+    from typing import Annotated
+
+    from pydantic import Field
+    from toolbridge import tool
+
+    @tool
+    def lone_schema(
+        path: Annotated[str, Field(description="a path, caf\udce9")] = "x\ud800",
+    ) -> str:
+        """Takes a path."""
+        return path
+'''
+
+FORMATS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "bedrock"]
+
+
+@pytest.mark.parametrize("args", [("--json",), *(("--format", name) for name in FORMATS)])
+def test_tool_schemas_with_lone_surrogates_are_strict_json(cli: Cli, args: tuple[str, ...]) -> None:
+    """A parameter's description and default: the schema registers (jsonschema-rs cannot
+    take a lone surrogate: the plugin's registry failed), and prints as it is sent."""
+    cli.plugin("lone_schema_plugin", LONE_SCHEMA, {"lone_schema": "lone_schema_plugin:lone_schema"})
+    done = cli("tools", *args)
+    assert done.returncode == 0, done.stderr
+    [definitions] = strict(done.stdout)
+    printed = set(strings(definitions))
+    assert "a path, caf\\udce9" in printed
+    if args != ("--format", "gemini"):  # Gemini's parameters form has no default
+        assert "x\\ud800" in printed
+
+
 def test_exec_result_messages_with_lone_surrogates_are_strict_json(cli: Cli) -> None:
     cli.plugin("lone_plugin", LONE, {"lone": "lone_plugin:lone"})
     call = {"id": "c1", "type": "function"}

@@ -17,6 +17,9 @@ import mcp_types as mt
 from mcp import Client, StdioServerParameters
 
 PLUGIN = r'''
+    from typing import Annotated
+
+    from pydantic import Field
     from toolbridge import report_progress, tool
 
     @tool(read_only=True)
@@ -24,6 +27,11 @@ PLUGIN = r'''
         """Returns caf\udce9 for the path given."""
         report_progress(1, 1, "at caf\udce9")
         return path + ": caf\udce9 and \ud800 but \U0001f600 is whole"
+
+    @tool(read_only=True)
+    def lone_schema(mode: Annotated[str, Field(description="the mode \udc80")] = "x\ud800") -> str:
+        """Takes a mode whose description and default hold a lone surrogate."""
+        return mode
 
     @tool(read_only=True)
     def lone_dict() -> dict[str, str]:
@@ -39,6 +47,7 @@ def _install(site: Path) -> None:
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lone_plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[toolbridge.tools]\nlone = lone_plugin:lone\nlone_dict = lone_plugin:lone_dict\n"
+        "lone_schema = lone_plugin:lone_schema\n"
     )
 
 
@@ -68,6 +77,11 @@ async def test_lone_surrogates_are_served_as_text(
     async with asyncio.timeout(60), Client(server, mode="legacy") as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert listed["lone"].description == "Returns caf\\udce9 for the path given."
+        # a schema holding one registers (jsonschema-rs refused it: the server did not start)
+        [mode] = listed["lone_schema"].input_schema["properties"].values()
+        assert mode["description"] == "the mode \\udc80" and mode["default"] == "x\\ud800"
+        chosen = await client.call_tool("lone_schema", {"mode": mode["default"]})
+        assert _text(chosen) == "x\\ud800"
         done = await client.call_tool("lone", {"path": "p"}, progress_callback=on_progress)
         assert _text(done) == "p: caf\\udce9 and \\ud800 but \U0001f600 is whole"
         assert reports == ["at caf\\udce9"]

@@ -6,25 +6,17 @@ history (a tool name, arguments, an answer, a result) it made every later reques
 fail to encode, which ended the run. The calls themselves run as the model sent them
 (the registry refuses such arguments with an error the model reads); only what is
 sent back is changed: each surrogate becomes the six characters ``\\udc80``.
+
+The escaping itself is `toolbridge.core.sendable`'s, which the tools' definitions go
+through too; this module keeps the conversation's turn-by-turn bookkeeping.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-import json
-import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
-
 from toolbridge.agent.messages import Message
-from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.sendable import sendable, sendable_text
 
 __all__ = ["Sendable", "sendable_text"]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-T = TypeVar("T")
 
 
 class Sendable:
@@ -44,108 +36,10 @@ class Sendable:
             start = 0
         for index in range(start, len(messages)):
             try:
-                escaped = _escaped(messages[index], _as_text)
+                escaped = sendable(messages[index])
             except RecursionError:  # nested past Python's limit: sent as it is (the
                 continue  # provider's SDK reports what it cannot encode)
             messages[index] = escaped
         self._checked = len(messages)
         self._last = messages[-1] if messages else None
         return messages
-
-
-def sendable_text(text: str) -> str:
-    """`text` with each lone surrogate written as the six characters ``\\udc80``: for
-    text sent outside the conversation (the instructions, with a skill's description
-    read from its file)."""
-    return text if _encodable(text) else _escaped(text, _as_text)
-
-
-def _encodable(text: str) -> bool:
-    """Whether `text` holds no surrogate (ASCII is checked without a copy; the rest is
-    encoded, in C, which is many times faster than searching it)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _as_text(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group()):04x}"
-
-
-def _arguments_text(text: str) -> str:
-    """Arguments' JSON text, which an adapter may parse to send an object: a surrogate
-    JSON decodes (``"\\udc80"``, or the character itself) is written so that it reads
-    back as the six characters, not as the surrogate; the same text when there is none."""
-    if "\\u" not in text and _encodable(text):
-        return text
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON (or too deep): sent as text
-        return _escaped(text, _as_text)
-    escaped = _escaped(value, _as_text)
-    return text if escaped is value else json.dumps(escaped, ensure_ascii=False)
-
-
-def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
-    """`value` with its strings' surrogates written by `write` (the same object when it
-    has none): strings, mappings, lists, tuples and dataclasses, walked."""
-    result: Any = value
-    if isinstance(value, str):
-        if not _encodable(value):
-            result = _SURROGATE.sub(write, value)
-    elif isinstance(value, Mapping | list | tuple):
-        result = _escaped_tree(value, write)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {
-            field.name: _escaped(getattr(value, field.name), write)
-            for field in dataclasses.fields(value)
-            if field.init
-        }
-        if isinstance(value, ToolCallRequest) and isinstance(value.arguments, str):
-            fields["arguments"] = _arguments_text(value.arguments)
-        if any(new is not getattr(value, name) for name, new in fields.items()):
-            result = dataclasses.replace(value, **fields)
-    return result  # type: ignore[no-any-return]
-
-
-_Tree = Mapping[Any, Any] | list[Any] | tuple[Any, ...]
-
-
-def _escaped_tree(root: _Tree, write: Callable[[re.Match[str]], str]) -> Any:
-    """`_escaped` of nested mappings, lists and tuples, walked with a stack of its own:
-    a model's arguments may nest deeper than Python's recursion limit (a recursive walk
-    gave up on them, and their surrogates went out and failed the request)."""
-    stack: list[tuple[_Tree, Iterator[Any], list[Any]]] = [(root, _children(root), [])]
-    while True:
-        node, children, done = stack[-1]
-        for child in children:
-            if isinstance(child, Mapping | list | tuple):
-                stack.append((child, _children(child), []))
-                break
-            done.append(_escaped(child, write))
-        else:
-            stack.pop()
-            rebuilt = _rebuilt(node, done)
-            if not stack:
-                return rebuilt
-            stack[-1][2].append(rebuilt)
-
-
-def _children(node: _Tree) -> Iterator[Any]:
-    """A mapping's keys and values, alternately; a list's or a tuple's items."""
-    if isinstance(node, Mapping):
-        return itertools.chain.from_iterable(node.items())
-    return iter(node)
-
-
-def _rebuilt(node: _Tree, done: list[Any]) -> Any:
-    """`node` with its children `done` (itself when none changed)."""
-    if all(new is old for new, old in zip(done, _children(node), strict=True)):
-        return node
-    if isinstance(node, Mapping):
-        return dict(zip(done[0::2], done[1::2], strict=True))
-    return list(done) if isinstance(node, list) else tuple(done)

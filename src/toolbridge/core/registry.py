@@ -41,6 +41,7 @@ from toolbridge.core.jsondata import text_may_hide_problems
 from toolbridge.core.naming import NameIndex
 from toolbridge.core.results import MalformedResult, to_tool_result
 from toolbridge.core.schema import CompiledSchema, check_parameters_schema
+from toolbridge.core.sendable import sendable_definition
 from toolbridge.core.tool import Tool, ToolContext, ToolResult, current_call
 from toolbridge.core.work_start import AskedOnLoop, current_work_start
 
@@ -165,13 +166,16 @@ class ToolRegistry:
             # what the model is told and what is validated must stay the same schema
             with contextlib.suppress(AttributeError):  # a read-only property stays as it is
                 tool.parameters = freeze(tool.parameters)
+        # what the model is told and what calls are checked against: one escaped schema
+        definition = sendable_definition(tool)
         try:
-            schema = CompiledSchema(tool.parameters)
+            schema = CompiledSchema(definition.parameters)
         except ToolDefinitionError as exc:
             raise ToolDefinitionError(f"tool {name!r}: {exc}") from None
-        properties = tool.parameters.get("properties") or {}
-        takes_other_keys = "patternProperties" in tool.parameters or (
-            tool.parameters.get("additionalProperties", False) is not False
+        parameters = definition.parameters
+        properties = parameters.get("properties") or {}
+        takes_other_keys = "patternProperties" in parameters or (
+            parameters.get("additionalProperties", False) is not False
         )
         cls = type(tool)
         self._entries[name] = _Entry(

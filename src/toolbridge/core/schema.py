@@ -36,6 +36,7 @@ from toolbridge.core.schema_issues import (
     shorten,
 )
 from toolbridge.core.schema_keywords import typed_depth
+from toolbridge.core.sendable import sendable
 
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
@@ -63,8 +64,9 @@ def check_parameters_schema(schema: object, *, owner: str) -> None:
             f'{owner}: parameters must be a JSON Schema with "type": "object" at the top, '
             f"got type {schema.get('type')!r}"
         )
-    try:
-        jsonschema_rs.meta.validate(thaw(schema), registry=_no_fetching())
+    try:  # as it is sent and checked: a lone surrogate written as text (jsonschema-rs,
+        # like UTF-8, cannot take one: a bare ValueError, not a definition error)
+        jsonschema_rs.meta.validate(thaw(sendable(schema)), registry=_no_fetching())
     except jsonschema_rs.ValidationError as exc:
         path = format_path(exc.instance_path)
         raise ToolDefinitionError(

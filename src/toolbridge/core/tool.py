@@ -21,6 +21,7 @@ from toolbridge.core.frozen import freeze
 from toolbridge.core.jsontext import to_json_text
 from toolbridge.core.pathlocks import PathLocks
 from toolbridge.core.schema import EMPTY_OBJECT_SCHEMA, check_parameters_schema
+from toolbridge.core.sendable import sendable_definition
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -271,13 +272,16 @@ class Tool:
         return False
 
     def to_schema(self) -> dict[str, Any]:
-        """The definition in OpenAI Chat Completions shape, as a fresh plain dict."""
+        """The definition in OpenAI Chat Completions shape, as a fresh plain dict, as it
+        is sent: a lone surrogate written as the six characters ``\\udc80``
+        (`toolbridge.core.sendable.sendable_definition`)."""
+        definition = sendable_definition(self)
         return {
             "type": "function",
             "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": json.loads(json.dumps(self.parameters)),
+                "name": definition.name,
+                "description": definition.description,
+                "parameters": json.loads(json.dumps(definition.parameters)),
             },
         }
 

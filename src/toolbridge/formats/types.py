@@ -20,6 +20,7 @@ from toolbridge.core.frozen import thaw
 from toolbridge.core.jsontext import to_json_text
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.results import EMPTY_RESULT
+from toolbridge.core.sendable import check_sendable_name, sendable, sendable_definition
 from toolbridge.core.tool import ImageBlock, TextBlock, Tool, ToolResult
 
 __all__ = [
@@ -190,13 +191,20 @@ class HistoryChange:
 
 
 def tool_specs(tools: ToolSource) -> list[ToolSpec]:
-    """The tools as `ToolSpec`s: a registry in its stable definition order, else as given."""
+    """The tools as `ToolSpec`s: a registry in its stable definition order, else as given.
+
+    As they can be sent: each lone surrogate in a description or a schema written as the
+    six characters ``\\udc80`` (a tool's, once per tool: `sendable_definition`); a name
+    holding one is a `ToolDefinitionError` naming it (a model could not call it back).
+    """
     specs: list[ToolSpec] = []
     for item in tools:
         if isinstance(item, ToolSpec):
-            specs.append(item)
+            check_sendable_name(item.name)
+            specs.append(sendable(item))
         elif isinstance(item, Tool):
-            specs.append(ToolSpec(item.name, item.description, item.parameters))
+            definition = sendable_definition(item)
+            specs.append(ToolSpec(definition.name, definition.description, definition.parameters))
         else:
             raise TypeError(
                 f"expected a ToolRegistry or Tool/ToolSpec objects, got {type(item).__name__}"

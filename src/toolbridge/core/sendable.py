@@ -1,0 +1,218 @@
+"""Text as a provider can be sent it: no lone surrogate anywhere.
+
+JSON lets text hold a lone surrogate (``"\\udc80"``), and a file name decoded with
+``surrogateescape`` holds one too: a Python string that UTF-8 cannot encode. One in a
+request (the conversation, the instructions, a tool's definition) made the request fail
+to encode, which ended the run. Each is sent as the six characters ``\\udc80`` instead.
+
+`sendable` escapes any value (strings, mappings, lists, tuples, dataclasses), returning
+the very object when there is nothing to escape; `sendable_text` one string.
+`sendable_definition` is a tool's definition (name, description, parameters) escaped
+once per tool: the registry validates calls against that schema, and every provider
+format renders it (`toolbridge.formats.types.tool_specs`), so what a model is told is
+what is checked, and a render reuses it rather than walking the schema again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import re
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from toolbridge.core.calls import ToolCallRequest
+from toolbridge.core.errors import ToolDefinitionError
+from toolbridge.core.frozen import FrozenDict, freeze
+
+__all__ = [
+    "Defined",
+    "SendableDefinition",
+    "check_sendable_name",
+    "sendable",
+    "sendable_definition",
+    "sendable_text",
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+T = TypeVar("T")
+
+
+def sendable(value: T) -> T:
+    """`value` with each lone surrogate in its strings (mapping keys included) written as
+    the six characters ``\\udc80``; the same object when it holds none."""
+    return _escaped(value, _as_text)
+
+
+def sendable_text(text: str) -> str:
+    """`text` with each lone surrogate written as the six characters ``\\udc80``: for
+    text sent outside the conversation (the instructions, with a skill's description
+    read from its file)."""
+    return text if _encodable(text) else _escaped(text, _as_text)
+
+
+def check_sendable_name(name: str) -> None:
+    """Refuse a tool name holding a lone surrogate: escaped, a model could only call the
+    tool back by the escaped name, which is not the tool's."""
+    if isinstance(name, str) and not _encodable(name):
+        raise ToolDefinitionError(
+            f"tool name {name!r} holds a lone surrogate (text decoded from bytes that are "
+            "not UTF-8), which no provider can be sent: a model could never call it back; "
+            "rename the tool"
+        )
+
+
+class Defined(Protocol):
+    """What a definition is made of: a `toolbridge.core.tool.Tool` (not imported: the
+    tool module imports this one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SendableDefinition:
+    """A tool's definition as it is sent and checked: `parameters` frozen, no lone
+    surrogate in `description` or `parameters` (the tool's own objects when none)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+# id(tool) -> (a weak reference to the tool, the description and parameters its
+# definition was made from, the definition). An entry goes with its tool; a tool whose
+# name, description or parameters were replaced since gets its definition made again (its
+# parameters walked again only when they were the ones replaced).
+_definitions: dict[int, tuple[weakref.ref[Any], str, Mapping[str, Any], SendableDefinition]] = {}
+
+
+def sendable_definition(tool: Defined) -> SendableDefinition:
+    """`tool`'s definition with each lone surrogate written as text, made once per tool.
+
+    A name holding one is refused (`check_sendable_name`): a `ToolDefinitionError`.
+    """
+    name, description, parameters = tool.name, tool.description, tool.parameters
+    key = id(tool)
+    cached = _definitions.get(key)
+    if cached is not None and cached[0]() is tool and cached[2] is parameters:
+        definition = cached[3]
+        if definition.name == name and cached[1] == description:
+            return definition
+        escaped_parameters = definition.parameters
+    else:
+        escaped_parameters = _sendable_parameters(parameters)
+    check_sendable_name(name)
+    definition = SendableDefinition(name, sendable(description), escaped_parameters)
+    reference = weakref.ref(tool, lambda _, key=key: _definitions.pop(key, None))  # type: ignore[misc]
+    _definitions[key] = (reference, description, parameters, definition)
+    return definition
+
+
+def _sendable_parameters(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`parameters` escaped and frozen: itself when it is frozen and holds no surrogate."""
+    escaped = sendable(parameters)
+    if escaped is parameters and isinstance(parameters, FrozenDict):
+        return parameters
+    return freeze(escaped)  # type: ignore[no-any-return]
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` holds no surrogate (ASCII is checked without a copy; the rest is
+    encoded, in C, which is many times faster than searching it)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _as_text(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def _arguments_text(text: str) -> str:
+    """Arguments' JSON text, which an adapter may parse to send an object: a surrogate
+    JSON decodes (``"\\udc80"``, or the character itself) is written so that it reads
+    back as the six characters, not as the surrogate; the same text when there is none."""
+    if "\\u" not in text and _encodable(text):
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON (or too deep): sent as text
+        return _escaped(text, _as_text)
+    escaped = _escaped(value, _as_text)
+    return text if escaped is value else json.dumps(escaped, ensure_ascii=False)
+
+
+def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
+    """`value` with its strings' surrogates written by `write` (the same object when it
+    has none): strings, mappings, lists, tuples and dataclasses, walked."""
+    result: Any = value
+    if isinstance(value, str):
+        if not _encodable(value):
+            result = _SURROGATE.sub(write, value)
+    elif isinstance(value, Mapping | list | tuple):
+        result = _escaped_tree(value, write)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {
+            field.name: _escaped(getattr(value, field.name), write)
+            for field in dataclasses.fields(value)
+            if field.init
+        }
+        if isinstance(value, ToolCallRequest) and isinstance(value.arguments, str):
+            fields["arguments"] = _arguments_text(value.arguments)
+        if any(new is not getattr(value, name) for name, new in fields.items()):
+            result = dataclasses.replace(value, **fields)
+    return result  # type: ignore[no-any-return]
+
+
+_Tree = Mapping[Any, Any] | list[Any] | tuple[Any, ...]
+
+
+def _escaped_tree(root: _Tree, write: Callable[[re.Match[str]], str]) -> Any:
+    """`_escaped` of nested mappings, lists and tuples, walked with a stack of its own:
+    a model's arguments may nest deeper than Python's recursion limit (a recursive walk
+    gave up on them, and their surrogates went out and failed the request)."""
+    stack: list[tuple[_Tree, Iterator[Any], list[Any]]] = [(root, _children(root), [])]
+    while True:
+        node, children, done = stack[-1]
+        for child in children:
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, _children(child), []))
+                break
+            done.append(_escaped(child, write))
+        else:
+            stack.pop()
+            rebuilt = _rebuilt(node, done)
+            if not stack:
+                return rebuilt
+            stack[-1][2].append(rebuilt)
+
+
+def _children(node: _Tree) -> Iterator[Any]:
+    """A mapping's keys and values, alternately; a list's or a tuple's items."""
+    if isinstance(node, Mapping):
+        return itertools.chain.from_iterable(node.items())
+    return iter(node)
+
+
+def _rebuilt(node: _Tree, done: list[Any]) -> Any:
+    """`node` with its children `done` (itself when none changed)."""
+    if all(new is old for new, old in zip(done, _children(node), strict=True)):
+        return node
+    if isinstance(node, Mapping):
+        return dict(zip(done[0::2], done[1::2], strict=True))
+    return list(done) if isinstance(node, list) else tuple(done)
