@@ -9,13 +9,14 @@ characters ``\\udc80``, as the conversation and the instructions are."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, Field
 from tests.agent.scripted_server import ScriptedServer
 from tests.agent.test_deadline import PROVIDERS, adapter, answer
 
@@ -67,6 +68,9 @@ def strings(value: Any) -> Iterator[str]:
     """Every string in a JSON value, keys included."""
     if isinstance(value, str):
         yield value
+        if value.startswith("{"):  # a schema sent as JSON text (Bedrock's)
+            with contextlib.suppress(ValueError):
+                yield from strings(json.loads(value))
     elif isinstance(value, dict):
         for key, item in value.items():
             yield key
@@ -121,3 +125,26 @@ async def test_a_model_calls_the_escaped_tool_as_it_was_told(workspace: Path) ->
     refused = registry.prepare_call("lone_schema", {"mode\\udc80": "fast"})
     assert refused.error is not None  # told the values it may give, as JSON text
     assert json.dumps("fast\\udc82") in refused.error.render()
+
+
+class LoneAnswer(BaseModel):
+    """An answer whose schema holds a lone surrogate (a field's description)."""
+
+    city: str = Field(description="a city, caf\udce9 or not")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_native_output_schema_with_a_lone_surrogate_is_sent_escaped(
+    server: ScriptedServer, workspace: Path, provider: str
+) -> None:
+    """The output type's schema, sent as the provider's native structured output (where it
+    has one; the ``final_result`` tool elsewhere, a definition like any other), went out
+    as it was: the request failed to encode."""
+    server.add(answer(provider, '{"city": "Paris"}'))
+    registry = ToolRegistry([], context=ToolContext(workspace))
+    runner = AgentRunner(adapter(provider, server.url), registry, output_type=LoneAnswer)
+    result = await runner.run("hi")
+    assert result.stop_reason is StopReason.FINAL, result
+    assert result.output_value == LoneAnswer(city="Paris")
+    [body] = server.bodies()
+    assert "a city, caf\\udce9 or not" in set(strings(body)), provider

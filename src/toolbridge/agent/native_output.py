@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge.core.sendable import sendable, sendable_text
 from toolbridge.formats.schemas import UnsupportedSchema, openai_strict
 
 __all__ = ["NativeOutput"]
@@ -161,8 +162,11 @@ class NativeOutput:
     def from_schema(
         cls, schema: Mapping[str, Any], *, name: str | None = None, description: str | None = None
     ) -> NativeOutput:
-        """The three forms of `schema`; `name` defaults to its title (a provider-safe name)."""
-        full = dict(schema)
+        """The three forms of `schema`; `name` defaults to its title (a provider-safe name).
+        Sent as it can be: each lone surrogate (a field's description, say) written as the
+        six characters ``\\udc80``, as tool definitions are (`core.sendable`)."""
+        full = dict(sendable(schema))
+        description = sendable_text(description) if description is not None else None
         strict, strict_problem = _strict_form(full)
         closed, closed_problem = _form(full, _closed_rule)
         title = name or str(full.get("title") or "output")
