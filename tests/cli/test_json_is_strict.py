@@ -16,6 +16,7 @@ import pytest
 from tests.agent.scripted_server import ScriptedServer, openai_chat_stream, serve
 from tests.agent.test_cli import agent
 from tests.cli.conftest import Cli
+from tests.json_strings import strings
 
 LONE = r'''
     from toolbridge import tool
@@ -27,18 +28,6 @@ LONE = r'''
 '''
 
 SURROGATE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
 
 
 def strict(text: str) -> list[Any]:

@@ -25,6 +25,7 @@ import pytest
 from tests.agent.scripted_server import Reply, ScriptedServer, openai_chat_stream, serve
 from tests.cli.conftest import Cli
 from tests.cli.hostile_text import HOSTILE, IN_ARGV, LITERAL, MARKUP, assert_inert
+from tests.json_strings import strings
 
 from toolbridge.journal import CallKey, SQLiteJournal
 
@@ -87,19 +88,6 @@ def run(
 
 
 inert = assert_inert
-
-
-def strings(value: object) -> Iterator[str]:
-    """Every string in a JSON value, keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
 
 
 # --- tools, call, exec ------------------------------------------------------------------

@@ -7,10 +7,11 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.json_strings import strings
 
 from toolbridge import Tool, ToolDefinitionError, ToolRegistry
 from toolbridge.core import sendable as sendable_module
@@ -63,18 +64,6 @@ FORMATS: dict[str, Callable[[Any], Any]] = {
     "bedrock": bedrock.definitions,
     "registry": lambda tools: ToolRegistry(tools).get_definitions(),
 }
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
 
 
 @pytest.mark.parametrize("render", FORMATS.values(), ids=FORMATS.keys())
