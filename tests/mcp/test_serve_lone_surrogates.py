@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,10 @@ from typing import Any
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 
+REPO = Path(__file__).resolve().parents[2]
+
 PLUGIN = r'''
+    from dataclasses import dataclass
     from typing import Annotated
 
     from pydantic import Field
@@ -37,6 +41,16 @@ PLUGIN = r'''
     def lone_dict() -> dict[str, str]:
         """Returns a mapping whose key and value hold a lone surrogate."""
         return {"k\udce9": "v\ud800"}
+
+    @dataclass
+    class Record:
+        name: str
+        tags: dict[str, str]
+
+    @tool(read_only=True)
+    def lone_record() -> Record:
+        """Returns a dataclass whose name and a key of its mapping hold a lone surrogate."""
+        return Record("caf\udce9", {"k\udce9": "v"})
 '''
 
 
@@ -47,7 +61,7 @@ def _install(site: Path) -> None:
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lone_plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[toolbridge.tools]\nlone = lone_plugin:lone\nlone_dict = lone_plugin:lone_dict\n"
-        "lone_schema = lone_plugin:lone_schema\n"
+        "lone_schema = lone_plugin:lone_schema\nlone_record = lone_plugin:lone_record\n"
     )
 
 
@@ -66,7 +80,11 @@ async def test_lone_surrogates_are_served_as_text(
     server = StdioServerParameters(
         command=served["command"],
         args=served["args"],
-        env={**os.environ, "PYTHONPATH": str(site)},
+        # this checkout's toolbridge, not the one the command was installed from
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "src"), *sys.path]),
+        },
     )
     reports: list[str | None] = []
 
@@ -88,6 +106,11 @@ async def test_lone_surrogates_are_served_as_text(
         mapping = await client.call_tool("lone_dict", {})
         assert not mapping.is_error, _text(mapping)
         assert mapping.structured_content == {"k\\udce9": "v\\ud800"}
+        # a dataclass is escaped before pydantic dumps it (which wrote a key's lone
+        # surrogate as U+FFFD): its key reads as the six characters, as a mapping's does
+        record = await client.call_tool("lone_record", {})
+        assert not record.is_error, _text(record)
+        assert record.structured_content == {"name": "caf\\udce9", "tags": {"k\\udce9": "v"}}
         listing = await client.call_tool("list_dir", {})
         assert "caf\\xe9.txt  (6 B)" in _text(listing).splitlines()
         read = await client.call_tool("read_file", {"path": "caf\\xe9.txt"})

@@ -5,8 +5,11 @@ JSON lets text hold a lone surrogate (``"\\udc80"``), and a file name decoded wi
 request (the conversation, the instructions, a tool's definition) made the request fail
 to encode, which ended the run. Each is sent as the six characters ``\\udc80`` instead.
 
-`sendable` escapes any value (strings, mappings, lists, tuples, dataclasses), returning
-the very object when there is nothing to escape; `sendable_text` one string.
+`sendable` escapes any value (strings, mappings, lists, tuples, dataclasses; with
+``models=True`` pydantic models too, as the MCP server sends them and its client reads
+them), returning the very object when there is nothing to escape; `sendable_text` one
+string. pydantic is imported only when models are asked for: ``import toolbridge``
+stays light.
 `sendable_definition` is a tool's definition (name, description, parameters) escaped
 once per tool: the registry validates calls against that schema, and every provider
 format renders it (`toolbridge.formats.types.tool_specs`), so what a model is told is
@@ -20,13 +23,16 @@ import itertools
 import json
 import re
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolbridge.core.calls import ToolCallRequest
 from toolbridge.core.errors import ToolDefinitionError
 from toolbridge.core.frozen import FrozenDict, freeze
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "Defined",
@@ -42,17 +48,25 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 T = TypeVar("T")
 
 
-def sendable(value: T) -> T:
+def sendable(value: T, *, models: bool = False) -> T:
     """`value` with each lone surrogate in its strings (mapping keys included) written as
-    the six characters ``\\udc80``; the same object when it holds none."""
-    return _escaped(value, _as_text)
+    the six characters ``\\udc80``; the same object when it holds none.
+
+    With `models`, a pydantic model is walked too (its fields and its extra fields): a
+    changed one is copied with ``model_copy(update=...)``, its extra fields replaced.
+    Without, a model is left as it is."""
+    if models:
+        from pydantic import BaseModel
+
+        return _escaped(value, BaseModel)
+    return _escaped(value, None)
 
 
 def sendable_text(text: str) -> str:
     """`text` with each lone surrogate written as the six characters ``\\udc80``: for
     text sent outside the conversation (the instructions, with a skill's description
     read from its file)."""
-    return text if _encodable(text) else _escaped(text, _as_text)
+    return text if _encodable(text) else _escaped(text, None)
 
 
 def check_sendable_name(name: str) -> None:
@@ -152,23 +166,24 @@ def _arguments_text(text: str) -> str:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # not JSON (or too deep): sent as text
-        return _escaped(text, _as_text)
-    escaped = _escaped(value, _as_text)
+        return _escaped(text, None)
+    escaped = _escaped(value, None)
     return text if escaped is value else json.dumps(escaped, ensure_ascii=False)
 
 
-def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
-    """`value` with its strings' surrogates written by `write` (the same object when it
-    has none): strings, mappings, lists, tuples and dataclasses, walked."""
+def _escaped(value: T, model: type[BaseModel] | None) -> T:
+    """`value` with its strings' surrogates written as text (the same object when it has
+    none): strings, mappings, lists, tuples and dataclasses, walked; instances of `model`
+    (pydantic's `BaseModel`, when models are asked for) too."""
     result: Any = value
     if isinstance(value, str):
         if not _encodable(value):
-            result = _SURROGATE.sub(write, value)
+            result = _SURROGATE.sub(_as_text, value)
     elif isinstance(value, Mapping | list | tuple):
-        result = _escaped_tree(value, write)
+        result = _escaped_tree(value, model)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {
-            field.name: _escaped(getattr(value, field.name), write)
+            field.name: _escaped(getattr(value, field.name), model)
             for field in dataclasses.fields(value)
             if field.init
         }
@@ -176,13 +191,32 @@ def _escaped(value: T, write: Callable[[re.Match[str]], str]) -> T:
             fields["arguments"] = _arguments_text(value.arguments)
         if any(new is not getattr(value, name) for name, new in fields.items()):
             result = dataclasses.replace(value, **fields)
+    elif model is not None and isinstance(value, model):
+        result = _escaped_model(value, model)
     return result  # type: ignore[no-any-return]
+
+
+def _escaped_model(value: BaseModel, model: type[BaseModel]) -> BaseModel:
+    """A pydantic model with its fields and extra fields escaped: itself when none
+    changed, else a copy with the changed fields (``model_copy(update=...)``, which also
+    counts them as set) and the escaped extra fields."""
+    changed = {
+        name: new for name, old in vars(value).items() if (new := _escaped(old, model)) is not old
+    }
+    extra = value.__pydantic_extra__
+    new_extra = _escaped(extra, model) if extra else extra
+    if not changed and new_extra is extra:
+        return value
+    copy = value.model_copy(update=changed)
+    if new_extra is not extra:
+        copy.__pydantic_extra__ = new_extra
+    return copy
 
 
 _Tree = Mapping[Any, Any] | list[Any] | tuple[Any, ...]
 
 
-def _escaped_tree(root: _Tree, write: Callable[[re.Match[str]], str]) -> Any:
+def _escaped_tree(root: _Tree, model: type[BaseModel] | None) -> Any:
     """`_escaped` of nested mappings, lists and tuples, walked with a stack of its own:
     a model's arguments may nest deeper than Python's recursion limit (a recursive walk
     gave up on them, and their surrogates went out and failed the request)."""
@@ -193,7 +227,7 @@ def _escaped_tree(root: _Tree, write: Callable[[re.Match[str]], str]) -> Any:
             if isinstance(child, Mapping | list | tuple):
                 stack.append((child, _children(child), []))
                 break
-            done.append(_escaped(child, write))
+            done.append(_escaped(child, model))
         else:
             stack.pop()
             rebuilt = _rebuilt(node, done)

@@ -39,13 +39,13 @@ from pydantic import ValidationError
 from toolbridge.core.errors import ToolDefinitionError, ToolExecutionError
 from toolbridge.core.frozen import freeze
 from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.sendable import sendable
 from toolbridge.core.tool import Tool, ToolResult
 from toolbridge.execution.progress import ToolProgress, current_progress_sink, tool_progress
 from toolbridge.mcp.config import MCPServerConfig, load_mcp_config
 from toolbridge.mcp.content import from_mcp_result
 from toolbridge.mcp.names import local_names
 from toolbridge.mcp.schemas import input_schema, output_schema, tool_policy
-from toolbridge.mcp.sendable import sendable
 
 __all__ = ["MCPClient", "MCPConnection", "MCPServerStatus", "MCPTool", "MCPToolsChanged"]
 

@@ -21,8 +21,8 @@ import mcp_types as mt
 
 from toolbridge.core.errors import ErrorKind
 from toolbridge.core.jsontext import to_json_text
+from toolbridge.core.sendable import sendable
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolResult
-from toolbridge.mcp.sendable import sendable
 
 __all__ = [
     "CONTENT_KEY",
@@ -48,7 +48,7 @@ def from_mcp_result(result: mt.CallToolResult, *, server: str, tool: str) -> Too
     lossy = not all(isinstance(item, _LOSSLESS) for item in result.content)
     if lossy:
         metadata[CONTENT_KEY] = [  # a lone surrogate in a key was dumped as U+FFFD
-            sendable(item).model_dump(by_alias=True, mode="json", exclude_none=True)
+            sendable(item, models=True).model_dump(by_alias=True, mode="json", exclude_none=True)
             for item in result.content
         ]
     if structured is not None:

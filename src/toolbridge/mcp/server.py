@@ -40,6 +40,7 @@ from toolbridge.core.errors import ErrorKind, ToolConfigError
 from toolbridge.core.frozen import thaw
 from toolbridge.core.function_tool import FunctionTool
 from toolbridge.core.registry import ToolRegistry
+from toolbridge.core.sendable import sendable
 from toolbridge.core.tool import Tool, ToolResult, reset_session, set_session
 from toolbridge.core.tool_search import MAX_LIMIT, SEARCH_PARAMETERS, ToolIndex
 from toolbridge.execution.approval import ApprovalRequest
@@ -47,7 +48,6 @@ from toolbridge.execution.executor import ExecutionPolicy, ToolExecutor
 from toolbridge.execution.outcomes import OutcomeStatus, ToolOutcome
 from toolbridge.execution.progress import LoopSink, ToolProgress, progress_sink
 from toolbridge.mcp.content import ERROR_KIND_META, STRUCTURED_KEY, to_mcp_content
-from toolbridge.mcp.sendable import sendable
 
 __all__ = ["MCPToolServer"]
 
@@ -265,7 +265,7 @@ class MCPToolServer:
                 if self.tool_search
                 else [self._definition(tool) for tool in self.registry]
             )
-            self._listing = (digest, sendable(mt.ListToolsResult(tools=tools)))
+            self._listing = (digest, sendable(mt.ListToolsResult(tools=tools), models=True))
         return self._listing[1]
 
     def _remember(self, session: Any, digest: str) -> None:
@@ -324,7 +324,7 @@ class MCPToolServer:
     async def _call_tool(
         self, ctx: Any, params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        return sendable(await self._answer(ctx, params))
+        return sendable(await self._answer(ctx, params), models=True)
 
     async def _answer(
         self, ctx: Any, params: mt.CallToolRequestParams
@@ -461,7 +461,7 @@ class MCPToolServer:
             output = self._output(tool)
             if output is not None:
                 try:
-                    structured = output.dump(sendable(outcome.value), result)
+                    structured = output.dump(sendable(outcome.value, models=True), result)
                 except Exception as exc:
                     logger.warning("structured content of %r failed: %r", tool.name, exc)
         meta = None
