@@ -4,17 +4,18 @@ a model could never call back, is refused naming the tool."""
 
 from __future__ import annotations
 
-import gc
+import copy
 import json
 import re
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from tests.json_strings import strings
 
 from toolbridge import Tool, ToolDefinitionError, ToolRegistry
-from toolbridge.core import sendable as sendable_module
 from toolbridge.core.frozen import FrozenDict
 from toolbridge.core.sendable import sendable_definition
 from toolbridge.formats import anthropic, bedrock, gemini, ollama, openai_chat, openai_responses
@@ -109,14 +110,37 @@ def test_a_definition_is_escaped_once_per_tool_until_the_tool_changes() -> None:
     assert changed.parameters is first.parameters  # the same schema: not walked again
 
 
-def test_a_definition_goes_with_its_tool() -> None:
+def test_a_definition_is_kept_on_its_tool_and_goes_with_it() -> None:
     lone = Lone()
-    sendable_definition(lone)
-    key = id(lone)
-    assert key in sendable_module._definitions
+    ToolRegistry([lone])  # registering freezes its parameters: its definition is made then
+    first = sendable_definition(lone)
+    ToolRegistry([lone]).get_definitions()  # another registry over the tool shares it
+    assert sendable_definition(lone) is first
+    copied = copy.copy(lone)  # a copy starts with the definition it was copied with...
+    assert sendable_definition(copied) is first
+    copied.description = "Copied \udc85."  # ...and changing it leaves the original's alone
+    assert sendable_definition(copied).description == "Copied \\udc85."
+    assert sendable_definition(lone) is first
+    gone = weakref.ref(lone)
     del lone
-    gc.collect()
-    assert key not in sendable_module._definitions
+    assert gone() is None  # the definition holds no reference back: freed with the tool
+
+
+@dataclass(frozen=True, slots=True)
+class Slotted:
+    """A definition's parts in an object without a __dict__ (or a weak reference)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+def test_an_object_without_a_dict_gets_its_definition_each_time() -> None:
+    slotted = Slotted("slotted", "A \udc80.", Lone.parameters)
+    first = sendable_definition(slotted)
+    assert first.description == "A \\udc80."
+    assert first.parameters["required"] == ["mode\\udc80"]
+    assert sendable_definition(slotted) == first
 
 
 def test_the_registry_validates_the_schema_the_model_is_told() -> None:

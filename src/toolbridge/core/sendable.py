@@ -22,7 +22,6 @@ import dataclasses
 import itertools
 import json
 import re
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -104,32 +103,36 @@ class SendableDefinition:
     parameters: Mapping[str, Any]
 
 
-# id(tool) -> (a weak reference to the tool, the description and parameters its
-# definition was made from, the definition). An entry goes with its tool; a tool whose
-# name, description or parameters were replaced since gets its definition made again (its
-# parameters walked again only when they were the ones replaced).
-_definitions: dict[int, tuple[weakref.ref[Any], str, Mapping[str, Any], SendableDefinition]] = {}
+# The key in a tool's own __dict__ under which its definition is kept (as
+# functools.cached_property keeps a value): (the description and parameters it was made
+# from, the definition). It lives and goes with the tool, whatever registries share it;
+# a tool whose name, description or parameters were replaced since gets its definition
+# made again (its parameters walked again only when they were the ones replaced).
+_KEPT = "_toolbridge_sendable_definition"
 
 
 def sendable_definition(tool: Defined) -> SendableDefinition:
-    """`tool`'s definition with each lone surrogate written as text, made once per tool.
+    """`tool`'s definition with each lone surrogate written as text, made once per tool
+    and kept on it (made each time for an object without a ``__dict__`` of its own).
 
     A name holding one is refused (`check_sendable_name`): a `ToolDefinitionError`.
     """
     name, description, parameters = tool.name, tool.description, tool.parameters
-    key = id(tool)
-    cached = _definitions.get(key)
-    if cached is not None and cached[0]() is tool and cached[2] is parameters:
-        definition = cached[3]
-        if definition.name == name and cached[1] == description:
+    own = getattr(tool, "__dict__", None)
+    if not isinstance(own, dict):  # slots only, or a class's read-only mapping
+        own = None
+    kept = own.get(_KEPT) if own is not None else None
+    if kept is not None and kept[1] is parameters:
+        definition: SendableDefinition = kept[2]
+        if definition.name == name and kept[0] == description:
             return definition
         escaped_parameters = definition.parameters
     else:
         escaped_parameters = _sendable_parameters(parameters)
     check_sendable_name(name)
     definition = SendableDefinition(name, sendable(description), escaped_parameters)
-    reference = weakref.ref(tool, lambda _, key=key: _definitions.pop(key, None))  # type: ignore[misc]
-    _definitions[key] = (reference, description, parameters, definition)
+    if own is not None:
+        own[_KEPT] = (description, parameters, definition)
     return definition
 
 
