@@ -35,7 +35,15 @@ from toolbridge.journal.claims import (
     unheard,
 )
 from toolbridge.journal.postgres_connection import server_error
-from toolbridge.journal.postgres_sql import KEY, KEYS, kept, key_columns, qualified, write_sql
+from toolbridge.journal.postgres_sql import (
+    KEY,
+    KEYS,
+    kept,
+    key_columns,
+    qualified,
+    text_array,
+    write_sql,
+)
 from toolbridge.journal.records import (
     CallKey,
     Claim,
@@ -389,10 +397,10 @@ class BatchWriter:
         ran: list[Claim] = []  # the answers if every claim inserted its row
         contested: list[Claim | JournalError] | None = None
         if claims or starting or owned:
-            params = self._write_params(claims, starting, owned, now)
             sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
             sent = self._loop.time()
             try:
+                params = self._write_params(claims, starting, owned, now)
                 if claims:  # their answers are built while the server works
                     statement = self._loop.create_task(self._counts(sql, params))
                     await asyncio.sleep(0)  # sent
@@ -540,7 +548,11 @@ class BatchWriter:
                 texts.append(op.arguments_text)
                 approvals.append(op.approval_text)
                 states.append(claimed_state(op.queued))
-            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
+            params.update(
+                s=text_array(sessions), c=text_array(ids), h=text_array(digests),
+                t=text_array(tools), a=text_array(texts), p=text_array(approvals),
+                q=text_array(states),
+            )  # fmt: skip
         if starting:
             params.update(key_columns([job.op.key for job in starting], "s"))
         if owned:
@@ -553,7 +565,10 @@ class BatchWriter:
                 digests.append(key.args_hash)
                 outcomes.append(finish.outcome_text)
                 kinds.append(finish.error_kind)
-            params.update(fs=sessions, fc=ids, fh=digests, fo=outcomes, fe=kinds)
+            params.update(
+                fs=text_array(sessions), fc=text_array(ids), fh=text_array(digests),
+                fo=text_array(outcomes), fe=text_array(kinds),
+            )  # fmt: skip
         return params
 
     async def _finished(self, owned: list[Job[Finish]], count: int, now: float) -> set[CallKey]:
