@@ -54,6 +54,7 @@ from toolbridge.journal.records import (
     ClaimRequest,
     JournalEntry,
     JournalError,
+    journal_closed,
     session_in_use,
     session_lock_number,
 )
@@ -211,10 +212,13 @@ class PostgresJournal(BatchWriter, CallJournal):
     def finish_soon(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> asyncio.Future[None]:
-        future: asyncio.Future[None] | None = self._submit_soon(
-            Finish(key, JSONB.dumps(outcome), error_kind)
-        ).future
-        assert future is not None
+        # `_submit_soon` inlined: a call's outcome is the journal's most frequent job
+        if self._closed:
+            raise journal_closed(f"at {self._description}")
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._jobs.append(Job(Finish(key, JSONB.dumps(outcome), error_kind), future))
+        if self._idle is not None:
+            self._wake()
         return future
 
     async def abandon(self, key: CallKey) -> None:

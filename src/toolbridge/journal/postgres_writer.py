@@ -278,6 +278,19 @@ class BatchWriter:
         of the part names starts the next part. One statement changes a row once (of two
         of its parts updating one row, one is lost) and decides ownership before any of
         them, so the later job is answered as it would be after the earlier one's."""
+        named: list[CallKey] = []  # the common case, checked at once: every call once
+        for job in jobs:
+            op = job.op
+            kind = type(op)
+            if kind is Finish or kind is Start:
+                named.append(op.key)
+            elif kind is Claims:
+                named += [call.key for call in op.calls]
+            elif kind is Release:
+                named += op.keys
+        if len(set(named)) == len(named):
+            await self._run_part(jobs)
+            return
         while jobs:
             end = once_each(_calls(job.op) for job in jobs)
             await self._run_part(jobs[:end])
@@ -441,9 +454,10 @@ class BatchWriter:
         for start in starts:
             key = start.op.key
             self._answer(start, key in held, None if key in held else not_owned(key))
+        answers = self._answers  # as `_answer` notes them, a call less per outcome
         for finish in finishes:
             key = finish.op.key
-            self._answer(finish, key in done, None if key in done else not_owned(key))
+            answers.append((finish, True, None) if key in done else (finish, False, not_owned(key)))
 
     def _answer_claims(
         self, claims: list[Job[Claims]], answers: list[Claim] | list[Claim | JournalError]
