@@ -7,7 +7,8 @@ waits for its start mark, and a slot's hand-over brings the outcome of the call 
 ended with the start of the next one, so the start would otherwise wait for the outcome's
 update too. Its claims and finishes then go as one statement (`postgres_sql.write_sql`),
 answered by two counts, and only a claim that met a stored call reads rows (replay, busy,
-or take it over). A job on a call an earlier job of the batch named goes in the next
+or take it over). A batch of claims (`claim_many`) is one job with one answer, a list
+(`Claims`). A job on a call an earlier job of the batch named goes in the next
 statement. A failure is the answer of the operations it concerns, never of the writer; a
 claim nobody heard is undone.
 """
