@@ -40,9 +40,9 @@ from toolbridge.journal.claims import (
 from toolbridge.journal.postgres_connection import open_connection
 from toolbridge.journal.postgres_writer import (
     BatchWriter,
+    Claims,
     Finish,
     Job,
-    Operation,
     Release,
     Start,
 )
@@ -54,6 +54,7 @@ from toolbridge.journal.records import (
     ClaimRequest,
     JournalEntry,
     JournalError,
+    journal_closed,
     session_in_use,
     session_lock_number,
 )
@@ -62,6 +63,7 @@ from toolbridge.journal.rows import (
     JSONB,
     LISTING_ORDER,
     SESSIONS_QUERY,
+    NewCall,
     page_condition,
 )
 
@@ -111,12 +113,15 @@ class PostgresJournal(BatchWriter, CallJournal):
         queued: bool = False,
     ) -> Claim:
         call = JSONB.new_call(key, tool, arguments, approval, queued=queued)
-        result: Claim = await self._submit(call)
+        (answer,) = await self._submit(Claims([call]))
+        if isinstance(answer, JournalError):
+            raise answer
+        result: Claim = answer
         return result
 
     async def claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
         failed: dict[int, JournalError] = {}  # a call's own (a key or value not storable)
-        asked: list[Operation] = []
+        asked: list[NewCall] = []
         for place, call in enumerate(calls):
             try:
                 asked.append(
@@ -126,7 +131,13 @@ class PostgresJournal(BatchWriter, CallJournal):
                 )
             except JournalError as exc:
                 failed[place] = exc
-        claims: list[Claim | JournalError] = await self._submit_many(asked) if asked else []
+        claims: list[Claim | JournalError] = []
+        if asked:
+            job = self._submit_soon(Claims(asked))  # a closed journal raises here
+            try:
+                claims = await self._answer_of(job)
+            except JournalError as exc:  # the batch's statement failed: each call's answer
+                claims = [exc] * len(asked)
         if not failed:
             return claims
         answers = iter(claims)
@@ -201,10 +212,13 @@ class PostgresJournal(BatchWriter, CallJournal):
     def finish_soon(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> asyncio.Future[None]:
-        future: asyncio.Future[None] | None = self._submit_soon(
-            Finish(key, JSONB.dumps(outcome), error_kind)
-        ).future
-        assert future is not None
+        # `_submit_soon` inlined: a call's outcome is the journal's most frequent job
+        if self._closed:
+            raise journal_closed(f"at {self._description}")
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._jobs.append(Job(Finish(key, JSONB.dumps(outcome), error_kind), future))
+        if self._idle is not None:
+            self._wake()
         return future
 
     async def abandon(self, key: CallKey) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import Durability
 from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.postgres_sql import TEXT_ARRAY_OID, TextArray
 from toolbridge.journal.records import JournalError
 from toolbridge.journal.rows import LISTING_INDEX
 
@@ -82,6 +83,7 @@ async def open_connection(
         # libpq quotes the token of a string it cannot read (or the whole URI)
         reason = hide_passwords(str(exc), conninfo)
         raise JournalError(f"cannot connect to the journal at {description}: {reason}") from None
+    _send_text_arrays(conn)
     try:
         sync = "on" if durability == "power" else "off"
         await conn.execute(f"SET synchronous_commit = {sync}")
@@ -98,6 +100,22 @@ async def open_connection(
         await conn.close()
         raise
     return conn, description, owner
+
+
+def _send_text_arrays(conn: AsyncConnection[Any]) -> None:
+    """Let `conn` send a `TextArray` as it is: a binary ``text[]``, built already."""
+    from psycopg.adapt import Buffer, Dumper
+    from psycopg.pq import Format
+
+    class TextArrayDumper(Dumper):
+        format = Format.BINARY
+        oid = TEXT_ARRAY_OID
+
+        def dump(self, obj: Any) -> Buffer:
+            data: bytes = obj
+            return data
+
+    conn.adapters.register_dumper(TextArray, TextArrayDumper)
 
 
 async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:

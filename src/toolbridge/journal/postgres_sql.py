@@ -29,10 +29,24 @@ alike, from a table of a few hundred rows to millions.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
+
 from toolbridge.journal.records import CallKey
 from toolbridge.journal.rows import COLUMNS
 
-__all__ = ["KEY", "KEYS", "array", "kept", "key_columns", "qualified", "write_sql"]
+__all__ = [
+    "KEY",
+    "KEYS",
+    "TEXT_ARRAY_OID",
+    "TextArray",
+    "array",
+    "kept",
+    "key_columns",
+    "qualified",
+    "text_array",
+    "write_sql",
+]
 
 
 def array(name: str) -> str:
@@ -91,14 +105,81 @@ def write_sql(*, claims: bool, starts: bool, finishes: bool) -> str:
     return f"WITH {', '.join(parts)} SELECT {claimed}, {finished}"
 
 
-def key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, list[str]]:
+def key_columns(keys: list[CallKey], prefix: str = "") -> dict[str, TextArray]:
     """The parameters of `keys` as three arrays (sessions, call ids, digests), named
     `prefix` + ``s``, ``c``, ``h`` as `KEYS` and the batch statement read them."""
     return {
-        f"{prefix}s": [key.session for key in keys],
-        f"{prefix}c": [key.call_id for key in keys],
-        f"{prefix}h": [key.args_hash for key in keys],
+        f"{prefix}s": text_array([key.session for key in keys]),
+        f"{prefix}c": text_array([key.call_id for key in keys]),
+        f"{prefix}h": text_array([key.args_hash for key in keys]),
     }
+
+
+TEXT_ARRAY_OID = 1009
+"""PostgreSQL's ``text[]``."""
+_TEXT_OID = 25
+
+
+class TextArray(bytes):
+    """A ``text[]`` parameter already in PostgreSQL's binary form (`text_array`): the
+    journal's connection sends it as it is (`postgres_connection` registers its dumper).
+
+    psycopg dumps a list of texts element by element in Python (a call to the element's
+    dumper, a length packed, two appends: about 0.5 µs an element); a writer batch of 200
+    claims and 200 outcomes sends 12 such arrays. `text_array` builds the same bytes
+    with a few passes in C over the whole array."""
+
+    __slots__ = ()
+
+
+_INT = struct.Struct(">i").pack
+_HEAD = struct.Struct(">iiiii").pack  # dimensions, has nulls, element type; length, lower bound
+_NULL = _INT(-1)
+_SHORT = 4096
+_LENGTHS = [_INT(length).decode("latin-1") for length in range(_SHORT)]
+"""The 4-byte length of an element shorter than `_SHORT`, as the latin-1 text of its bytes."""
+
+
+def text_array(items: Sequence[str | None]) -> TextArray:
+    """`items` as a binary ``text[]`` of one dimension (None: NULL), the bytes psycopg's
+    binary list dumper makes of them (see `TextArray`). A text that is not valid UTF-8 (a
+    lone surrogate) raises `UnicodeEncodeError` (a `ValueError`), as it fails in psycopg."""
+    count = len(items)
+    if not count:
+        return TextArray(_INT(0) + _INT(0) + _INT(_TEXT_OID))
+    try:
+        joined = "".join(items)  # type: ignore[arg-type]  # a None raises TypeError
+    except TypeError:
+        if items.count(None) == count:  # no approval, no error kind: all NULL
+            return TextArray(_HEAD(1, 1, _TEXT_OID, count, 1) + _NULL * count)
+        return _one_by_one(items)
+    if joined.isascii():  # the common case: each element's bytes are its characters
+        parts: list[str] = [""] * (2 * count)
+        try:
+            parts[0::2] = map(_LENGTHS.__getitem__, map(len, items))  # type: ignore[arg-type]
+        except IndexError:  # an element of 4 kB or more
+            return _one_by_one(items)
+        parts[1::2] = items  # type: ignore[assignment]
+        return TextArray(_HEAD(1, 0, _TEXT_OID, count, 1) + "".join(parts).encode("latin-1"))
+    return _one_by_one(items)
+
+
+def _one_by_one(items: Sequence[str | None]) -> TextArray:
+    """`text_array` element by element: any text, None as NULL."""
+    parts = [b""]
+    nulls = 0
+    for item in items:
+        if item is None:
+            parts.append(_NULL)
+            nulls = 1
+        elif not isinstance(item, str):
+            raise TypeError(f"a text array holds {type(item).__name__}")
+        else:
+            data = item.encode()
+            parts.append(_INT(len(data)))
+            parts.append(data)
+    parts[0] = _HEAD(1, nulls, _TEXT_OID, len(items), 1)
+    return TextArray(b"".join(parts))
 
 
 def qualified(columns: str) -> str:

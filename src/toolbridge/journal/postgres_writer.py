@@ -7,7 +7,8 @@ waits for its start mark, and a slot's hand-over brings the outcome of the call 
 ended with the start of the next one, so the start would otherwise wait for the outcome's
 update too. Its claims and finishes then go as one statement (`postgres_sql.write_sql`),
 answered by two counts, and only a claim that met a stored call reads rows (replay, busy,
-or take it over). A job on a call an earlier job of the batch named goes in the next
+or take it over). A batch of claims (`claim_many`) is one job with one answer, a list
+(`Claims`). A job on a call an earlier job of the batch named goes in the next
 statement. A failure is the answer of the operations it concerns, never of the writer; a
 claim nobody heard is undone.
 """
@@ -35,7 +36,15 @@ from toolbridge.journal.claims import (
     unheard,
 )
 from toolbridge.journal.postgres_connection import server_error
-from toolbridge.journal.postgres_sql import KEY, KEYS, kept, key_columns, qualified, write_sql
+from toolbridge.journal.postgres_sql import (
+    KEY,
+    KEYS,
+    kept,
+    key_columns,
+    qualified,
+    text_array,
+    write_sql,
+)
 from toolbridge.journal.records import (
     CallKey,
     Claim,
@@ -49,7 +58,7 @@ from toolbridge.journal.rows import COLUMNS, JSONB, NewCall
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BatchWriter", "Finish", "Job", "Operation", "Query", "Release", "Start"]
+__all__ = ["BatchWriter", "Claims", "Finish", "Job", "Operation", "Query", "Release", "Start"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +67,19 @@ _LONGEST_GATHER = 0.005  # seconds: however long the last statement took
 
 Query = Callable[["AsyncConnection[Any]"], Awaitable[Any]]
 """An operation run on its own: a function of the connection."""
+
+
+@dataclass(slots=True)
+class Claims:
+    """Claim calls, in one job: answered with a list, each claim's answer (a `Claim`, or
+    the `JournalError` of that claim alone) in the place of its call. One job, one future
+    and one answer for a batch of claims (`claim_many`), where a job each cost a future,
+    a queueing and an answer per call."""
+
+    calls: list[NewCall]
+    requeue: set[CallKey] | None = None
+    """The calls whose claim took a queued row to run (not inserted it): undone by
+    queueing them again, not deleting them, if nobody hears the answer (`unheard`)."""
 
 
 @dataclass(slots=True)
@@ -105,21 +127,18 @@ _STORED_NOW = "c.state = 'finished' AND c.finished_at = %(now)s"
 """The rows whose outcome a batch (its time ``now``) stored."""
 
 
-Operation = NewCall | Start | Finish | Release | Query
+Operation = Claims | Start | Finish | Release | Query
 Op = TypeVar("Op", bound=Operation)
 
 
 class Job(Generic[Op]):
     """One operation and where its answer goes (None: nobody waits for it)."""
 
-    __slots__ = ("future", "inserted", "op")
+    __slots__ = ("future", "op")
 
     def __init__(self, op: Op, future: asyncio.Future[Any] | None) -> None:
         self.op = op
         self.future = future
-        self.inserted = True
-        """Whether a claim that runs its call inserted the row (False: it took a queued
-        one): how to undo the claim if its caller never hears the answer."""
 
 
 class BatchWriter:
@@ -168,7 +187,10 @@ class BatchWriter:
 
     async def _submit(self, op: Operation) -> Any:
         """Queue `op` for the writer and wait for its answer."""
-        job = self._submit_soon(op)
+        return await self._answer_of(self._submit_soon(op))
+
+    async def _answer_of(self, job: Job[Any]) -> Any:
+        """Wait for the answer of `job` (queued); if stopped first, nobody hears it."""
         future = job.future
         assert future is not None
         try:
@@ -176,26 +198,6 @@ class BatchWriter:
         except asyncio.CancelledError:
             self._unheard(job)
             raise
-
-    async def _submit_many(self, ops: list[Operation]) -> list[Any]:
-        """Queue `ops` for the writer at once and wait for their answers, an operation's
-        `JournalError` as its answer."""
-        if self._closed:
-            raise journal_closed(f"at {self._description}")
-        jobs = [self._submit_soon(op) for op in ops]
-        answers: list[Any] = []
-        try:
-            for job in jobs:
-                assert job.future is not None
-                try:
-                    answers.append(await job.future)
-                except JournalError as exc:
-                    answers.append(exc)
-        except asyncio.CancelledError:
-            for job in jobs:
-                self._unheard(job)
-            raise
-        return answers
 
     def _unheard(self, job: Job[Any]) -> None:
         """Its caller was stopped: nobody acts on `job`'s answer. One not answered yet is
@@ -207,12 +209,28 @@ class BatchWriter:
         if not future.done():
             future.cancel()
             return
-        heard = not future.cancelled() and future.exception() is None
-        claim = future.result() if heard else None
-        if isinstance(claim, Claim) and not self._closed:
-            how = unheard(claim, inserted=job.inserted)
-            if how is not None:
-                self._queue(Job(Release([claim.entry.key], how), None))
+        if not future.cancelled() and future.exception() is None and not self._closed:
+            self._undo(job, future.result())
+
+    def _undo(self, job: Job[Any], answer: Any) -> None:
+        """Undo what `answer` (of `job`) took, now that nobody acts on it: a claim that
+        runs its call or took it over (see `unheard`), or each such claim of `Claims`."""
+        if type(answer) is Claim:  # a retry's (a `Query`)
+            claims: list[Any] = [answer]
+            requeue: set[CallKey] | None = None
+        elif type(job.op) is Claims and type(answer) is list:
+            claims, requeue = answer, job.op.requeue
+        else:
+            return
+        let_go: dict[LetGo, list[CallKey]] = {}
+        for claim in claims:
+            if type(claim) is Claim:
+                key = claim.entry.key
+                how = unheard(claim, inserted=requeue is None or key not in requeue)
+                if how is not None:
+                    let_go.setdefault(how, []).append(key)
+        for how, keys in let_go.items():
+            self._queue(Job(Release(keys, how), None))
 
     async def _stop(self) -> None:
         """Take no more jobs, apply those queued, and end the writer task."""
@@ -261,6 +279,19 @@ class BatchWriter:
         of the part names starts the next part. One statement changes a row once (of two
         of its parts updating one row, one is lost) and decides ownership before any of
         them, so the later job is answered as it would be after the earlier one's."""
+        named: list[CallKey] = []  # the common case, checked at once: every call once
+        for job in jobs:
+            op = job.op
+            kind = type(op)
+            if kind is Finish or kind is Start:
+                named.append(op.key)
+            elif kind is Claims:
+                named += [call.key for call in op.calls]
+            elif kind is Release:
+                named += op.keys
+        if len(set(named)) == len(named):
+            await self._run_part(jobs)
+            return
         while jobs:
             end = once_each(_calls(job.op) for job in jobs)
             await self._run_part(jobs[:end])
@@ -276,13 +307,13 @@ class BatchWriter:
         that freed a slot is stored finished no later than the start of the call that took
         it (its outcome is submitted first), so a reader never counts more calls running
         than the limit lets run."""
-        claims: list[Job[NewCall]] = []
+        claims: list[Job[Claims]] = []
         starts: list[Job[Start]] = []
         finishes: list[Job[Finish]] = []
         others: list[Job[Release | Query]] = []
         for job in jobs:
             kind = type(job.op)
-            if kind is NewCall:
+            if kind is Claims:
                 claims.append(job)
             elif kind is Finish:
                 finishes.append(job)
@@ -314,7 +345,15 @@ class BatchWriter:
         """Settle the answers noted so far (`_answer`)."""
         answers, self._answers = self._answers, []
         for job, ok, value in answers:
-            self._settle(job, ok, value)
+            future = job.future
+            if future is None:
+                continue
+            if future.cancelled():  # nobody hears it: undo what it took
+                self._settle(job, ok, value)
+            elif ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
     def _answer(self, job: Job[Any], ok: bool, value: Any) -> None:
         """Note the answer of `job`: the batch's answers are handed over once it is done."""
@@ -324,15 +363,8 @@ class BatchWriter:
         """Hand `value` to whoever waits for `job`; when nobody is left to hear a claim,
         its call never ran, so the claim is undone."""
         future = job.future
-        if (
-            future is not None
-            and not deliver(future, ok, value)
-            and ok
-            and type(value) is Claim
-            and not self._closed
-            and (how := unheard(value, inserted=job.inserted)) is not None
-        ):
-            self._queue(Job(Release([value.entry.key], how), None))
+        if future is not None and not deliver(future, ok, value) and ok and not self._closed:
+            self._undo(job, value)
 
     def _fail(self, jobs: list[Job[Any]], error: Exception) -> None:
         """Answer each of `jobs` with what `error` means for the journal."""
@@ -350,7 +382,7 @@ class BatchWriter:
         return now
 
     async def _write(
-        self, claims: list[Job[NewCall]], starts: list[Job[Start]], finishes: list[Job[Finish]]
+        self, claims: list[Job[Claims]], starts: list[Job[Start]], finishes: list[Job[Finish]]
     ) -> None:
         """Claims, starts and finishes in one statement (`write_sql`), each answered. Its
         counts say whether every claim went in and every outcome was stored (the common
@@ -366,7 +398,7 @@ class BatchWriter:
                 return
             logger.info("journal %s: a batch failed as one (%s); its parts go on their own",
                         self._description, unsent.error)  # fmt: skip
-            parts: list[tuple[list[Job[NewCall]], list[Job[Start]], list[Job[Finish]]]] = [
+            parts: list[tuple[list[Job[Claims]], list[Job[Start]], list[Job[Finish]]]] = [
                 (claims, [], []), ([], starts, []), ([], [], finishes)]  # fmt: skip
             for part in parts:
                 group: list[Job[Any]] = [*part[0], *part[1], *part[2]]
@@ -377,26 +409,28 @@ class BatchWriter:
                         self._fail(group, alone.error)
 
     async def _write_once(
-        self, claims: list[Job[NewCall]], starts: list[Job[Start]], finishes: list[Job[Finish]]
+        self, claims: list[Job[Claims]], starts: list[Job[Start]], finishes: list[Job[Finish]]
     ) -> None:
         """`_write` as one statement, each job answered; `_Unsent`, with none answered,
         when the statement itself failed (so it changed nothing)."""
         held = self._held
         now = self._now()
+        calls = claims[0].op.calls if len(claims) == 1 else [
+            call for job in claims for call in job.op.calls]  # fmt: skip
         starting = [job for job in starts if job.op.key in held]
         owned = [job for job in finishes if job.op.key in held]
         done: set[CallKey] = set()
         ran: list[Claim] = []  # the answers if every claim inserted its row
         contested: list[Claim | JournalError] | None = None
-        if claims or starting or owned:
-            params = self._write_params(claims, starting, owned, now)
-            sql = write_sql(claims=bool(claims), starts=bool(starting), finishes=bool(owned))
+        if calls or starting or owned:
+            sql = write_sql(claims=bool(calls), starts=bool(starting), finishes=bool(owned))
             sent = self._loop.time()
             try:
-                if claims:  # their answers are built while the server works
+                params = self._write_params(calls, starting, owned, now)
+                if calls:  # their answers are built while the server works
                     statement = self._loop.create_task(self._counts(sql, params))
                     await asyncio.sleep(0)  # sent
-                    ran = [_ran(job.op, now) for job in claims]
+                    ran = [_ran(call, now) for call in calls]
                     claimed, finished = await statement
                 else:
                     claimed, finished = await self._counts(sql, params)
@@ -409,25 +443,36 @@ class BatchWriter:
                 except self._errors_read as exc:
                     self._fail(owned, exc)
                     finishes = [job for job in finishes if job.op.key not in held]
-            if claims and claimed != len(claims):  # some met a stored call, or a key twice
+            if calls and claimed != len(calls):  # some met a stored call, or a key twice
                 try:
                     contested = await self._contested(claims, now)
                 except self._errors_read as exc:  # a record it cannot read, say
                     self._fail(claims, exc)
-                    claims, ran = [], []
+                    claims, calls = [], []
         if contested is None:  # every claim inserted its row: each runs its call
-            for job, claim in zip(claims, ran, strict=True):
-                held.add(job.op.key)
-                self._answer(job, True, claim)
-        else:
-            for job, answer in zip(claims, contested, strict=True):
-                self._answer(job, not isinstance(answer, JournalError), answer)
+            held.update([call.key for call in calls])
+        self._answer_claims(claims, ran if contested is None else contested)
         for start in starts:
             key = start.op.key
             self._answer(start, key in held, None if key in held else not_owned(key))
+        answers = self._answers  # as `_answer` notes them, a call less per outcome
         for finish in finishes:
             key = finish.op.key
-            self._answer(finish, key in done, None if key in done else not_owned(key))
+            answers.append((finish, True, None) if key in done else (finish, False, not_owned(key)))
+
+    def _answer_claims(
+        self, claims: list[Job[Claims]], answers: list[Claim] | list[Claim | JournalError]
+    ) -> None:
+        """Answer each job of `claims` with its calls' `answers` (those of all of them, in
+        order)."""
+        if len(claims) == 1:
+            self._answer(claims[0], True, answers)
+            return
+        place = 0
+        for job in claims:
+            end = place + len(job.op.calls)
+            self._answer(job, True, answers[place:end])
+            place = end
 
     async def _counts(self, sql: str, params: dict[str, Any]) -> tuple[int, int]:
         """Run a batch's statement: how many rows it claimed and how many it finished."""
@@ -435,17 +480,17 @@ class BatchWriter:
         row = await cursor.fetchone()
         return (int(row[0]), int(row[1])) if row is not None else (-1, -1)
 
-    async def _contested(self, jobs: list[Job[NewCall]], now: float) -> list[Claim | JournalError]:
+    async def _contested(self, jobs: list[Job[Claims]], now: float) -> list[Claim | JournalError]:
         """Claims some of which met a stored call: the rows this batch inserted (this
         journal's owner and this batch's time) run; of the others, replay, busy (a live
         owner runs it), or take over an interrupted one (its owner died, or let go of it);
-        a record that cannot be read is the error of its own claim."""
-        rows = await self._owned_rows([job.op.key for job in jobs])
+        a record that cannot be read is the error of its own claim. The answers of all
+        `jobs`' calls, in order."""
+        rows = await self._owned_rows([call.key for job in jobs for call in job.op.calls])
         owners = {owner for _, owner in rows.values() if owner not in (None, self._owner)}
         alive = await self._alive(owners)
         answers: list[Claim | JournalError] = []
-        for job in jobs:
-            op = job.op
+        for job, op in [(claims, call) for claims in jobs for call in claims.op.calls]:
             entry, owner = rows.get(op.key, (None, None))
             if isinstance(entry, JournalError):
                 answers.append(entry)
@@ -463,8 +508,10 @@ class BatchWriter:
                 answers.append(Claim(action, entry))
             elif action is ClaimAction.RUN:  # it was queued, never started: same attempt
                 taken = await self._take_over(op.key, owner, "queued", op.queued)
-                if taken is not None:
-                    job.inserted = False  # an unheard claim queues it again
+                if taken is not None:  # an unheard claim queues it again
+                    if job.op.requeue is None:
+                        job.op.requeue = set()
+                    job.op.requeue.add(op.key)
                 action = ClaimAction.RUN if taken is not None else ClaimAction.BUSY
                 answers.append(Claim(action, taken or entry))
             elif (taken := await self._take_over(op.key, owner)) is not None:
@@ -521,17 +568,16 @@ class BatchWriter:
 
     def _write_params(
         self,
-        claims: list[Job[NewCall]],
+        calls: list[NewCall],
         starting: list[Job[Start]],
         owned: list[Job[Finish]],
         now: float,
     ) -> dict[str, Any]:
         """The parameters of `write_sql`: each column an array, built in one pass."""
         params: dict[str, Any] = {"now": now, "owner": self._owner}
-        if claims:
+        if calls:
             sessions, ids, digests, tools, texts, approvals, states = _columns(7)
-            for job in claims:
-                op = job.op
+            for op in calls:
                 key = op.key
                 sessions.append(key.session)
                 ids.append(key.call_id)
@@ -540,7 +586,11 @@ class BatchWriter:
                 texts.append(op.arguments_text)
                 approvals.append(op.approval_text)
                 states.append(claimed_state(op.queued))
-            params.update(s=sessions, c=ids, h=digests, t=tools, a=texts, p=approvals, q=states)
+            params.update(
+                s=text_array(sessions), c=text_array(ids), h=text_array(digests),
+                t=text_array(tools), a=text_array(texts), p=text_array(approvals),
+                q=text_array(states),
+            )  # fmt: skip
         if starting:
             params.update(key_columns([job.op.key for job in starting], "s"))
         if owned:
@@ -553,7 +603,10 @@ class BatchWriter:
                 digests.append(key.args_hash)
                 outcomes.append(finish.outcome_text)
                 kinds.append(finish.error_kind)
-            params.update(fs=sessions, fc=ids, fh=digests, fo=outcomes, fe=kinds)
+            params.update(
+                fs=text_array(sessions), fc=text_array(ids), fh=text_array(digests),
+                fo=text_array(outcomes), fe=text_array(kinds),
+            )  # fmt: skip
         return params
 
     async def _finished(self, owned: list[Job[Finish]], count: int, now: float) -> set[CallKey]:
@@ -588,7 +641,9 @@ def _calls(op: Operation) -> list[CallKey]:
     """The calls `op` concerns (none: a query)."""
     if isinstance(op, Release):
         return op.keys
-    return [op.key] if isinstance(op, NewCall | Start | Finish) else []
+    if isinstance(op, Claims):
+        return [call.key for call in op.calls]
+    return [op.key] if isinstance(op, Start | Finish) else []
 
 
 def _columns(count: int) -> tuple[list[Any], ...]:
