@@ -199,7 +199,22 @@ class SQLiteJournal(GroupCommit, CallJournal):
         def op(conn: sqlite3.Connection) -> list[Claim | JournalError]:
             inserted.clear()  # (a batch that failed runs again)
             claims: list[Claim | JournalError] = []
+            rows, held, owner = self._rows, self._owner.held, self._owner.number
             for call, texts in asked:
+                key = call.key
+                if key not in rows and key not in held:  # the common case: a new call
+                    queued, now = call.queued, time.time()
+                    self._inserts.append(
+                        (*key, call.tool, texts[0], claimed_state(queued), texts[1] or NULL,
+                         now, NULL if queued else now, owner)
+                    )  # fmt: skip
+                    held.add(key)
+                    self._taken.append(key)
+                    claims.append(
+                        Claim(ClaimAction.RUN, running_entry(*call[:4], now, queued=queued))
+                    )
+                    inserted.append(True)
+                    continue
                 try:
                     claim, made = self._claim(conn, call, texts)
                 except JournalError as exc:  # its stored row is damaged: this call's alone
@@ -238,8 +253,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
         now = time.time()
         if row is None:
             self._inserts.append(
-                (key.session, key.call_id, key.args_hash, tool, arguments_text,
-                 claimed_state(queued), approval_text or NULL, now,
+                (*key, tool, arguments_text, claimed_state(queued), approval_text or NULL, now,
                  started_at(queued, now) or NULL, owner.number)
             )  # fmt: skip
             self._own(key)
@@ -352,19 +366,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
     def finish_soon(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> asyncio.Future[None]:
-        outcome_text = TEXT.dumps(outcome)
-
-        def op(conn: sqlite3.Connection) -> None:
-            self._require_owned(key)
-            self._finishes.append(
-                (outcome_text, error_kind or NULL, time.time(), key.session, key.call_id,
-                 key.args_hash)
-            )  # fmt: skip
-            self._let_go.append(key)
-
-        future: asyncio.Future[None] | None = self._queue(op, calls=(key,)).future
-        assert future is not None
-        return future
+        return self._store_soon(key, TEXT.dumps(outcome), error_kind or NULL)
 
     async def refuse(
         self,
