@@ -17,11 +17,12 @@ import logging
 import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
+from hashlib import sha256
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
-from toolbridge.execution.approval import arguments_digest, digest_of, plain_canonical
+from toolbridge.execution.approval import arguments_digest, plain_canonical
 from toolbridge.journal.base import CallJournal
 from toolbridge.journal.claims import interrupted
 from toolbridge.journal.records import (
@@ -214,7 +215,7 @@ class CallRecorder:
             digest = (
                 arguments_digest(tool.name, arguments)
                 if text is None
-                else digest_of(tool.name, text)
+                else sha256(f"{tool.name}\n{text}".encode()).hexdigest()  # (`digest_of`)
             )
         except (TypeError, ValueError) as exc:  # a program's own value: not the model's
             failed = JournalError(f"its arguments have no digest to record ({exc})")
