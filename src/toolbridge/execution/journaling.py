@@ -79,9 +79,11 @@ class Journaling:
         retries: Approvals,
     ) -> None:
         from toolbridge.journal.recorder import CallToBegin, Claimed, OneStop, Recording
+        from toolbridge.journal.records import tuple_maker
 
         # (The journal package loads only with a journal.)
         self._call_type, self._claimed_type = CallToBegin, Claimed
+        self._new_call = tuple_maker(CallToBegin)
         self._recording_type = Recording
         self.recorder = recorder
         self.one_stop = OneStop  # around a batch: its stop's journal waits share one bound
@@ -165,7 +167,7 @@ class Journaling:
         tool, args = prepared.tool, prepared.arguments or {}
         assert tool is not None
         if self.retries.idle() and not self.approval(tool, args):  # the common case
-            return self._call_type(call.id, tool, args, None, False, queued)
+            return self._new_call((call.id, tool, args, None, False, queued))
         retry = (
             bool(self.retries)
             and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True

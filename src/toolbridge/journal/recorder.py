@@ -35,6 +35,7 @@ from toolbridge.journal.records import (
     JournalError,
     UnstorableKey,
     refused_key,
+    tuple_maker,
 )
 from toolbridge.journal.rows import to_json
 
@@ -69,6 +70,9 @@ class Recording(NamedTuple):
     attempt: int
     queued: bool = False
     """Claimed queued: `CallRecorder.start` it when its tool starts."""
+
+
+_new_recording = tuple_maker(Recording)
 
 
 class CallToBegin(NamedTuple):
@@ -120,6 +124,9 @@ class OneStop:
             return limit
         return max(0.0, self.deadline - now)
 
+
+_new_key = tuple_maker(CallKey)
+_new_request = tuple_maker(ClaimRequest)
 
 _this_stop: ContextVar[OneStop | None] = ContextVar("toolbridge_journal_stop", default=None)
 
@@ -180,7 +187,7 @@ class CallRecorder:
                 continue
             claim = next(claimed)
             if type(claim) is Claim and claim.action is ClaimAction.RUN:  # the common case
-                answers.append(Recording(request.key, claim.entry.attempt, request.queued))
+                answers.append(_new_recording((request.key, claim.entry.attempt, request.queued)))
             else:
                 answers.append(Claimed(call, request, claim))
         return answers
@@ -220,9 +227,9 @@ class CallRecorder:
         except (TypeError, ValueError) as exc:  # a program's own value: not the model's
             failed = JournalError(f"its arguments have no digest to record ({exc})")
             return _not_recorded(failed)
-        key = CallKey(self.session, call.call_id, digest)
+        key = _new_key((self.session, call.call_id, digest))
         if self.redact is None:
-            return ClaimRequest(key, tool.name, arguments, call.approval, call.queued, text)
+            return _new_request((key, tool.name, arguments, call.approval, call.queued, text))
         try:
             stored = self.redact(tool.name, arguments)
         except Exception as exc:  # the caller's code: the call is not run unrecorded
