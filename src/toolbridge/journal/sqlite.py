@@ -201,11 +201,13 @@ class SQLiteJournal(GroupCommit, CallJournal):
                     # (`_claim` and `running_entry` inline: this runs for every call)
                     key, tool, arguments, approval, queued, _ = call
                     now = time.time()
-                    started = None if queued else now
-                    state = CallState.QUEUED if queued else CallState.RUNNING
+                    if queued:
+                        started, state, stored = None, CallState.QUEUED, "queued"
+                    else:  # (the state's text as such: `sqlite3` binds only a plain str fast)
+                        started, state, stored = now, CallState.RUNNING, "running"
                     self._inserts.append(
-                        (*key, tool, texts[0], state.value, texts[1] or NULL, now,
-                         started or NULL, owner)
+                        (*key, tool, texts[0], stored, texts[1] or NULL, now, started or NULL,
+                         owner)
                     )  # fmt: skip
                     held.add(key)
                     self._taken.append(key)

@@ -211,13 +211,14 @@ class GroupCommit:
                 pending = self._pending[loop] = []
                 loop.call_soon(self._gather, loop, _NONE_SEEN, 0)
             group = pending[-1].outcomes if pending else None
-            if group is None or len(group.keys) >= AT_ONCE:
-                group = Outcomes([], [], [])
-                op = partial(self._store, group)
-                pending.append(Job(op, loop, None, calls=group.keys, outcomes=group))
-            group.keys.append(key)
-            group.rows.append(row)
-            group.futures.append(future)
+            if group is not None and len(group.keys) < AT_ONCE:  # the common case
+                group.keys.append(key)
+                group.rows.append(row)
+                group.futures.append(future)
+                return future
+            group = Outcomes([key], [row], [future])  # a group of its own
+            op = partial(self._store, group)
+            pending.append(Job(op, loop, None, calls=group.keys, outcomes=group))
         finally:
             lock.release()
         return future
