@@ -98,6 +98,19 @@ def _count(jobs: list[Job]) -> tuple[int, int]:
     return len(jobs), 0 if last is None else len(last.keys)
 
 
+def _worth(jobs: list[Job]) -> tuple[int, int]:
+    """How many of `jobs`, from the first, one transaction on the loop takes (at least
+    one), and how many jobs they are worth: `AT_ONCE` at most, a group of outcomes worth
+    one job each (as each was one before it was grouped)."""
+    worth = 0
+    for place, job in enumerate(jobs):
+        weight = 1 if job.outcomes is None else len(job.outcomes.keys)
+        if place and worth + weight > AT_ONCE:
+            return place, worth
+        worth += weight
+    return len(jobs), worth
+
+
 def _undo(job: Job, answer: Any) -> Job:
     """The job that undoes what `job` did, whose `answer` nobody heard."""
     undo = job.undo
@@ -250,20 +263,21 @@ class GroupCommit:
         One batch, not one per call: the 200 claims of a batch are one commit. Nor one
         per turn: a task that an answer or a freed slot wakes runs a turn later, so a
         finished call's outcome and the start of the call that takes its slot go in one
-        commit. On the loop, a transaction takes `AT_ONCE` jobs; the rest wait a turn,
-        in which the tasks their answers woke run first."""
+        commit. On the loop, a transaction takes `AT_ONCE` jobs (`_worth`); the rest wait
+        a turn, in which the tasks their answers woke run first."""
         with self._pending_lock:
             jobs = self._pending.get(loop)
             if not jobs:  # (`close` handed them over)
                 return
             count = _count(jobs)
-            if count != seen and len(jobs) < AT_ONCE and turns < GATHER_TURNS:
+            take, worth = _worth(jobs)
+            if count != seen and worth < AT_ONCE and turns < GATHER_TURNS:
                 loop.call_soon(self._gather, loop, count, turns + 1)
                 return
             rest = None
-            if self._inline and len(jobs) > AT_ONCE:
-                rest = self._pending[loop] = jobs[AT_ONCE:]
-                jobs = jobs[:AT_ONCE]
+            if self._inline and take < len(jobs):
+                rest = self._pending[loop] = jobs[take:]
+                jobs = jobs[:take]
             else:
                 del self._pending[loop]
         if rest is None:
