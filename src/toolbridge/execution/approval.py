@@ -155,6 +155,11 @@ class Approvals:
         self._taken[(tool_name, digest)] = decision.by
         return True
 
+    def idle(self) -> bool:
+        """Whether no decision waits and none was used and not asked about: the common
+        case, in which a call needs no look-up here."""
+        return not self._decisions and not self._taken
+
     def has_taken(self) -> bool:
         """Whether any decision was used and not yet asked about with `taken_by`."""
         return bool(self._taken)

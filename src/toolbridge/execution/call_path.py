@@ -163,9 +163,11 @@ class CallPath:
             await together.wait()
             for store in stores or ():
                 assert self._journal is not None
-                if not store.storing.done():  # waited for so that a stop does not cancel it
-                    await asyncio.wait((store.storing,))
-                await self._journal.stored(store.recording, store.outcome, store.storing)
+                storing = store.storing
+                if not storing.done():  # waited for so that a stop does not cancel it
+                    await asyncio.wait((storing,))
+                if storing.cancelled() or storing.exception() is not None:
+                    await self._journal.stored(store.recording, store.outcome, storing)
                 batch.outcomes[store.index] = store.outcome
         except BaseException as exc:  # stopped: what is stored is settled, the rest cancelled
             if ahead:  # claimed, but stopped before its task began: its tool never started

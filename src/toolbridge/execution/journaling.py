@@ -78,10 +78,13 @@ class Journaling:
         approvals: Approvals,
         retries: Approvals,
     ) -> None:
-        from toolbridge.journal.recorder import CallToBegin, Claimed, OneStop
+        from toolbridge.journal.recorder import CallToBegin, Claimed, OneStop, Recording
+        from toolbridge.journal.records import tuple_maker
 
         # (The journal package loads only with a journal.)
         self._call_type, self._claimed_type = CallToBegin, Claimed
+        self._new_call = tuple_maker(CallToBegin)
+        self._recording_type = Recording
         self.recorder = recorder
         self.one_stop = OneStop  # around a batch: its stop's journal waits share one bound
         self.approval = approval
@@ -113,9 +116,12 @@ class Journaling:
         the answers in their order, `Undecided` for a call to `decide` in its own task (see
         `CallRecorder.begin_many`)."""
         begun = await self.recorder.begin_many([asked for _, _, asked in calls])
+        recording, claimed = self._recording_type, self._claimed_type
         return [
-            Undecided(answer)
-            if isinstance(answer, self._claimed_type)
+            (None, answer)  # the common case: run it (as `_begun` answers)
+            if type(answer) is recording
+            else Undecided(answer)
+            if isinstance(answer, claimed)
             else self._begun(call, prepared, answer)
             for (call, prepared, _), answer in zip(calls, begun, strict=True)
         ]
@@ -160,6 +166,8 @@ class Journaling:
         the first call with its arguments to get here)."""
         tool, args = prepared.tool, prepared.arguments or {}
         assert tool is not None
+        if self.retries.idle() and not self.approval(tool, args):  # the common case
+            return self._new_call((call.id, tool, args, None, False, queued))
         retry = (
             bool(self.retries)
             and self.retries.take(tool.name, arguments_digest(tool.name, args)) is True

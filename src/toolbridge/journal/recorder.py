@@ -17,11 +17,12 @@ import logging
 import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
+from hashlib import sha256
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import ErrorKind, ToolError
 from toolbridge.core.tool import ContentBlock, ImageBlock, JsonBlock, TextBlock, Tool, ToolResult
-from toolbridge.execution.approval import arguments_digest, digest_of, plain_canonical
+from toolbridge.execution.approval import arguments_digest, plain_canonical
 from toolbridge.journal.base import CallJournal
 from toolbridge.journal.claims import interrupted
 from toolbridge.journal.records import (
@@ -34,6 +35,7 @@ from toolbridge.journal.records import (
     JournalError,
     UnstorableKey,
     refused_key,
+    tuple_maker,
 )
 from toolbridge.journal.rows import to_json
 
@@ -68,6 +70,9 @@ class Recording(NamedTuple):
     attempt: int
     queued: bool = False
     """Claimed queued: `CallRecorder.start` it when its tool starts."""
+
+
+_new_recording = tuple_maker(Recording)
 
 
 class CallToBegin(NamedTuple):
@@ -119,6 +124,9 @@ class OneStop:
             return limit
         return max(0.0, self.deadline - now)
 
+
+_new_key = tuple_maker(CallKey)
+_new_request = tuple_maker(ClaimRequest)
 
 _this_stop: ContextVar[OneStop | None] = ContextVar("toolbridge_journal_stop", default=None)
 
@@ -179,7 +187,7 @@ class CallRecorder:
                 continue
             claim = next(claimed)
             if type(claim) is Claim and claim.action is ClaimAction.RUN:  # the common case
-                answers.append(Recording(request.key, claim.entry.attempt, request.queued))
+                answers.append(_new_recording((request.key, claim.entry.attempt, request.queued)))
             else:
                 answers.append(Claimed(call, request, claim))
         return answers
@@ -214,14 +222,14 @@ class CallRecorder:
             digest = (
                 arguments_digest(tool.name, arguments)
                 if text is None
-                else digest_of(tool.name, text)
+                else sha256(f"{tool.name}\n{text}".encode()).hexdigest()  # (`digest_of`)
             )
         except (TypeError, ValueError) as exc:  # a program's own value: not the model's
             failed = JournalError(f"its arguments have no digest to record ({exc})")
             return _not_recorded(failed)
-        key = CallKey(self.session, call.call_id, digest)
+        key = _new_key((self.session, call.call_id, digest))
         if self.redact is None:
-            return ClaimRequest(key, tool.name, arguments, call.approval, call.queued, text)
+            return _new_request((key, tool.name, arguments, call.approval, call.queued, text))
         try:
             stored = self.redact(tool.name, arguments)
         except Exception as exc:  # the caller's code: the call is not run unrecorded

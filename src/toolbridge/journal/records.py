@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, TypeVar, cast
 
 from toolbridge.core.errors import ToolbridgeError
 
@@ -30,7 +31,18 @@ __all__ = [
     "SessionInUse",
     "UnstorableKey",
     "refused_key",
+    "tuple_maker",
 ]
+
+
+_Tuple = TypeVar("_Tuple", bound=tuple[Any, ...])
+
+
+def tuple_maker(cls: type[_Tuple]) -> Callable[[tuple[Any, ...]], _Tuple]:
+    """The fast constructor of a named tuple class, from a plain tuple of every field in
+    order: half the time of calling the class, whose ``__new__`` is a Python function
+    (0.3 against 0.6 µs here), for the few named tuples the journal makes per call."""
+    return cast(Callable[[tuple[Any, ...]], _Tuple], partial(tuple.__new__, cls))
 
 
 class JournalError(ToolbridgeError):

@@ -229,9 +229,7 @@ def check_storable(key: CallKey, tool: str, *, nul: bool) -> None:
     would let two calls share one record, so it is an error of that claim alone."""
     session, call_id = key.session, key.call_id
     if (  # the common case, checked at once: three short texts of plain characters
-        isinstance(session, str)
-        and isinstance(call_id, str)
-        and isinstance(tool, str)
+        type(session) is type(call_id) is type(tool) is str
         and len(joined := session + call_id + tool) <= LONGEST_KEY_TEXT
         and joined.isascii()
         and (nul or "\x00" not in joined)
@@ -338,8 +336,9 @@ class RowCodec:
     dumps: Callable[[Any], str]
     loads: Callable[[Any], Any]
     nul: bool
-    text: Callable[[str], str]
-    """How it stores JSON text written already (`ClaimRequest.arguments_text`)."""
+    text: Callable[[str], str] | None
+    """How it stores JSON text written already (`ClaimRequest.arguments_text`); None: as
+    it is."""
 
     def entry(self, row: Sequence[Any]) -> JournalEntry:
         """The `JournalEntry` of a row of `COLUMNS` (see `entry_from_row`)."""
@@ -376,7 +375,10 @@ class RowCodec:
         `ClaimRequest`) and its approval's (None: none), its key checked first (see
         `new_call`)."""
         check_storable(key, tool, nul=self.nul)
-        stored = self.dumps(arguments) if arguments_text is None else self.text(arguments_text)
+        if arguments_text is None:
+            stored = self.dumps(arguments)
+        else:
+            stored = arguments_text if self.text is None else self.text(arguments_text)
         return stored, self.dumps(approval) if approval else None
 
     def refusal(
@@ -387,7 +389,7 @@ class RowCodec:
         return self.dumps(arguments), self.dumps(outcome)
 
 
-TEXT = RowCodec(to_json, loads, nul=True, text=_as_is)
+TEXT = RowCodec(to_json, loads, nul=True, text=None)
 """SQLite: JSON as text, read back with `loads`; its text holds NUL."""
 
 JSONB = RowCodec(jsonb, _as_is, nul=False, text=_jsonb_text)

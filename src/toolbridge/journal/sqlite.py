@@ -57,6 +57,7 @@ from toolbridge.journal.records import (
     NoJournal,
     journal_closed,
     session_in_use,
+    tuple_maker,
 )
 from toolbridge.journal.rows import (
     COLUMNS,
@@ -169,24 +170,18 @@ class SQLiteJournal(GroupCommit, CallJournal):
         approval: Mapping[str, Any] | None = None,
         queued: bool = False,
     ) -> Claim:
-        call = ClaimRequest(key, tool, arguments, approval, queued)
-        texts = TEXT.claim_texts(key, tool, arguments, approval)
-        inserted = False
-
-        def op(conn: sqlite3.Connection) -> Claim:
-            nonlocal inserted
-            claim, inserted = self._claim(conn, call, texts)
-            return claim
-
-        def undo(conn: sqlite3.Connection, claim: Claim) -> None:
-            # The caller was cancelled before it heard the answer, so it never ran the call.
-            if (how := unheard(claim, inserted=inserted)) is not None:
-                self._let_go_of(conn, key, how)
-
-        result: Claim = await self._submit(op, undo=undo, claims=(key,))
-        return result
+        request = ClaimRequest(key, tool, arguments, approval, queued)
+        claim = (await self._claim_many([request]))[0]  # (not an override's: see there)
+        if isinstance(claim, JournalError):
+            raise claim
+        return claim
 
     async def claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
+        return await self._claim_many(calls)
+
+    async def _claim_many(self, calls: Sequence[ClaimRequest]) -> list[Claim | JournalError]:
+        """`claim_many`, which `claim` uses too: a subclass whose `claim_many` claims a call
+        at a time (`CallJournal`'s) must not go round in a circle."""
         failed: dict[int, JournalError] = {}  # a call's own (a key or value not storable)
         asked: list[tuple[ClaimRequest, tuple[str, str | None]]] = []
         for place, call in enumerate(calls):
@@ -199,15 +194,33 @@ class SQLiteJournal(GroupCommit, CallJournal):
         def op(conn: sqlite3.Connection) -> list[Claim | JournalError]:
             inserted.clear()  # (a batch that failed runs again)
             claims: list[Claim | JournalError] = []
+            rows, held, owner = self._rows, self._owner.held, self._owner.number
             for call, texts in asked:
+                key = call.key
+                if key not in rows and key not in held:  # the common case: a new call
+                    # (`_claim` and `running_entry` inline: this runs for every call)
+                    key, tool, arguments, approval, queued, _ = call
+                    now = time.time()
+                    if queued:
+                        started, state, stored = None, CallState.QUEUED, "queued"
+                    else:  # (the state's text as such: `sqlite3` binds only a plain str fast)
+                        started, state, stored = now, CallState.RUNNING, "running"
+                    self._inserts.append(
+                        (*key, tool, texts[0], stored, texts[1] or NULL, now, started or NULL,
+                         owner)
+                    )  # fmt: skip
+                    held.add(key)
+                    self._taken.append(key)
+                    entry = JournalEntry(key, tool, arguments, state, 1, None, None, approval,
+                                         now, started, None)  # fmt: skip
+                    claims.append(_new_claim((ClaimAction.RUN, entry)))
+                    inserted.append(True)
+                    continue
                 try:
-                    claim, made = self._claim(conn, call, texts)
+                    claims.append(self._claim(conn, call))
                 except JournalError as exc:  # its stored row is damaged: this call's alone
                     claims.append(exc)
-                    inserted.append(False)
-                    continue
-                claims.append(claim)
-                inserted.append(made)
+                inserted.append(False)
             return claims
 
         def undo(conn: sqlite3.Connection, claims: list[Claim | JournalError]) -> None:
@@ -224,31 +237,19 @@ class SQLiteJournal(GroupCommit, CallJournal):
         answers = iter(claims)
         return [failed[place] if place in failed else next(answers) for place in range(len(calls))]
 
-    def _claim(
-        self, conn: sqlite3.Connection, call: ClaimRequest, texts: tuple[str, str | None]
-    ) -> tuple[Claim, bool]:
-        """Claim `call` in the batch's transaction (`texts`: its arguments' and approval's,
-        `RowCodec.claim_texts`): the answer, and whether its row is new."""
-        key, tool, arguments, approval, queued, _ = call
-        arguments_text, approval_text = texts
+    def _claim(self, conn: sqlite3.Connection, call: ClaimRequest) -> Claim:
+        """Claim `call` in the batch's transaction, a call that has a row or that this
+        journal holds (`claim_many` inserts the new ones)."""
+        key, tool, arguments, _, queued, _ = call
         owner = self._owner
         row = self._rows.get(key)
-        if row is None and key in owner.held:  # claimed earlier in this batch: running
-            return Claim(ClaimAction.BUSY, running_entry(key, tool, arguments)), False
+        if row is None:  # claimed earlier in this batch: running
+            return Claim(ClaimAction.BUSY, running_entry(key, tool, arguments))
         now = time.time()
-        if row is None:
-            self._inserts.append(
-                (key.session, key.call_id, key.args_hash, tool, arguments_text,
-                 claimed_state(queued), approval_text or NULL, now,
-                 started_at(queued, now) or NULL, owner.number)
-            )  # fmt: skip
-            self._own(key)
-            entry = running_entry(key, tool, arguments, approval, now, queued=queued)
-            return Claim(ClaimAction.RUN, entry), True
         entry = TEXT.entry(row)
         action = claim_action(entry, row[_OWNER], held=owner.held, alive=owner.elsewhere)
         if action in (ClaimAction.REPLAY, ClaimAction.BUSY):
-            return Claim(action, entry), False
+            return Claim(action, entry)
         self._own(key)  # its owner is gone: ours now
         if action is ClaimAction.RUN:  # it was queued, never started: same attempt
             started = started_at(queued, now)
@@ -258,9 +259,9 @@ class SQLiteJournal(GroupCommit, CallJournal):
                 (owner.number, claimed_state(queued), started, *key),
             )
             state = CallState(claimed_state(queued))
-            return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started)), False
+            return Claim(ClaimAction.RUN, replace(entry, state=state, started_at=started))
         _set_owner(conn, key, owner.number)  # it started: interrupted
-        return Claim(ClaimAction.INTERRUPTED, entry), False
+        return Claim(ClaimAction.INTERRUPTED, entry)
 
     def _own(self, key: CallKey) -> None:
         self._owner.held.add(key)
@@ -352,19 +353,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
     def finish_soon(
         self, key: CallKey, outcome: Mapping[str, Any], *, error_kind: str | None = None
     ) -> asyncio.Future[None]:
-        outcome_text = TEXT.dumps(outcome)
-
-        def op(conn: sqlite3.Connection) -> None:
-            self._require_owned(key)
-            self._finishes.append(
-                (outcome_text, error_kind or NULL, time.time(), key.session, key.call_id,
-                 key.args_hash)
-            )  # fmt: skip
-            self._let_go.append(key)
-
-        future: asyncio.Future[None] | None = self._queue(op, calls=(key,)).future
-        assert future is not None
-        return future
+        return self._store_soon(key, TEXT.dumps(outcome), error_kind or NULL)
 
     async def refuse(
         self,
@@ -549,6 +538,8 @@ def _unheard(job: Job) -> bool:
     it ran, so better not run."""
     return job.undo is not None and job.future is not None and job.future.cancelled()
 
+
+_new_claim = tuple_maker(Claim)
 
 _OWNER = len(COLUMNS.split(","))  # where a batch's rows (`sqlite_writer._rows`) hold the owner
 

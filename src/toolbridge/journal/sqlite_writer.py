@@ -21,20 +21,22 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from toolbridge.journal.base import Durability, deliver
-from toolbridge.journal.claims import once_each
+from toolbridge.journal.claims import not_owned, once_each
 from toolbridge.journal.records import CallKey, JournalError, journal_closed
 from toolbridge.journal.rows import COLUMNS
 from toolbridge.journal.sqlite_file import BUSY_TIMEOUT_MS, database_error
 from toolbridge.journal.sqlite_owners import Owner
 
-__all__ = ["NULL", "GroupCommit", "Job", "Op", "Undo"]
+__all__ = ["NULL", "GroupCommit", "Job", "Op", "Outcomes", "Undo"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +65,18 @@ class Job:
     undo: Undo | None = None
     claims: Sequence[CallKey] = ()  # the calls a claim asks about: their rows are read first
     calls: Sequence[CallKey] = ()  # the calls it concerns: a batch names each once (`once_each`)
+    outcomes: Outcomes | None = None  # a group of outcomes to store: `future` is None
+
+
+@dataclass(slots=True)
+class Outcomes:
+    """Outcomes a loop queued in a row (`GroupCommit._store_soon`): one job, not a job, a
+    closure and a step of the batch each. Each call's row of `_FINISH` and the future its
+    caller waits on; the job answers the failed ones (place -> error)."""
+
+    keys: list[CallKey]
+    rows: list[tuple[Any, ...]]
+    futures: list[asyncio.Future[None]]
 
 
 def _part(jobs: list[Job]) -> int:
@@ -72,6 +86,29 @@ def _part(jobs: list[Job]) -> int:
     if len(set(calls)) == len(calls):  # the common case: every call once
         return len(jobs)
     return once_each(job.calls for job in jobs)
+
+
+_NONE_SEEN = (0, 0)
+
+
+def _count(jobs: list[Job]) -> tuple[int, int]:
+    """How many `jobs` there are, and how many outcomes the last holds (a group grows):
+    what tells `GroupCommit._gather` that a turn brought more."""
+    last = jobs[-1].outcomes if jobs else None
+    return len(jobs), 0 if last is None else len(last.keys)
+
+
+def _worth(jobs: list[Job]) -> tuple[int, int]:
+    """How many of `jobs`, from the first, one transaction on the loop takes (at least
+    one), and how many jobs they are worth: `AT_ONCE` at most, a group of outcomes worth
+    one job each (as each was one before it was grouped)."""
+    worth = 0
+    for place, job in enumerate(jobs):
+        weight = 1 if job.outcomes is None else len(job.outcomes.keys)
+        if place and worth + weight > AT_ONCE:
+            return place, worth
+        worth += weight
+    return len(jobs), worth
 
 
 def _undo(job: Job, answer: Any) -> Job:
@@ -164,32 +201,83 @@ class GroupCommit:
             pending = self._pending.get(loop)
             if pending is None:  # the first job: hand the jobs over once they stop coming
                 pending = self._pending[loop] = []
-                loop.call_soon(self._gather, loop, 1, 0)
+                loop.call_soon(self._gather, loop, _NONE_SEEN, 0)
             pending.append(job)
         finally:
             lock.release()
         return job
 
-    def _gather(self, loop: asyncio.AbstractEventLoop, seen: int, turns: int) -> None:
-        """Hand over the jobs `loop` submitted once a turn of it brought no more (`seen`
-        were there a turn before), a transaction's worth is waiting, or after a few turns.
+    def _store_soon(self, key: CallKey, outcome: str, error_kind: str) -> asyncio.Future[None]:
+        """Queue storing a call's outcome (its text, and its error kind or `NULL`), finished
+        now: a future that is done once it is stored. Outcomes queued in a row are one job
+        (`Outcomes`)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        row = (outcome, error_kind, time.time(), *key)
+        lock = self._pending_lock
+        lock.acquire()  # (not `with`: see `_queue`)
+        try:
+            if self._closed:
+                raise journal_closed(str(self.path))
+            pending = self._pending.get(loop)
+            if pending is None:
+                pending = self._pending[loop] = []
+                loop.call_soon(self._gather, loop, _NONE_SEEN, 0)
+            group = pending[-1].outcomes if pending else None
+            if group is not None and len(group.keys) < AT_ONCE:  # the common case
+                group.keys.append(key)
+                group.rows.append(row)
+                group.futures.append(future)
+                return future
+            group = Outcomes([key], [row], [future])  # a group of its own
+            op = partial(self._store, group)
+            pending.append(Job(op, loop, None, calls=group.keys, outcomes=group))
+        finally:
+            lock.release()
+        return future
+
+    def _store(self, group: Outcomes, conn: sqlite3.Connection) -> dict[int, JournalError]:
+        """An `Outcomes` job: the outcome of each call this journal owns goes in at commit;
+        storing another's fails, for that call alone (so does a second outcome of one)."""
+        keys = group.keys
+        if self._owner.held.issuperset(keys) and len(set(keys)) == len(keys):  # the common case
+            self._finishes.extend(group.rows)
+            self._let_go.extend(keys)
+            return {}
+        held = set(self._owner.held)
+        failed: dict[int, JournalError] = {}
+        for place, key in enumerate(keys):
+            if key in held:
+                held.discard(key)  # stored once: a second outcome finds it not owned
+                self._finishes.append(group.rows[place])
+                self._let_go.append(key)
+            else:
+                failed[place] = not_owned(key)
+        return failed
+
+    def _gather(self, loop: asyncio.AbstractEventLoop, seen: tuple[int, int], turns: int) -> None:
+        """Hand over the jobs `loop` submitted once a turn of it brought no more (`seen`:
+        how many were there a turn before, `_count`), a transaction's worth is waiting, or
+        after a few turns.
 
         One batch, not one per call: the 200 claims of a batch are one commit. Nor one
         per turn: a task that an answer or a freed slot wakes runs a turn later, so a
         finished call's outcome and the start of the call that takes its slot go in one
-        commit. On the loop, a transaction takes `AT_ONCE` jobs; the rest wait a turn,
-        in which the tasks their answers woke run first."""
+        commit. On the loop, a transaction takes `AT_ONCE` jobs (`_worth`); the rest wait
+        a turn, in which the tasks their answers woke run first."""
         with self._pending_lock:
             jobs = self._pending.get(loop)
             if not jobs:  # (`close` handed them over)
                 return
-            if len(jobs) != seen and len(jobs) < AT_ONCE and turns < GATHER_TURNS:
-                loop.call_soon(self._gather, loop, len(jobs), turns + 1)
+            count = _count(jobs)
+            take, worth = _worth(jobs)
+            if count != seen and worth < AT_ONCE and turns < GATHER_TURNS:
+                loop.call_soon(self._gather, loop, count, turns + 1)
                 return
             rest = None
-            if self._inline and len(jobs) > AT_ONCE:
-                rest = self._pending[loop] = jobs[AT_ONCE:]
-                jobs = jobs[:AT_ONCE]
+            if self._inline and take < len(jobs):
+                rest = self._pending[loop] = jobs[take:]
+                jobs = jobs[:take]
             else:
                 del self._pending[loop]
         if rest is None:
@@ -198,7 +286,7 @@ class GroupCommit:
         try:
             self._hand_over(jobs)
         finally:  # after the tasks it woke; even after a stop: else the loop's jobs wait
-            loop.call_soon(self._gather, loop, len(rest), 0)
+            loop.call_soon(self._gather, loop, _count(rest), 0)
 
     def _hand_over(self, jobs: list[Job]) -> None:
         """Apply `jobs` on the loop if the database is free, else hand them to the thread."""
@@ -450,7 +538,7 @@ class GroupCommit:
         took is undone here, and the writer goes on serving the other loops."""
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, bool, Any]]] = {}
         for answer in answers:
-            if answer[0].future is not None:  # (an undo's job: nobody asked)
+            if answer[0].future is not None or answer[0].outcomes is not None:  # (not an undo)
                 by_loop.setdefault(answer[0].loop, []).append(answer)
         for loop, batch in by_loop.items():
             try:
@@ -470,6 +558,19 @@ class GroupCommit:
 
     def _settle(self, job: Job, ok: bool, value: Any) -> None:
         """On the caller's loop: hand over the answer, or undo it if the caller is gone."""
+        if job.outcomes is not None:  # each its own answer (nothing to undo)
+            futures = job.outcomes.futures
+            if ok and not value:  # the common case: all stored
+                for future in futures:
+                    if not future.cancelled():
+                        future.set_result(None)
+                return
+            for place, future in enumerate(futures):
+                if ok and place not in value:
+                    deliver(future, True, None)
+                else:
+                    deliver(future, False, value[place] if ok else value)
+            return
         if job.future is None:  # an undo's job: nobody asked
             return
         if not deliver(job.future, ok, value) and ok and job.undo is not None and not self._closed:
