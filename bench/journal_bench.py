@@ -13,7 +13,8 @@ call (SQLite) and per batch (PostgreSQL) above the executor alone, the load aver
 before and after, and two floors measured in the same run with no executor. PostgreSQL's
 own time for a batch's rows: the journal's own statements (`postgres_sql.write_sql`: the
 claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
-where the tools run between them), with the rows the journal sends, from a bare psycopg
+where the tools run between them), with the rows the journal sends (as it sends them:
+prebuilt binary ``text[]`` arrays, `postgres_sql.text_array`), from a bare psycopg
 connection into the journal's own table (the same rows in the same table: the statements'
 time depends on its size); PostgreSQL's overhead is given as a
 multiple of it. And what preparing the stored data of 200 calls costs with no database at
@@ -55,7 +56,8 @@ from toolbridge import (  # noqa: E402
 )
 from toolbridge.execution.approval import arguments_digest  # noqa: E402
 from toolbridge.journal import CallJournal, open_journal  # noqa: E402
-from toolbridge.journal.postgres_sql import write_sql  # noqa: E402
+from toolbridge.journal.postgres_connection import send_text_arrays  # noqa: E402
+from toolbridge.journal.postgres_sql import text_array, write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 from toolbridge.journal.rows import to_json  # noqa: E402
 
@@ -120,19 +122,19 @@ async def floor_ms(conn: Any, round_no: int) -> float:
             for i in range(CALLS)]  # fmt: skip
     start = time.perf_counter()
     now = time.time()
-    sessions, ids, digests = ([key[i] for key in keys] for i in range(3))
-    arguments = [to_json({"n": i}) for i in range(CALLS)]
+    sessions, ids, digests = (text_array([key[i] for key in keys]) for i in range(3))
+    arguments = text_array([to_json({"n": i}) for i in range(CALLS)])
     await conn.execute(
         write_sql(claims=True, starts=False, finishes=False),
         {"now": now, "owner": FLOOR_OWNER, "s": sessions, "c": ids, "h": digests,
-         "t": ["wait_5ms"] * CALLS, "a": arguments, "p": [None] * CALLS,
-         "q": ["running"] * CALLS},
+         "t": text_array(["wait_5ms"] * CALLS), "a": arguments,
+         "p": text_array([None] * CALLS), "q": text_array(["running"] * CALLS)},
     )  # fmt: skip
-    outcomes = [to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)]
+    outcomes = text_array([to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)])
     await conn.execute(
         write_sql(claims=False, starts=False, finishes=True),
         {"now": time.time(), "owner": FLOOR_OWNER, "fs": sessions, "fc": ids, "fh": digests,
-         "fo": outcomes, "fe": [None] * CALLS},
+         "fo": outcomes, "fe": text_array([None] * CALLS)},
     )  # fmt: skip
     return (time.perf_counter() - start) * 1000
 
@@ -203,6 +205,7 @@ async def measure(
         import psycopg
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
+        send_text_arrays(floor)  # the arrays as the journal sends them (prebuilt binary)
         await floor.execute("SET synchronous_commit = off")  # as the journal's "process" level
         times: dict[str, list[float]] = {name: [] for name in journals}
         cpu: dict[str, list[float]] = {name: [] for name in journals}

@@ -83,7 +83,7 @@ async def open_connection(
         # libpq quotes the token of a string it cannot read (or the whole URI)
         reason = hide_passwords(str(exc), conninfo)
         raise JournalError(f"cannot connect to the journal at {description}: {reason}") from None
-    _send_text_arrays(conn)
+    send_text_arrays(conn)
     try:
         sync = "on" if durability == "power" else "off"
         await conn.execute(f"SET synchronous_commit = {sync}")
@@ -102,7 +102,7 @@ async def open_connection(
     return conn, description, owner
 
 
-def _send_text_arrays(conn: AsyncConnection[Any]) -> None:
+def send_text_arrays(conn: AsyncConnection[Any]) -> None:
     """Let `conn` send a `TextArray` as it is: a binary ``text[]``, built already."""
     from psycopg.adapt import Buffer, Dumper
     from psycopg.pq import Format
