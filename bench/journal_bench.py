@@ -10,14 +10,17 @@ SQLite or PostgreSQL journal. Each round uses new call ids, so every call is cla
 finished for real. Reported: median ms per batch (wall clock) and CPU ms per batch of this process
 (the writer thread and SQLite included; PostgreSQL's server is not), the overhead per
 call (SQLite) and per batch (PostgreSQL) above the executor alone, the load average
-before and after, and two floors measured in the same run with no executor. PostgreSQL's
+before and after, and three floors measured in the same run with no executor. PostgreSQL's
 own time for a batch's rows: the journal's own statements (`postgres_sql.write_sql`: the
 claims of 200 new calls, then their outcomes, each its own round trip as in a batch,
 where the tools run between them), with the rows the journal sends (as it sends them:
 prebuilt binary ``text[]`` arrays, `postgres_sql.text_array`), from a bare psycopg
 connection into the journal's own table (the same rows in the same table: the statements'
 time depends on its size); PostgreSQL's overhead is given as a
-multiple of it. And what preparing the stored data of 200 calls costs with no database at
+multiple of it. SQLite's own time likewise: the journal's statements for the same rows, a
+transaction per 64 calls, from a bare connection on a journal file of its own
+(`sqlite_floor_ms`), printed beside SQLite's overhead. And what preparing the stored data
+of 200 calls costs with no database at
 all (the arguments' digest, arguments and outcome as JSON: the floor of any journal in
 this process).
 
@@ -33,6 +36,7 @@ import argparse
 import asyncio
 import gc
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -60,6 +64,14 @@ from toolbridge.journal.postgres_connection import send_text_arrays  # noqa: E40
 from toolbridge.journal.postgres_sql import text_array, write_sql  # noqa: E402
 from toolbridge.journal.recorder import result_to_json  # noqa: E402
 from toolbridge.journal.rows import to_json  # noqa: E402
+from toolbridge.journal.sqlite_file import connect  # noqa: E402
+from toolbridge.journal.sqlite_writer import (  # noqa: E402
+    _FINISH,
+    _INSERT,
+    AT_ONCE,
+    NULL,
+    _write_rows,
+)
 
 CALLS = 200
 SESSION = f"w5-{uuid.uuid4().hex}"
@@ -68,6 +80,7 @@ SESSION = f"w5-{uuid.uuid4().hex}"
 FLOOR_SESSION = f"floor-{SESSION}"
 FLOOR_OWNER = -1
 FLOOR = "PostgreSQL's own time: the claim and finish statements of 200 calls, bare psycopg"
+SQLITE_FLOOR = "SQLite's own time: the claim and finish statements of 200 calls, bare sqlite3"
 ENCODING = "the data a journal stores, prepared for 200 calls"
 
 
@@ -139,6 +152,33 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def sqlite_floor_ms(conn: sqlite3.Connection, round_no: int) -> float:
+    """SQLite's own time for a batch's rows: the journal's statements (`sqlite_writer`'s
+    multi-row ``INSERT`` of new calls, then its ``UPDATE ... FROM`` of their outcomes),
+    with the rows the journal writes, a transaction per 64 calls as the journal's on the
+    loop, from a bare connection opened as the journal opens its own
+    (`sqlite_file.connect`) on a journal file of its own, with no journal around them."""
+    gc.collect()  # see `measure`
+    keys = [(FLOOR_SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
+            for i in range(CALLS)]  # fmt: skip
+    start = time.perf_counter()
+    for first in range(0, CALLS, AT_ONCE):
+        now = time.time()
+        rows = [(*keys[i], "wait_5ms", to_json({"n": i}), "running", NULL, now, now, FLOOR_OWNER)
+                for i in range(first, min(first + AT_ONCE, CALLS))]  # fmt: skip
+        conn.execute("BEGIN IMMEDIATE")
+        _write_rows(conn, _INSERT, rows)
+        conn.execute("COMMIT")
+    for first in range(0, CALLS, AT_ONCE):
+        now = time.time()
+        outcomes = [(to_json(result_to_json(ToolResult(str(i)))), NULL, now, *keys[i])
+                    for i in range(first, min(first + AT_ONCE, CALLS))]  # fmt: skip
+        conn.execute("BEGIN IMMEDIATE")
+        _write_rows(conn, _FINISH, outcomes, update=True)
+        conn.execute("COMMIT")
+    return (time.perf_counter() - start) * 1000
+
+
 LIMITED = "max_concurrency=6"
 NO_INDEX = "no listing index"
 
@@ -202,6 +242,9 @@ async def measure(
                 await without_listing_index(await open_journal(other)),
                 None,
             )
+        await (await open_journal(str(workspace / "floor.sqlite3"))).close()
+        bare = connect(workspace / "floor.sqlite3", durability="process", create=False,
+                       inline=False)  # fmt: skip
         import psycopg
 
         floor = await psycopg.AsyncConnection.connect(postgres, autocommit=True)
@@ -210,6 +253,7 @@ async def measure(
         times: dict[str, list[float]] = {name: [] for name in journals}
         cpu: dict[str, list[float]] = {name: [] for name in journals}
         times[FLOOR] = []
+        times[SQLITE_FLOOR] = []
         times[ENCODING] = []
         for round_no in range(rounds + 1):
             for name, (journal, limit) in journals.items():
@@ -218,10 +262,13 @@ async def measure(
                     times[name].append(elapsed)
                     cpu[name].append(used)
             elapsed = await floor_ms(floor, round_no)
+            bare_elapsed = sqlite_floor_ms(bare, round_no)
             if round_no:
                 times[FLOOR].append(elapsed)
+                times[SQLITE_FLOOR].append(bare_elapsed)
                 times[ENCODING].append(encoding_ms(round_no))
         await floor.close()
+        bare.close()
         for journal in {id(j): j for j, _ in journals.values() if j is not None}.values():
             await journal.close()
     return times, cpu
@@ -253,7 +300,7 @@ def main() -> None:
     print("| runner | ms per batch | above the executor alone | CPU ms per batch | CPU above |")
     print("|---|---|---|---|---|")
     for name, values in times.items():
-        if name in (FLOOR, ENCODING):
+        if name in (FLOOR, SQLITE_FLOOR, ENCODING):
             print(f"| {name} (no executor) | {median(values):.2f} | - | - | - |")
             continue
         base_name = f"executor alone, {LIMITED}" if LIMITED in name else "executor alone"
@@ -261,6 +308,8 @@ def main() -> None:
         extra_cpu = median(cpu[name]) - median(cpu[base_name])
         if "SQLite" in name:
             per = f"{extra * 1000 / CALLS:+.1f} µs per call"
+            if name == "SQLite (process)":  # the floor's durability and shape
+                per += f" (SQLite's own {median(times[SQLITE_FLOOR]) * 1000 / CALLS:.1f})"
             per_cpu = f"{extra_cpu * 1000 / CALLS:+.1f} µs per call"
         else:
             per = f"{extra:+.2f} ms per batch ({extra / median(times[FLOOR]):.2f}x the floor)"
