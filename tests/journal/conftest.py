@@ -14,11 +14,15 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from toolbridge.journal.postgres import PostgresJournal
 
 PG_USER = "toolbridge-pg"
 _databases = itertools.count()
@@ -125,6 +129,20 @@ def postgres_url(postgres_server: str) -> str:
         conn.execute(f"CREATE DATABASE {name}")
     parts = dict(part.split("=", 1) for part in postgres_server.split())
     return f"postgresql://{parts['user']}@/{name}?host={parts['host']}&port={parts['port']}"
+
+
+@pytest.fixture
+async def pg_journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
+    """A journal on the real PostgreSQL server, open for the test."""
+    from toolbridge.journal import open_journal
+    from toolbridge.journal.postgres import PostgresJournal
+
+    opened = await open_journal(postgres_url)
+    assert isinstance(opened, PostgresJournal)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

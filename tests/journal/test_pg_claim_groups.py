@@ -3,13 +3,12 @@ answer for all its calls: each call still gets its own answer (a call that canno
 fails alone, a key twice runs once), and a caller stopped before it hears the answer leaves
 nothing behind, whatever point the stop comes at: each new call's row goes, and a queued
 call it took is queued again, owned by nobody (as a single claim nobody heard,
-tests/journal/test_unheard_claims.py).
+tests/pg_journal/test_unheard_claims.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,27 +19,17 @@ from toolbridge.journal.records import Claim, ClaimRequest, JournalError
 LIMIT = 30.0  # only a real hang reaches it
 
 
-@pytest.fixture
-async def journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
-    opened = await open_journal(postgres_url)
-    assert isinstance(opened, PostgresJournal)
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 def request(key: CallKey, tool: str = "t") -> ClaimRequest:
     return ClaimRequest(key, tool, {"n": 1})
 
 
-async def test_each_call_of_a_batch_gets_its_own_answer(journal: PostgresJournal) -> None:
+async def test_each_call_of_a_batch_gets_its_own_answer(pg_journal: PostgresJournal) -> None:
     done, busy = CallKey("s", "done", "h"), CallKey("s", "busy", "h")
     for key in (done, busy):
-        assert (await journal.claim(key, "t", {"n": 1})).action is ClaimAction.RUN
-    await journal.finish(done, {"text": "stored"})
+        assert (await pg_journal.claim(key, "t", {"n": 1})).action is ClaimAction.RUN
+    await pg_journal.finish(done, {"text": "stored"})
     new, twice = CallKey("s", "new", "h"), CallKey("s", "twice", "h")
-    answers = await journal.claim_many(
+    answers = await pg_journal.claim_many(
         [
             request(new),
             request(done),
@@ -55,76 +44,76 @@ async def test_each_call_of_a_batch_gets_its_own_answer(journal: PostgresJournal
     assert isinstance(claims[3], JournalError)
     assert claims[4:] == [ClaimAction.RUN, ClaimAction.BUSY]  # the first of a key runs it
     for key in (new, twice):
-        await journal.finish(key, {"text": "ok"})  # owned: its outcome is stored
+        await pg_journal.finish(key, {"text": "ok"})  # owned: its outcome is stored
 
 
 async def test_a_closed_journal_refuses_a_batch(postgres_url: str) -> None:
-    journal = await open_journal(postgres_url)
-    await journal.close()
+    pg_journal = await open_journal(postgres_url)
+    await pg_journal.close()
     with pytest.raises(JournalError, match="closed"):
-        await journal.claim_many([request(CallKey("s", "late", "h"))])
+        await pg_journal.claim_many([request(CallKey("s", "late", "h"))])
 
 
-async def queued_and_let_go(journal: PostgresJournal, key: CallKey) -> None:
+async def queued_and_let_go(pg_journal: PostgresJournal, key: CallKey) -> None:
     """`key` stored queued with no owner: the next claim takes it."""
-    await journal.claim(key, "t", {"n": 1}, queued=True)
-    await journal.unclaim(key)
+    await pg_journal.claim(key, "t", {"n": 1}, queued=True)
+    await pg_journal.unclaim(key)
 
 
-async def check_unheard(journal: PostgresJournal, new: list[CallKey], waiting: CallKey) -> None:
+async def check_unheard(pg_journal: PostgresJournal, new: list[CallKey], waiting: CallKey) -> None:
     """The claims of `new` and `waiting` were not heard: as if they never were."""
-    await journal.counts()  # one operation more: the writer has undone the claims by then
+    await pg_journal.counts()  # one operation more: the writer has undone the claims by then
     for key in new:
-        assert await journal.entry(key) is None, key
-    entry = await journal.entry(waiting)
+        assert await pg_journal.entry(key) is None, key
+    entry = await pg_journal.entry(waiting)
     assert entry is not None and entry.state is CallState.QUEUED
     for key in [*new, waiting]:  # nobody owns them: each runs, first attempt
-        claim = await journal.claim(key, "t", {"n": 1})
+        claim = await pg_journal.claim(key, "t", {"n": 1})
         assert claim.action is ClaimAction.RUN and claim.entry.attempt == 1, key
 
 
-async def test_a_batch_answered_but_not_heard_is_undone(journal: PostgresJournal) -> None:
+async def test_a_batch_answered_but_not_heard_is_undone(pg_journal: PostgresJournal) -> None:
     """The batch's caller is cancelled as soon as another claim of the same writer batch
     hears its own answer: the batch's answer is set, never heard."""
     new = [CallKey("s", f"new{n}", "h") for n in range(3)]
     waiting = CallKey("s", "waiting", "h")
-    await queued_and_let_go(journal, waiting)
+    await queued_and_let_go(pg_journal, waiting)
     unheard: asyncio.Task[object] | None = None
 
     async def claim_first() -> None:
-        claim = await journal.claim(CallKey("s", "first", "h"), "t", {})
+        claim = await pg_journal.claim(CallKey("s", "first", "h"), "t", {})
         assert claim.action is ClaimAction.RUN
         assert unheard is not None
         assert not unheard.done()  # its answer is set, its task has not resumed yet
         unheard.cancel()
 
     heard = asyncio.ensure_future(claim_first())
-    unheard = asyncio.ensure_future(journal.claim_many([request(k) for k in [*new, waiting]]))
+    unheard = asyncio.ensure_future(pg_journal.claim_many([request(k) for k in [*new, waiting]]))
     await asyncio.wait_for(heard, LIMIT)
     await asyncio.wait([unheard], timeout=LIMIT)
     assert unheard.cancelled()
-    await check_unheard(journal, new, waiting)
+    await check_unheard(pg_journal, new, waiting)
 
 
 async def test_a_batch_stopped_at_any_point_leaves_no_claim_nobody_heard(
-    journal: PostgresJournal,
+    pg_journal: PostgresJournal,
 ) -> None:
     turns = 0
     while True:
         new = [CallKey(f"s{turns}", f"new{n}", "h") for n in range(3)]
         waiting = CallKey(f"s{turns}", "waiting", "h")
-        await queued_and_let_go(journal, waiting)
-        task = asyncio.ensure_future(journal.claim_many([request(k) for k in [*new, waiting]]))
+        await queued_and_let_go(pg_journal, waiting)
+        task = asyncio.ensure_future(pg_journal.claim_many([request(k) for k in [*new, waiting]]))
         for _ in range(turns):
             await asyncio.sleep(0)
         task.cancel()
         await asyncio.wait([task], timeout=LIMIT)
-        if not task.cancelled():  # heard: this journal owns every call
+        if not task.cancelled():  # heard: this pg_journal owns every call
             answers = task.result()
             assert all(
                 isinstance(answer, Claim) and answer.action is ClaimAction.RUN for answer in answers
             )
             break
-        await check_unheard(journal, new, waiting)
+        await check_unheard(pg_journal, new, waiting)
         turns += 1
         assert turns < 1000, "the claims were never answered"

@@ -1,7 +1,7 @@
-"""The PostgreSQL journal under a concurrency limit: a slot's next call waits for its start
+"""The PostgreSQL pg_journal under a concurrency limit: a slot's next call waits for its start
 mark, and the start goes in one statement with the outcomes submitted before it (the call
 that freed the slot), so a reader never counts more calls running than the limit lets run
-(tests/journal/test_running_under_a_limit.py). Even when another transaction holds the
+(tests/pg_journal/test_running_under_a_limit.py). Even when another transaction holds the
 outcome's row (a real row lock here), the start is not answered before that outcome is
 stored.
 
@@ -11,34 +11,21 @@ No timing is asserted: the start must not come back while the outcome's row stay
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
-import pytest
 
-from toolbridge.journal import open_journal
 from toolbridge.journal.postgres import PostgresJournal
 from toolbridge.journal.records import CallKey, CallState, ClaimAction
 
 
-@pytest.fixture
-async def journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
-    opened = await open_journal(postgres_url)
-    assert isinstance(opened, PostgresJournal)
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 async def test_a_start_waits_for_the_outcome_submitted_before_it(
-    journal: PostgresJournal, postgres_url: str
+    pg_journal: PostgresJournal, postgres_url: str
 ) -> None:
     done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
-    assert (await journal.claim(done, "t", {})).action is ClaimAction.RUN
-    assert (await journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
-    row = await (await journal._conn.execute("SELECT pg_backend_pid()")).fetchone()
+    assert (await pg_journal.claim(done, "t", {})).action is ClaimAction.RUN
+    assert (await pg_journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
+    row = await (await pg_journal._conn.execute("SELECT pg_backend_pid()")).fetchone()
     assert row is not None
     backend = row[0]
     watcher = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
@@ -48,8 +35,8 @@ async def test_a_start_waits_for_the_outcome_submitted_before_it(
         await other.execute("SELECT 1 FROM toolbridge_calls WHERE call_id = 'done' FOR UPDATE")
         # One slot's hand-over, in one turn of the loop (one writer batch): a call's
         # outcome, then the next call's start.
-        stored = journal.finish_soon(done, {"text": "ok"})
-        started = asyncio.ensure_future(journal.start(waiting))
+        stored = pg_journal.finish_soon(done, {"text": "ok"})
+        started = asyncio.ensure_future(pg_journal.start(waiting))
         # The outcome and the start were sent together, and wait for the lock (seen from a
         # connection of its own: within the other's transaction the server's activity view
         # would not change).
@@ -67,7 +54,7 @@ async def test_a_start_waits_for_the_outcome_submitted_before_it(
         await other.rollback()
         await stored
         assert await started is None
-    entries = {entry.key: entry for entry in await journal.entries(session="live")}
+    entries = {entry.key: entry for entry in await pg_journal.entries(session="live")}
     assert entries[waiting].state is CallState.RUNNING
     assert entries[waiting].started_at is not None
     assert entries[done].state is CallState.FINISHED
@@ -75,12 +62,12 @@ async def test_a_start_waits_for_the_outcome_submitted_before_it(
 
 
 async def test_a_start_and_the_outcome_before_it_are_one_statement(
-    journal: PostgresJournal,
+    pg_journal: PostgresJournal,
 ) -> None:
     done, waiting = CallKey("live", "done", "h"), CallKey("live", "next", "h")
-    assert (await journal.claim(done, "t", {})).action is ClaimAction.RUN
-    assert (await journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
-    conn = journal._conn
+    assert (await pg_journal.claim(done, "t", {})).action is ClaimAction.RUN
+    assert (await pg_journal.claim(waiting, "t", {}, queued=True)).action is ClaimAction.RUN
+    conn = pg_journal._conn
     sent: list[str] = []
     execute = conn.execute
 
@@ -91,11 +78,11 @@ async def test_a_start_and_the_outcome_before_it_are_one_statement(
     conn.execute = counted  # type: ignore[method-assign]
 
     async def start() -> list[str]:
-        await journal.start(waiting)
+        await pg_journal.start(waiting)
         return list(sent)  # what was sent when this call's tool would start
 
     try:
-        stored = journal.finish_soon(done, {"text": "ok"})
+        stored = pg_journal.finish_soon(done, {"text": "ok"})
         seen = await asyncio.ensure_future(start())
         await stored
     finally:

@@ -7,12 +7,9 @@ fails as one (the writer answers it), never the writer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from psycopg.adapt import PyFormat, Transformer
 
-from toolbridge.journal import open_journal
 from toolbridge.journal.postgres import PostgresJournal
 from toolbridge.journal.postgres_sql import TextArray, text_array
 from toolbridge.journal.records import CallKey, ClaimAction, ClaimRequest, JournalError
@@ -46,21 +43,11 @@ def test_what_cannot_be_sent_is_an_error_to_answer_not_a_crash() -> None:
         text_array(["ok", 3])  # type: ignore[list-item]
 
 
-@pytest.fixture
-async def journal(postgres_url: str) -> AsyncIterator[PostgresJournal]:
-    opened = await open_journal(postgres_url)
-    assert isinstance(opened, PostgresJournal)
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
-async def test_the_server_reads_the_same_texts(journal: PostgresJournal) -> None:
+async def test_the_server_reads_the_same_texts(pg_journal: PostgresJournal) -> None:
     for items in [*CASES, []]:
         array = text_array(items)
         assert isinstance(array, TextArray)
-        cursor = await journal._conn.execute(
+        cursor = await pg_journal._conn.execute(
             "SELECT %(a)b::text[], cardinality(%(a)b::text[])", {"a": array}
         )
         row = await cursor.fetchone()
@@ -70,11 +57,11 @@ async def test_the_server_reads_the_same_texts(journal: PostgresJournal) -> None
 
 
 async def test_a_batch_of_texts_of_every_kind_is_stored_and_read_back(
-    journal: PostgresJournal,
+    pg_journal: PostgresJournal,
 ) -> None:
     keys = [CallKey("sé", f"call-{i}-ü", "h" * 64) for i in range(3)]
     arguments = [{"text": "日本語"}, {"text": "x" * 5000}, {"quote": '"\\', "none": None}]
-    claims = await journal.claim_many(
+    claims = await pg_journal.claim_many(
         [ClaimRequest(key, "tool-é", value) for key, value in zip(keys, arguments, strict=True)]
     )
     assert [claim.action for claim in claims if not isinstance(claim, JournalError)] == [
@@ -82,23 +69,23 @@ async def test_a_batch_of_texts_of_every_kind_is_stored_and_read_back(
     ] * 3
     outcomes = [{"text": "done é"}, {"text": "y" * 9000}, {"text": ""}]
     for key, outcome, kind in zip(keys, outcomes, ["é-kind", None, "plain"], strict=True):
-        journal.finish_soon(key, outcome, error_kind=kind)
+        pg_journal.finish_soon(key, outcome, error_kind=kind)
     for key, value, outcome in zip(keys, arguments, outcomes, strict=True):
-        entry = await journal.entry(key)
+        entry = await pg_journal.entry(key)
         assert entry is not None
         assert (entry.tool, entry.arguments, entry.outcome) == ("tool-é", value, outcome)
 
 
 async def test_an_error_kind_that_cannot_be_sent_fails_its_outcome_only(
-    journal: PostgresJournal,
+    pg_journal: PostgresJournal,
 ) -> None:
     bad, good = CallKey("s", "bad", "h"), CallKey("s", "good", "h")
     for key in (bad, good):
-        assert (await journal.claim(key, "t", {})).action is ClaimAction.RUN
-    failed = journal.finish_soon(bad, {"text": "x"}, error_kind="lone \udc80")
+        assert (await pg_journal.claim(key, "t", {})).action is ClaimAction.RUN
+    failed = pg_journal.finish_soon(bad, {"text": "x"}, error_kind="lone \udc80")
     with pytest.raises(JournalError):
         await failed
-    await journal.finish(good, {"text": "ok"})  # the writer still answers
-    entry = await journal.entry(good)
+    await pg_journal.finish(good, {"text": "ok"})  # the writer still answers
+    entry = await pg_journal.entry(good)
     assert entry is not None
     assert entry.outcome == {"text": "ok"}
