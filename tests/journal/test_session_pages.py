@@ -8,6 +8,7 @@ was, read where it cannot be written) lists the same. Plans are checked, never t
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -281,3 +282,102 @@ async def test_a_postgresql_user_that_may_not_index_the_table_still_opens_the_jo
     assert INDEX not in indexes_and_version(postgres_url)[0]
     assert "cannot add the index that pages a session's listing" in caplog.text
     await assert_pages_list_as_one(as_writer, create=True)
+
+
+def listing_index_state(target: str) -> tuple[bool, str] | None:
+    """Whether the listing index is valid, and its definition; None where there is none."""
+    with psycopg.connect(target) as conn:
+        row = conn.execute(
+            "SELECT indisvalid, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indexrelid = to_regclass(%s)",
+            (INDEX,),
+        ).fetchone()
+    return None if row is None else (bool(row[0]), str(row[1]))
+
+
+def a_call(call_id: str) -> tuple[object, ...]:
+    return ("a", call_id, "h", "t", '{"n": 1}', "running", 1, None, None, None, 2000.0, 2000.0,
+            None, None)  # fmt: skip
+
+
+async def test_a_postgresql_journal_is_indexed_while_other_processes_write_it(
+    postgres_url: str,
+) -> None:
+    # The first open of a journal written before the index builds it. A plain CREATE INDEX
+    # queued behind one open write and held every other writer behind it until built (on
+    # a journal of millions of calls, every agent process on it stood still). Built
+    # concurrently, it waits for that write alone, and the others go on.
+    write_version_4(postgres_url)
+    insert = INSERT.replace("?", "%s")
+    connect = psycopg.AsyncConnection.connect
+    async with (  # (`older` last: closed first, it lets the others go should a check fail)
+        await connect(postgres_url, autocommit=True) as watch,
+        await connect(postgres_url, autocommit=True) as writer,
+        await connect(postgres_url, autocommit=True) as older,
+    ):
+
+        async def waiting(pid: int | None = None) -> bool:
+            cursor = await watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND (%s::int IS NULL OR pid = %s)",
+                (pid, pid),
+            )
+            row = await cursor.fetchone()
+            return row is not None and row[0] > 0
+
+        await older.execute("BEGIN")
+        await older.execute(insert, a_call("older"))  # an older process's claim, not committed
+        opening = asyncio.create_task(open_journal(postgres_url))
+        while not await waiting():  # the build waits for that claim's transaction
+            assert not opening.done(), opening
+            await asyncio.sleep(0.01)
+        writing = asyncio.create_task(writer.execute(insert, a_call("meanwhile")))
+        while not writing.done():
+            assert not await waiting(writer.info.backend_pid), "the claim waits for the build"
+            await asyncio.sleep(0.01)
+        await writing
+        assert not opening.done()
+        await older.execute("COMMIT")
+        journal = await opening
+    try:
+        assert len(await journal.entries(session="a")) == 22
+    finally:
+        await journal.close()
+    state = listing_index_state(postgres_url)
+    assert state is not None and state[0], state
+
+
+async def test_an_index_a_dead_build_left_invalid_is_made_again(postgres_url: str) -> None:
+    # A build that died half-way (its process killed; here a unique index over repeated
+    # values) leaves an invalid index: written by every claim, read by no listing.
+    write_version_4(postgres_url)
+    with (
+        psycopg.connect(postgres_url, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.UniqueViolation),
+    ):
+        conn.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {INDEX} ON toolbridge_calls (tool)")
+    assert listing_index_state(postgres_url) == (
+        False, f"CREATE UNIQUE INDEX {INDEX} ON public.toolbridge_calls USING btree (tool)"
+    )  # fmt: skip
+    async with await open_journal(postgres_url):
+        pass
+    assert listing_index_state(postgres_url) == (
+        True,
+        f"CREATE INDEX {INDEX} ON public.toolbridge_calls "
+        "USING btree (session, created_at, call_id, args_hash)",
+    )
+    await assert_pages_list_as_one(postgres_url, create=False)
+
+
+async def test_an_index_another_process_is_building_is_left_to_it(postgres_url: str) -> None:
+    # Not yet valid while another process builds it, which holds the table meanwhile (here
+    # a transaction holds it as a build does): the journal opens without waiting for it.
+    write_version_4(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {INDEX} ON toolbridge_calls (tool)")
+        with conn.transaction():
+            conn.execute("LOCK TABLE toolbridge_calls IN SHARE UPDATE EXCLUSIVE MODE")
+            async with await open_journal(postgres_url) as journal:
+                assert len(await journal.entries(session="a")) == 20
+    state = listing_index_state(postgres_url)
+    assert state is not None and not state[0], state

@@ -92,6 +92,8 @@ async def open_connection(
         for setting, value in _KEEPALIVES:
             await conn.execute(f"SET {setting} = {value}")
         await _migrate(conn, description, create=create)
+        if create:
+            await _add_listing_index(conn, description)
         owner = await _take_owner_number(conn)
     except psycopg.Error as exc:
         await conn.close()
@@ -148,30 +150,59 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
             )
             if version:
                 logger.info("journal %s: schema migrated from %d", description, version)
-        if create:
-            await _add_listing_index(conn, description)
+
+
+_INDEX_NAME = "toolbridge_calls_by_session"
+_INDEX_CONCURRENTLY = LISTING_INDEX.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY", 1)
+_DEAD_BUILD_WAIT = "200ms"
+"""How long dropping an invalid index waits for the table: a build under way holds it."""
 
 
 async def _add_listing_index(conn: AsyncConnection[Any], description: str) -> None:
-    """Make `LISTING_INDEX` if the journal has none (looked up first: creating it, even
-    "IF NOT EXISTS", locks the table against writes until the transaction ends). A user
-    that may write the tables but not index them (not their owner), or a read-only
-    server, opens the journal as before: its listings are the same, only slower."""
+    """Make `LISTING_INDEX` if the journal has none, concurrently: a journal that holds
+    many calls already (written by a toolbridge before the index) is indexed while other
+    processes go on writing it, where a plain ``CREATE INDEX`` would hold their writes
+    until it is built. One left invalid by a build that died (its process killed) is made
+    again; one another process is building is left to it. A user that may write the
+    tables but not index them (not their owner), or a read-only server, opens the journal
+    as before: its listings are the same, only slower. Outside any transaction: a
+    concurrent build cannot run inside one."""
     import psycopg
 
-    cursor = await conn.execute("SELECT to_regclass('toolbridge_calls_by_session') IS NULL")
+    cursor = await conn.execute(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (_INDEX_NAME,)
+    )
     row = await cursor.fetchone()
-    if row is None or not row[0]:
+    if row is not None and row[0]:
         return
     try:
-        async with conn.transaction():  # a savepoint: a refusal leaves the rest standing
-            await conn.execute(LISTING_INDEX)
+        if row is not None and not await _drop_dead_build(conn):
+            return  # another process is building it
+        await conn.execute(_INDEX_CONCURRENTLY)
+    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+        pass  # another process began the same build at the same moment: it makes it
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction) as exc:
         logger.warning(
             "journal %s: cannot add the index that pages a session's listing (%s); "
             "listings of long sessions will be slower",
             description, str(exc).strip(),
         )  # fmt: skip
+
+
+async def _drop_dead_build(conn: AsyncConnection[Any]) -> bool:
+    """Drop the invalid listing index, unless a build under way holds the table (then
+    False): a build that died leaves it behind, still written by every claim and never
+    read."""
+    import psycopg
+
+    await conn.execute(f"SET lock_timeout = '{_DEAD_BUILD_WAIT}'")
+    try:
+        await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {_INDEX_NAME}")
+    except psycopg.errors.LockNotAvailable:
+        return False
+    finally:
+        await conn.execute("RESET lock_timeout")
+    return True
 
 
 def describe(conninfo: str) -> str:
