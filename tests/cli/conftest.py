@@ -14,7 +14,17 @@ from pathlib import Path
 
 import pytest
 
+import toolbridge
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SOURCE = Path(toolbridge.__file__).resolve().parents[1]
+"""Where this test process imported toolbridge from: the commands it starts run that same
+code (a worktree's sources, not the copy installed in the environment)."""
+
+
+def python_path(site: Path) -> str:
+    """``PYTHONPATH`` for a command the tests start: the plugins in `site`, then `SOURCE`."""
+    return os.pathsep.join([str(site), str(SOURCE)])
 
 
 class Cli:
@@ -41,7 +51,7 @@ class Cli:
         tty_input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run the command; `tty_input` gives it a terminal as stdin and types that text."""
-        env = {**os.environ, "PYTHONPATH": str(self.site)}
+        env = {**os.environ, "PYTHONPATH": python_path(self.site)}
         command = [sys.executable, "-m", "toolbridge", *args]
         if tty_input is not None:
             return run_on_tty(command, cwd or self.workspace, env, tty_input)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, python_path
 from typer.testing import CliRunner
 
 
@@ -50,7 +50,8 @@ class InProcessCli(Cli):
         modules_before = set(sys.modules)
         os.chdir(cwd or self.workspace)
         sys.path.insert(0, str(self.site))
-        os.environ["PYTHONPATH"] = str(self.site)  # as `Cli` gives it, for what the command starts
+        # As `Cli` gives it, for what the command starts:
+        os.environ["PYTHONPATH"] = python_path(self.site)
         importlib.invalidate_caches()  # entry points and modules are looked up afresh
         try:
             result = CliRunner().invoke(
