@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -129,26 +130,23 @@ async def floor_ms(conn: Any, round_no: int) -> float:
     """PostgreSQL's own time for a batch's rows: the journal's claim statement for 200 new
     calls, then its finish statement for them, with the rows the journal sends (the same
     SQL text, the same columns and values, the same table), each its own round trip as in
-    a batch (the tools run between them), sent by psycopg with no journal around them."""
+    a batch (the tools run between them), sent by psycopg with no journal around them. The
+    rows are made before the clock starts: making their data is a row of its own."""
     gc.collect()  # see `measure`
     keys = [(FLOOR_SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
             for i in range(CALLS)]  # fmt: skip
-    start = time.perf_counter()
     now = time.time()
     sessions, ids, digests = (text_array([key[i] for key in keys]) for i in range(3))
     arguments = text_array([to_json({"n": i}) for i in range(CALLS)])
-    await conn.execute(
-        write_sql(claims=True, starts=False, finishes=False),
-        {"now": now, "owner": FLOOR_OWNER, "s": sessions, "c": ids, "h": digests,
-         "t": text_array(["wait_5ms"] * CALLS), "a": arguments,
-         "p": text_array([None] * CALLS), "q": text_array(["running"] * CALLS)},
-    )  # fmt: skip
     outcomes = text_array([to_json(result_to_json(ToolResult(str(i)))) for i in range(CALLS)])
-    await conn.execute(
-        write_sql(claims=False, starts=False, finishes=True),
-        {"now": time.time(), "owner": FLOOR_OWNER, "fs": sessions, "fc": ids, "fh": digests,
-         "fo": outcomes, "fe": text_array([None] * CALLS)},
-    )  # fmt: skip
+    claimed = {"now": now, "owner": FLOOR_OWNER, "s": sessions, "c": ids, "h": digests,
+               "t": text_array(["wait_5ms"] * CALLS), "a": arguments,
+               "p": text_array([None] * CALLS), "q": text_array(["running"] * CALLS)}  # fmt: skip
+    finished = {"now": now, "owner": FLOOR_OWNER, "fs": sessions, "fc": ids, "fh": digests,
+                "fo": outcomes, "fe": text_array([None] * CALLS)}  # fmt: skip
+    start = time.perf_counter()
+    await conn.execute(write_sql(claims=True, starts=False, finishes=False), claimed)
+    await conn.execute(write_sql(claims=False, starts=False, finishes=True), finished)
     return (time.perf_counter() - start) * 1000
 
 
@@ -157,24 +155,29 @@ def sqlite_floor_ms(conn: sqlite3.Connection, round_no: int) -> float:
     multi-row ``INSERT`` of new calls, then its ``UPDATE ... FROM`` of their outcomes),
     with the rows the journal writes, a transaction per 64 calls as the journal's on the
     loop, from a bare connection opened as the journal opens its own
-    (`sqlite_file.connect`) on a journal file of its own, with no journal around them."""
+    (`sqlite_file.connect`) on a journal file of its own, with no journal around them. The
+    rows are made before the clock starts: making their data is a row of its own."""
     gc.collect()  # see `measure`
     keys = [(FLOOR_SESSION, f"f{round_no}-{i}", arguments_digest("wait_5ms", {"n": i}))
             for i in range(CALLS)]  # fmt: skip
+    now = time.time()
+
+    def parts(row: Callable[[int], tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+        """`row` of each call, a transaction's rows (`AT_ONCE`) a list."""
+        return [[row(i) for i in range(first, min(first + AT_ONCE, CALLS))]
+                for first in range(0, CALLS, AT_ONCE)]  # fmt: skip
+
+    claims = parts(lambda i: (*keys[i], "wait_5ms", to_json({"n": i}), "running", NULL, now,
+                              now, FLOOR_OWNER))  # fmt: skip
+    outcomes = parts(lambda i: (to_json(result_to_json(ToolResult(str(i)))), NULL, now, *keys[i]))
     start = time.perf_counter()
-    for first in range(0, CALLS, AT_ONCE):
-        now = time.time()
-        rows = [(*keys[i], "wait_5ms", to_json({"n": i}), "running", NULL, now, now, FLOOR_OWNER)
-                for i in range(first, min(first + AT_ONCE, CALLS))]  # fmt: skip
+    for rows in claims:
         conn.execute("BEGIN IMMEDIATE")
         _write_rows(conn, _INSERT, rows)
         conn.execute("COMMIT")
-    for first in range(0, CALLS, AT_ONCE):
-        now = time.time()
-        outcomes = [(to_json(result_to_json(ToolResult(str(i)))), NULL, now, *keys[i])
-                    for i in range(first, min(first + AT_ONCE, CALLS))]  # fmt: skip
+    for rows in outcomes:
         conn.execute("BEGIN IMMEDIATE")
-        _write_rows(conn, _FINISH, outcomes, update=True)
+        _write_rows(conn, _FINISH, rows, update=True)
         conn.execute("COMMIT")
     return (time.perf_counter() - start) * 1000
 
