@@ -221,3 +221,31 @@ def test_a_journal_on_a_full_disk_says_the_disk_is_full(small_disk: Path) -> Non
         assert done.returncode == 3, done
         assert f"the disk holding the journal {path} is full" in done.stderr, done.stderr
         assert "free space" in done.stderr and "move" not in done.stderr, done.stderr
+
+
+@pytest.fixture
+def immutable_journal(tmp_path: Path) -> Iterator[Path]:
+    """A closed journal whose file (not its folder) is made immutable: no process, root
+    included, may write it, while its folder stays writable."""
+    path = tmp_path / "journal.sqlite3"
+    asyncio.run(make_journal(str(path)))
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, f"chattr +i needs root and ext4 or the like: {done.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+async def test_a_read_only_journal_file_in_a_writable_folder_is_named_not_its_folder(
+    immutable_journal: Path,
+) -> None:
+    # The error said "<folder> is read-only for this process ... Make it writable": the
+    # folder was writable; the file was not.
+    with pytest.raises(JournalError) as raised:
+        async with SQLiteJournal(immutable_journal) as journal:
+            await journal.claim(CallKey("s", "c2", "h"), "t", {})
+    text = str(raised.value)
+    assert f"the file {immutable_journal} is read-only" in text
+    assert f"{immutable_journal.parent} is read-only" not in text and "chmod u+w" in text

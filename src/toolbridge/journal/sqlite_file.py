@@ -288,13 +288,22 @@ def why_not_writable(path: Path) -> str:
             f"the folder {folder} does not exist. Create it, or give the journal a path in "
             "a folder that exists."
         )
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK):
         return (
             f"{folder} is read-only for this process (a read-only file system, or no write "
             "permission), and the journal writes its file and side files (-wal, -shm, "
             "-owners) there. Make it writable, or keep the journal in a writable place "
             "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
         )
+    for name in (path.name, *(path.name + side for side in ("-wal", "-shm", "-owners"))):
+        file = path.with_name(name)
+        if file.exists() and not os.access(file, os.W_OK):
+            return (
+                f"the file {file} is read-only for this process (no write permission, or "
+                "an immutable or read-only file), though its folder is writable. Make it "
+                "writable (chmod u+w, or run as its owner), or keep the journal elsewhere "
+                "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
+            )
     return "check that the file and its folder are readable and writable by this process."
 
 
