@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge.journal import CallKey, JournalError, SQLiteJournal, open_journal
+from toolbridge.journal import CallKey, JournalError, NoJournal, SQLiteJournal, open_journal
 
 KEY = CallKey("s", "c", "h")
 
@@ -116,7 +116,7 @@ def test_commands_on_a_path_with_no_journal_say_so_and_create_nothing(
     empty = tmp_path / "empty.sqlite3"  # a file that is not a journal: left as it was
     empty.touch()
     done = run_cli(*command, "--journal", str(empty), cwd=tmp_path)
-    assert done.returncode != 0
+    assert done.returncode == 2  # no journal there, as for a missing file (it was 3)
     assert f"{empty} holds no toolbridge journal" in done.stderr
     assert os.listdir(tmp_path) == ["empty.sqlite3"] and empty.stat().st_size == 0
 
@@ -127,7 +127,7 @@ def test_commands_on_a_database_with_no_journal_create_nothing(
     import psycopg
 
     done = run_cli("list", "--journal", postgres_url, cwd=tmp_path)
-    assert done.returncode != 0 and "holds no toolbridge journal" in done.stderr
+    assert done.returncode == 2 and "holds no toolbridge journal" in done.stderr  # it was 3
     with psycopg.connect(postgres_url) as conn:
         cursor = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'toolbridge%'")
         assert cursor.fetchone() == (0,)
@@ -249,3 +249,14 @@ async def test_a_read_only_journal_file_in_a_writable_folder_is_named_not_its_fo
     text = str(raised.value)
     assert f"the file {immutable_journal} is read-only" in text
     assert f"{immutable_journal.parent} is read-only" not in text and "chmod u+w" in text
+
+
+async def test_a_target_holding_no_journal_is_no_journal_as_a_missing_file_is(
+    journal_target: str,
+) -> None:
+    # An empty SQLite file or an empty database raised a plain JournalError, so a caller
+    # (and the CLI's exit code) told it apart from "no journal at PATH".
+    if "://" not in journal_target:
+        Path(journal_target).touch()
+    with pytest.raises(NoJournal, match="holds no toolbridge journal"):
+        await open_journal(journal_target, create=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from toolbridge.journal.base import Durability
 from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
 from toolbridge.journal.postgres_sql import TEXT_ARRAY_OID, TextArray
-from toolbridge.journal.records import JournalError
+from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool
             found = await cursor.fetchone()
             version = schema_version_of(found[0] if found else None, f"at {description}")
         if version == 0 and not create:
-            raise JournalError(
+            raise NoJournal(
                 f"the database at {description} holds no toolbridge journal (nothing was "
                 "created). Check the connection string."
             )

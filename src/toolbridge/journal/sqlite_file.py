@@ -15,7 +15,7 @@ from pathlib import Path
 
 from toolbridge.journal.base import Durability
 from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
-from toolbridge.journal.records import JournalError
+from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
 
 __all__ = [
@@ -88,7 +88,7 @@ def connect(
     while True:
         try:
             if not create and _schema_version(conn, path) == 0:
-                raise JournalError(
+                raise NoJournal(
                     f"{path} holds no toolbridge journal (nothing was created or "
                     "changed). Check the path."
                 )
@@ -151,7 +151,7 @@ def open_to_read(path: Path) -> sqlite3.Connection:
     try:
         version = _schema_version(conn, path)
         if version == 0:
-            raise JournalError(
+            raise NoJournal(
                 f"{path} holds no toolbridge journal (nothing was created or "
                 "changed). Check the path."
             )
