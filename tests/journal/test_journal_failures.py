@@ -260,3 +260,28 @@ async def test_a_target_holding_no_journal_is_no_journal_as_a_missing_file_is(
         Path(journal_target).touch()
     with pytest.raises(NoJournal, match="holds no toolbridge journal"):
         await open_journal(journal_target, create=False)
+
+
+async def test_a_database_user_who_may_not_read_the_journal_is_told_to_get_read_rights(
+    postgres_url: str,
+) -> None:
+    # A read (create=False, as `journal show` opens it) said the journal "is not writable
+    # by this database user" and to grant the rights "to create and write" the tables: a
+    # read-only auditor needs SELECT, which that never named.
+    import psycopg
+
+    await make_journal(postgres_url)
+    role = f"no_select_{os.getpid()}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+    url = postgres_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    try:
+        with pytest.raises(JournalError) as raised:
+            async with await open_journal(url, create=False) as journal:
+                await journal.entries()
+        text = str(raised.value)
+        assert f"user={role}" in text and "permission denied" in text
+        assert "not writable" not in text and "SELECT" in text
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")

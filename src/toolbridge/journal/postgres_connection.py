@@ -216,9 +216,9 @@ def server_error(exc: Exception, description: str) -> JournalError:
         )
     if "permission denied" in text or "must be owner" in text:
         return JournalError(
-            f"the journal at {description} is not writable by this database user ({text}). "
-            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
-            "a user that has them."
+            f"this database user may not use the journal at {description} ({text}). Grant "
+            "it the rights on the toolbridge_* tables (SELECT to read them; to record calls, "
+            "the rights to create and write them), or connect as a user that has them."
         )
     if "read-only transaction" in text:
         return JournalError(
