@@ -10,7 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -251,7 +251,7 @@ async def test_a_read_only_journal_file_in_a_writable_folder_is_named_not_its_fo
     assert f"{immutable_journal.parent} is read-only" not in text and "chmod u+w" in text
 
 
-async def test_a_target_holding_no_journal_is_no_journal_as_a_missing_file_is(
+def test_a_target_holding_no_journal_is_no_journal_as_a_missing_file_is(
     journal_target: str,
 ) -> None:
     # An empty SQLite file or an empty database raised a plain JournalError, so a caller
@@ -259,7 +259,7 @@ async def test_a_target_holding_no_journal_is_no_journal_as_a_missing_file_is(
     if "://" not in journal_target:
         Path(journal_target).touch()
     with pytest.raises(NoJournal, match="holds no toolbridge journal"):
-        await open_journal(journal_target, create=False)
+        asyncio.run(open_journal(journal_target, create=False))
 
 
 async def test_a_database_user_who_may_not_read_the_journal_is_told_to_get_read_rights(
@@ -285,3 +285,25 @@ async def test_a_database_user_who_may_not_read_the_journal_is_told_to_get_read_
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.parametrize(("side", "make"), [
+    ("-wal", os.mkdir), ("-shm", os.mkdir), ("-shm", os.mkfifo),
+    ("-wal", lambda path: os.symlink("/etc/hostname", path)),
+])  # fmt: skip
+async def test_a_side_file_that_is_no_plain_file_is_named(
+    tmp_path: Path, side: str, make: Callable[[Path], None]
+) -> None:
+    # SQLite said "unable to open database file" (or "disk I/O error"), and the journal
+    # said to check that the file and folder are writable (or to move the journal aside,
+    # losing its records), while both were fine and the side file was the problem.
+    path = tmp_path / "journal.sqlite3"
+    await make_journal(str(path))
+    make(tmp_path / f"journal.sqlite3{side}")
+    for create in (True, False):
+        with pytest.raises(JournalError) as raised:
+            async with await open_journal(str(path), create=create) as journal:
+                await journal.entries()
+        text = str(raised.value)
+        assert f"its side file {path}{side} is" in text and "remove it" in text
+        assert "move the file aside" not in text and "readable and writable" not in text

@@ -202,6 +202,9 @@ def database_error(path: Path, exc: sqlite3.Error, doing: str) -> JournalError:
             f"the journal {path} is corrupt or not a journal ({text}). Move it aside "
             "to start a new one; calls it recorded can then run again."
         )
+    odd = _odd_side_file(path)
+    if odd is not None:
+        return JournalError(f"the journal {path} cannot {doing} ({text}): {odd}")
     if "unable to open" in text or "readonly" in text or "read-only" in text:
         return JournalError(f"the journal {path} cannot {doing} ({text}): {why_not_writable(path)}")
     if "locked" in text or "busy" in text:
@@ -222,6 +225,25 @@ def database_error(path: Path, exc: sqlite3.Error, doing: str) -> JournalError:
         f"the journal {path} failed to {doing}: {text}. Check the file and the disk "
         "it is on; move the file aside to start a new journal if it stays broken."
     )
+
+
+def _odd_side_file(path: Path) -> str | None:
+    """What is wrong with a side file SQLite makes for the journal at `path` (-wal, -shm)
+    that is there but is no plain file (a folder, a link, a pipe), which SQLite reports
+    only as a file it cannot open or an I/O error; None when both are fine."""
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = os.lstat(side).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else (
+                "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file")  # fmt: skip
+            return (
+                f"its side file {side} is {what}. SQLite makes that file itself: remove it "
+                "while no process has the journal open, then open the journal again."
+            )
+    return None
 
 
 def _no_room(path: Path) -> bool:
