@@ -307,3 +307,33 @@ async def test_a_side_file_that_is_no_plain_file_is_named(
         text = str(raised.value)
         assert f"its side file {path}{side} is" in text and "remove it" in text
         assert "move the file aside" not in text and "readable and writable" not in text
+
+
+def drop_table(target: str, table: str) -> None:
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {table}")
+        return
+    with sqlite3.connect(target) as conn:
+        conn.execute(f"DROP TABLE {table}")
+    conn.close()
+
+
+@pytest.mark.parametrize("table", ["toolbridge_calls", "toolbridge_runs", "toolbridge_meta"])
+@pytest.mark.parametrize("create", [True, False])
+async def test_a_journal_missing_one_of_its_tables_is_damaged_on_both_backends(
+    journal_target: str, table: str, create: bool
+) -> None:
+    # On PostgreSQL a dropped table was found only by the first statement that used it:
+    # "relation ... does not exist. Check that the server is up and reachable" (and, with
+    # toolbridge_meta gone, a write tried to make the tables again: "... already exists").
+    # SQLite said toolbridge_meta's absence meant "other tables": they are the journal's.
+    await make_journal(journal_target)
+    drop_table(journal_target, table)
+    with pytest.raises(JournalError) as raised:
+        async with await open_journal(journal_target, create=create) as journal:
+            await journal.sessions()
+    text = str(raised.value)
+    assert f"is damaged: its table {table} is missing" in text and "backup" in text

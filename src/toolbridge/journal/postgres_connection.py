@@ -11,7 +11,12 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import Durability
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.migrations import (
+    check_tables,
+    migrations_due,
+    schema_version_of,
+    statements,
+)
 from toolbridge.journal.postgres_sql import TEXT_ARRAY_OID, TextArray
 from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
@@ -121,15 +126,19 @@ def send_text_arrays(conn: AsyncConnection[Any]) -> None:
 async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
-        row = await cursor.fetchone()
+        cursor = await conn.execute(
+            "SELECT relname FROM pg_class WHERE relname LIKE 'toolbridge\\_%' "
+            "AND relkind IN ('r', 'p') AND pg_table_is_visible(oid)"
+        )
+        tables = {row[0] for row in await cursor.fetchall()}
         version = 0
-        if row is not None and row[0]:
+        if "toolbridge_meta" in tables:
             cursor = await conn.execute(
                 "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
             )
             found = await cursor.fetchone()
             version = schema_version_of(found[0] if found else None, f"at {description}")
+        check_tables(tables, version, len(MIGRATIONS), f"at {description}")
         if version == 0 and not create:
             raise NoJournal(
                 f"the database at {description} holds no toolbridge journal (nothing was "

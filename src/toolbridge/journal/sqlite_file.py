@@ -14,7 +14,12 @@ import time
 from pathlib import Path
 
 from toolbridge.journal.base import Durability
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.migrations import (
+    check_tables,
+    migrations_due,
+    schema_version_of,
+    statements,
+)
 from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
 
@@ -277,6 +282,7 @@ def _text(data: bytes) -> str:
 def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "toolbridge_meta" not in tables:
+        check_tables(tables, 0, SCHEMA_VERSION, str(path))
         if tables:
             raise JournalError(
                 f"the SQLite file {path} holds other tables and no toolbridge journal; give "
@@ -285,15 +291,7 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
     version = schema_version_of(row[0] if row is not None else None, str(path))
-    # The tables its migrations made (a newer toolbridge's layout is its own business).
-    made = {"toolbridge_calls": 1, "toolbridge_runs": 2}
-    for table, since in made.items():
-        if since <= version <= SCHEMA_VERSION and table not in tables:
-            raise JournalError(
-                f"the journal {path} is damaged: its table {table} is missing. Restore it "
-                "from a backup, or move it aside to start a new one (calls it recorded can "
-                "then run again)."
-            )
+    check_tables(tables, version, SCHEMA_VERSION, str(path))
     return version
 
 
