@@ -337,3 +337,25 @@ async def test_a_journal_missing_one_of_its_tables_is_damaged_on_both_backends(
             await journal.sessions()
     text = str(raised.value)
     assert f"is damaged: its table {table} is missing" in text and "backup" in text
+
+
+@pytest.mark.parametrize("target", ["/", "", ".", "sqlite:///", "x\0y.sqlite3", "sqlite:///x%00y"])
+@pytest.mark.parametrize("create", [True, False])
+async def test_a_path_no_journal_file_can_have_is_a_journal_error(
+    target: str, create: bool
+) -> None:
+    # A root, "." or an empty string raised ValueError ("PosixPath('/') has an empty
+    # name"), and a NUL byte "embedded null byte": `journal list --journal sqlite:///`
+    # was an internal error (exit 4).
+    with pytest.raises(JournalError, match="is not the path of a journal file"):
+        await open_journal(target, create=create)
+
+
+def test_a_workspace_path_holding_a_nul_byte_is_a_journal_error() -> None:
+    with pytest.raises(JournalError, match="is not the path of a journal file"):
+        SQLiteJournal.in_workspace("work\0space")
+
+
+def test_the_cli_says_a_path_names_no_journal_file(tmp_path: Path) -> None:
+    done = run_cli("list", "--journal", "sqlite:///", cwd=tmp_path)
+    assert done.returncode == 3 and "is not the path of a journal file" in done.stderr

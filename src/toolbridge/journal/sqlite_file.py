@@ -295,6 +295,19 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     return version
 
 
+def journal_path(value: str | os.PathLike[str]) -> Path:
+    """`value` as the path of a journal's file; one no file can have (no file name, as
+    ``/``, ``.`` or an empty string; a NUL byte) is a `JournalError` that says so."""
+    path = Path(value)
+    if not path.name or "\0" in str(path):
+        raise JournalError(
+            f"{os.fspath(value)!r} is not the path of a journal file (it names no file, or "
+            "holds a NUL byte). Give the path of the journal's file (a workspace's journal "
+            "is <workspace>/.toolbridge/journal.sqlite3)."
+        )
+    return path
+
+
 def why_not_writable(path: Path) -> str:
     """Why the journal at `path` cannot be created or written, and what to do about it."""
     folder = path.parent
@@ -304,9 +317,10 @@ def why_not_writable(path: Path) -> str:
             "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
         )
     if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
         return (
-            f"the folder {folder} does not exist. Create it, or give the journal a path in "
-            "a folder that exists."
+            f"the folder {folder} {what}. Create it, or give the journal a path in a folder "
+            "that exists."
         )
     if not os.access(folder, os.W_OK):
         return (
