@@ -192,9 +192,10 @@ def describe(conninfo: str) -> str:
         parts = conninfo_to_dict(conninfo)
         parts.pop("password", None)
         parts.pop("sslpassword", None)
-        return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
+        described = make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
     except Exception:
         return "(the configured PostgreSQL database)"
+    return described or "(libpq's defaults: the PG* environment variables, else the local socket)"
 
 
 _PASSWORDS = (
