@@ -359,3 +359,17 @@ def test_a_workspace_path_holding_a_nul_byte_is_a_journal_error() -> None:
 def test_the_cli_says_a_path_names_no_journal_file(tmp_path: Path) -> None:
     done = run_cli("list", "--journal", "sqlite:///", cwd=tmp_path)
     assert done.returncode == 3 and "is not the path of a journal file" in done.stderr
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_a_journal_path_that_is_a_pipe_says_so(tmp_path: Path, create: bool) -> None:
+    # A pipe failed with "disk I/O error. Check the file and the disk it is on; move the
+    # file aside" (a device such as /dev/null with "cannot rollback - no transaction is
+    # active", after SQLite had made /dev/null-journal).
+    pipe = tmp_path / "journal.sqlite3"
+    os.mkfifo(pipe)
+    with pytest.raises(JournalError) as raised:
+        asyncio.run(open_journal(str(pipe), create=create))
+    text = str(raised.value)
+    assert f"{pipe} is not a plain file" in text and "move the file aside" not in text
+    assert os.listdir(tmp_path) == ["journal.sqlite3"]  # nothing made beside it

@@ -297,13 +297,24 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
 
 def journal_path(value: str | os.PathLike[str]) -> Path:
     """`value` as the path of a journal's file; one no file can have (no file name, as
-    ``/``, ``.`` or an empty string; a NUL byte) is a `JournalError` that says so."""
+    ``/``, ``.`` or an empty string; a NUL byte), or that names a device, a pipe or a
+    socket, is a `JournalError` that says so."""
     path = Path(value)
     if not path.name or "\0" in str(path):
         raise JournalError(
             f"{os.fspath(value)!r} is not the path of a journal file (it names no file, or "
             "holds a NUL byte). Give the path of the journal's file (a workspace's journal "
             "is <workspace>/.toolbridge/journal.sqlite3)."
+        )
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return path  # nothing there (yet), or nothing this process may look at: SQLite says
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a folder: `why_not_writable`)
+        raise JournalError(
+            f"{path} is not a plain file (a device, a pipe, a socket), so it cannot hold a "
+            "journal (it was left as it is). Give the path of the journal's file "
+            "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
         )
     return path
 
