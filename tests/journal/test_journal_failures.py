@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -373,3 +374,42 @@ def test_a_journal_path_that_is_a_pipe_says_so(tmp_path: Path, create: bool) -> 
     text = str(raised.value)
     assert f"{pipe} is not a plain file" in text and "move the file aside" not in text
     assert os.listdir(tmp_path) == ["journal.sqlite3"]  # nothing made beside it
+
+
+def _read_as_nobody(path: Path, answer: Any) -> None:
+    """In a forked child: become the unprivileged user `nobody`, read the journal at `path`
+    as `journal show` does, and send back what became of it."""
+    try:
+        os.setgid(65534)
+        os.setuid(65534)
+        asyncio.run(open_journal(str(path), create=False))
+    except Exception as exc:
+        answer.send(f"{type(exc).__name__}: {exc}")
+    else:
+        answer.send("opened")
+
+
+def test_a_journal_of_another_user_says_its_owners_file_is_not_readable() -> None:
+    # Its -owners file is made for its owner only (0600): a reader of another user was told
+    # "<folder> is read-only for this process ... Make it writable", which does not help.
+    import multiprocessing
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("becoming another user needs root")
+    with tempfile.TemporaryDirectory() as shared:  # (pytest's tmp_path is root's only)
+        folder = Path(shared)
+        os.chmod(folder, 0o755)
+        path = folder / "journal.sqlite3"
+        asyncio.run(make_journal(str(path)))
+        os.chmod(path, 0o644)
+        fork = multiprocessing.get_context("fork")
+        answer, sent = fork.Pipe(duplex=False)
+        child = fork.Process(target=_read_as_nobody, args=(path, sent))
+        child.start()
+        sent.close()
+        text = answer.recv()
+        child.join()
+    assert f"JournalError: the journal {path} cannot open" in text, text
+    assert f"{path}-owners is not readable by this process" in text, text
+    assert "Make it writable" not in text

@@ -268,6 +268,12 @@ def os_error(path: Path, exc: OSError, doing: str) -> JournalError:
         )
     if exc.errno == errno.ELOOP:
         return link_error(path.with_name(path.name + "-owners"))
+    if exc.errno == errno.EACCES and exc.filename and not os.access(exc.filename, os.R_OK):
+        return JournalError(
+            f"the journal {path} cannot {doing}: {exc.filename} is not readable by this "
+            "process (another user's, made for its owner only). Read the journal as the user "
+            "that writes it (or root), or from a copy of the journal and its side files."
+        )
     return JournalError(
         f"the journal {path} cannot {doing} ({exc.strerror}): {why_not_writable(path)}"
     )
