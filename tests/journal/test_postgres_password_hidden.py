@@ -55,3 +55,14 @@ async def test_the_database_named_in_an_error_has_no_password(conninfo: str) -> 
     with pytest.raises(JournalError, match="cannot connect to the journal at") as raised:
         await open_journal(conninfo, create=False)
     assert SECRET not in str(raised.value), raised.value
+
+
+async def test_a_url_that_names_nothing_is_described_as_libpqs_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--journal postgresql://` said "cannot connect to the journal at : ...": an empty
+    # name. (PGHOST points at a folder with no server socket: nothing is reached.)
+    monkeypatch.setenv("PGHOST", str(tmp_path))
+    with pytest.raises(JournalError) as raised:
+        await open_journal("postgresql://", create=False)
+    assert "the journal at (libpq's defaults: the PG* environment variables" in str(raised.value)

@@ -7,14 +7,16 @@ can be. A backend reads the stored version and runs the scripts in its own trans
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from toolbridge.journal.records import JournalError
 
 __all__ = [
     "READABLE_AS_IS",
+    "TABLES",
     "check_readable_as_is",
+    "check_tables",
     "migrations_due",
     "newer_schema",
     "schema_version_of",
@@ -58,6 +60,28 @@ def schema_version_of(value: Any, where: str) -> int:
             "it aside to start a new one (calls it recorded can then run again)."
         )
     return version
+
+
+TABLES = {"toolbridge_calls": 1, "toolbridge_runs": 2}
+"""The tables the migrations make besides ``toolbridge_meta``, and the version that made each."""
+
+
+def check_tables(tables: Collection[str], version: int, latest: int, where: str) -> None:
+    """Refuse (a `JournalError` naming `where`) a journal without a table its schema
+    `version` has: toolbridge's tables with no ``toolbridge_meta`` (`version` 0), or, up to
+    version `latest`, a table a migration made that is gone. (A newer toolbridge's layout is
+    its own business: that journal is refused as newer.)"""
+    if version == 0:
+        missing = ["toolbridge_meta"] if any(table in tables for table in TABLES) else []
+    else:
+        missing = [table for table, since in TABLES.items()
+                   if since <= version <= latest and table not in tables]  # fmt: skip
+    if missing:
+        raise JournalError(
+            f"the journal {where} is damaged: its table {missing[0]} is missing. Restore it "
+            "from a backup, or move it aside to start a new one (calls it recorded can "
+            "then run again)."
+        )
 
 
 def newer_schema(where: str, version: int, latest: int, instead: str) -> JournalError:

@@ -11,9 +11,14 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from toolbridge.journal.base import Durability
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
+from toolbridge.journal.migrations import (
+    check_tables,
+    migrations_due,
+    schema_version_of,
+    statements,
+)
 from toolbridge.journal.postgres_sql import TEXT_ARRAY_OID, TextArray
-from toolbridge.journal.records import JournalError
+from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
 
 if TYPE_CHECKING:
@@ -123,17 +128,21 @@ def send_text_arrays(conn: AsyncConnection[Any]) -> None:
 async def _migrate(conn: AsyncConnection[Any], description: str, *, create: bool) -> None:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        cursor = await conn.execute("SELECT to_regclass('toolbridge_meta') IS NOT NULL")
-        row = await cursor.fetchone()
+        cursor = await conn.execute(
+            "SELECT relname FROM pg_class WHERE relname LIKE 'toolbridge\\_%' "
+            "AND relkind IN ('r', 'p') AND pg_table_is_visible(oid)"
+        )
+        tables = {row[0] for row in await cursor.fetchall()}
         version = 0
-        if row is not None and row[0]:
+        if "toolbridge_meta" in tables:
             cursor = await conn.execute(
                 "SELECT value FROM toolbridge_meta WHERE key = 'schema_version'"
             )
             found = await cursor.fetchone()
             version = schema_version_of(found[0] if found else None, f"at {description}")
+        check_tables(tables, version, len(MIGRATIONS), f"at {description}")
         if version == 0 and not create:
-            raise JournalError(
+            raise NoJournal(
                 f"the database at {description} holds no toolbridge journal (nothing was "
                 "created). Check the connection string."
             )
@@ -214,9 +223,10 @@ def describe(conninfo: str) -> str:
         parts = conninfo_to_dict(conninfo)
         parts.pop("password", None)
         parts.pop("sslpassword", None)
-        return make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
+        described = make_conninfo("", **{k: str(v) for k, v in parts.items() if v is not None})
     except Exception:
         return "(the configured PostgreSQL database)"
+    return described or "(libpq's defaults: the PG* environment variables, else the local socket)"
 
 
 _PASSWORDS = (
@@ -247,9 +257,9 @@ def server_error(exc: Exception, description: str) -> JournalError:
         )
     if "permission denied" in text or "must be owner" in text:
         return JournalError(
-            f"the journal at {description} is not writable by this database user ({text}). "
-            "Grant it the rights to create and write the toolbridge_* tables, or connect as "
-            "a user that has them."
+            f"this database user may not use the journal at {description} ({text}). Grant "
+            "it the rights on the toolbridge_* tables (SELECT to read them; to record calls, "
+            "the rights to create and write them), or connect as a user that has them."
         )
     if "read-only transaction" in text:
         return JournalError(

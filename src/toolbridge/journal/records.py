@@ -59,7 +59,8 @@ class UnstorableKey(JournalError):
 
 
 class NoJournal(JournalError):
-    """A journal opened to read (``create=False``) is not there, and nothing was made."""
+    """A journal opened to read (``create=False``) is not there (no file, or a file or
+    database that holds no journal), and nothing was made."""
 
 
 class SessionInUse(JournalError):

@@ -70,6 +70,7 @@ from toolbridge.journal.rows import (
 from toolbridge.journal.sqlite_file import (
     connect,
     folder_error,
+    journal_path,
     open_to_read,
     os_error,
     refuse_links,
@@ -101,7 +102,7 @@ class SQLiteJournal(GroupCommit, CallJournal):
         create: bool = True,
         follow_links: bool = True,
     ):
-        self.path = Path(path)
+        self.path = journal_path(path)
         self.durability = durability
         self._create = create
         if not follow_links:
@@ -150,8 +151,8 @@ class SQLiteJournal(GroupCommit, CallJournal):
     ) -> SQLiteJournal:
         """The journal of a workspace, ``.toolbridge/journal.sqlite3``, opened without
         following links (see the class docstring)."""
-        folder = Path(workspace) / ".toolbridge"
-        path = folder / "journal.sqlite3"
+        path = journal_path(Path(workspace) / ".toolbridge" / "journal.sqlite3")
+        folder = path.parent
         if create and not os.path.lexists(folder):
             try:
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as control.py

@@ -14,8 +14,13 @@ import time
 from pathlib import Path
 
 from toolbridge.journal.base import Durability
-from toolbridge.journal.migrations import migrations_due, schema_version_of, statements
-from toolbridge.journal.records import JournalError
+from toolbridge.journal.migrations import (
+    check_tables,
+    migrations_due,
+    schema_version_of,
+    statements,
+)
+from toolbridge.journal.records import JournalError, NoJournal
 from toolbridge.journal.rows import LISTING_INDEX
 
 __all__ = [
@@ -88,7 +93,7 @@ def connect(
     while True:
         try:
             if not create and _schema_version(conn, path) == 0:
-                raise JournalError(
+                raise NoJournal(
                     f"{path} holds no toolbridge journal (nothing was created or "
                     "changed). Check the path."
                 )
@@ -151,7 +156,7 @@ def open_to_read(path: Path) -> sqlite3.Connection:
     try:
         version = _schema_version(conn, path)
         if version == 0:
-            raise JournalError(
+            raise NoJournal(
                 f"{path} holds no toolbridge journal (nothing was created or "
                 "changed). Check the path."
             )
@@ -202,6 +207,9 @@ def database_error(path: Path, exc: sqlite3.Error, doing: str) -> JournalError:
             f"the journal {path} is corrupt or not a journal ({text}). Move it aside "
             "to start a new one; calls it recorded can then run again."
         )
+    odd = _odd_side_file(path)
+    if odd is not None:
+        return JournalError(f"the journal {path} cannot {doing} ({text}): {odd}")
     if "unable to open" in text or "readonly" in text or "read-only" in text:
         return JournalError(f"the journal {path} cannot {doing} ({text}): {why_not_writable(path)}")
     if "locked" in text or "busy" in text:
@@ -224,6 +232,25 @@ def database_error(path: Path, exc: sqlite3.Error, doing: str) -> JournalError:
     )
 
 
+def _odd_side_file(path: Path) -> str | None:
+    """What is wrong with a side file SQLite makes for the journal at `path` (-wal, -shm)
+    that is there but is no plain file (a folder, a link, a pipe), which SQLite reports
+    only as a file it cannot open or an I/O error; None when both are fine."""
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = os.lstat(side).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else (
+                "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file")  # fmt: skip
+            return (
+                f"its side file {side} is {what}. SQLite makes that file itself: remove it "
+                "while no process has the journal open, then open the journal again."
+            )
+    return None
+
+
 def _no_room(path: Path) -> bool:
     """Whether the disk of the journal at `path` has no room left for this process."""
     try:
@@ -241,6 +268,12 @@ def os_error(path: Path, exc: OSError, doing: str) -> JournalError:
         )
     if exc.errno == errno.ELOOP:
         return link_error(path.with_name(path.name + "-owners"))
+    if exc.errno == errno.EACCES and exc.filename and not os.access(exc.filename, os.R_OK):
+        return JournalError(
+            f"the journal {path} cannot {doing}: {exc.filename} is not readable by this "
+            "process (another user's, made for its owner only). Read the journal as the user "
+            "that writes it (or root), or from a copy of the journal and its side files."
+        )
     return JournalError(
         f"the journal {path} cannot {doing} ({exc.strerror}): {why_not_writable(path)}"
     )
@@ -255,6 +288,7 @@ def _text(data: bytes) -> str:
 def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "toolbridge_meta" not in tables:
+        check_tables(tables, 0, SCHEMA_VERSION, str(path))
         if tables:
             raise JournalError(
                 f"the SQLite file {path} holds other tables and no toolbridge journal; give "
@@ -263,16 +297,32 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
         return 0
     row = conn.execute("SELECT value FROM toolbridge_meta WHERE key = 'schema_version'").fetchone()
     version = schema_version_of(row[0] if row is not None else None, str(path))
-    # The tables its migrations made (a newer toolbridge's layout is its own business).
-    made = {"toolbridge_calls": 1, "toolbridge_runs": 2}
-    for table, since in made.items():
-        if since <= version <= SCHEMA_VERSION and table not in tables:
-            raise JournalError(
-                f"the journal {path} is damaged: its table {table} is missing. Restore it "
-                "from a backup, or move it aside to start a new one (calls it recorded can "
-                "then run again)."
-            )
+    check_tables(tables, version, SCHEMA_VERSION, str(path))
     return version
+
+
+def journal_path(value: str | os.PathLike[str]) -> Path:
+    """`value` as the path of a journal's file; one no file can have (no file name, as
+    ``/``, ``.`` or an empty string; a NUL byte), or that names a device, a pipe or a
+    socket, is a `JournalError` that says so."""
+    path = Path(value)
+    if not path.name or "\0" in str(path):
+        raise JournalError(
+            f"{os.fspath(value)!r} is not the path of a journal file (it names no file, or "
+            "holds a NUL byte). Give the path of the journal's file (a workspace's journal "
+            "is <workspace>/.toolbridge/journal.sqlite3)."
+        )
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return path  # nothing there (yet), or nothing this process may look at: SQLite says
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a folder: `why_not_writable`)
+        raise JournalError(
+            f"{path} is not a plain file (a device, a pipe, a socket), so it cannot hold a "
+            "journal (it was left as it is). Give the path of the journal's file "
+            "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
+        )
+    return path
 
 
 def why_not_writable(path: Path) -> str:
@@ -284,17 +334,27 @@ def why_not_writable(path: Path) -> str:
             "(a workspace's journal is <workspace>/.toolbridge/journal.sqlite3)."
         )
     if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
         return (
-            f"the folder {folder} does not exist. Create it, or give the journal a path in "
-            "a folder that exists."
+            f"the folder {folder} {what}. Create it, or give the journal a path in a folder "
+            "that exists."
         )
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK):
         return (
             f"{folder} is read-only for this process (a read-only file system, or no write "
             "permission), and the journal writes its file and side files (-wal, -shm, "
             "-owners) there. Make it writable, or keep the journal in a writable place "
             "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
         )
+    for name in (path.name, *(path.name + side for side in ("-wal", "-shm", "-owners"))):
+        file = path.with_name(name)
+        if file.exists() and not os.access(file, os.W_OK):
+            return (
+                f"the file {file} is read-only for this process (no write permission, or "
+                "an immutable or read-only file), though its folder is writable. Make it "
+                "writable (chmod u+w, or run as its owner), or keep the journal elsewhere "
+                "(SQLiteJournal(path); --journal PATH or TOOLBRIDGE_JOURNAL on the command line)."
+            )
     return "check that the file and its folder are readable and writable by this process."
 
 
