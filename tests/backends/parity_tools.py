@@ -57,6 +57,17 @@ async def cancels_itself(reason: str) -> str:
     raise asyncio.CancelledError(reason)
 
 
+class _Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@tool(read_only=True)
+async def unreadable_error() -> str:
+    """Raises an exception whose own text cannot be read (its ``__str__`` raises)."""
+    raise _Unreadable
+
+
 @tool(read_only=True, timeout=0.5)
 async def too_slow(seconds: float) -> str:
     """Outlives its time limit."""
@@ -196,7 +207,7 @@ async def odd_numbers() -> str:
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
-        wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
+        wait_forever, pid, long_text, steps, cancels_itself, unreadable_error, call_id_seen,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

@@ -53,6 +53,7 @@ __all__ = [
     "ToolRegistry",
     "approval_required_error",
     "describe_exception",
+    "exception_text",
     "malformed_result_error",
     "timeout_error",
 ]
@@ -491,6 +492,15 @@ def malformed_result_error(tool_name: str, exc: MalformedResult) -> ToolError:
     )
 
 
+def exception_text(exc: BaseException) -> str:
+    """`str(exc)`, or a text that says it cannot be read when the exception's own
+    ``__str__`` raises (on every backend alike: a worker sends this text)."""
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"(its text cannot be read: str() raised {type(failure).__name__})"
+
+
 def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
     """The model's view of an exception from a tool: classified by type, no traceback."""
     if isinstance(exc, PolicyViolation):
@@ -500,7 +510,7 @@ def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
     # DEBUG: the model gets the error as a result; a library prints nothing by itself
     # (Python's last-resort handler shows WARNING and up when logging is not configured).
     logger.debug("tool %r raised", tool_name, exc_info=exc)
-    detail = str(exc).strip()
+    detail = exception_text(exc).strip()
     if len(detail) > 500:
         detail = detail[:500] + "…"
     message = f"tool {tool_name!r} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
