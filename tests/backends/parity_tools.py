@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Any
 
 from toolbridge import (
@@ -66,6 +67,12 @@ class _Unreadable(Exception):
 async def unreadable_error() -> str:
     """Raises an exception whose own text cannot be read (its ``__str__`` raises)."""
     raise _Unreadable
+
+
+@tool(read_only=True)
+async def locked_metadata() -> ToolResult:
+    """A result whose metadata holds what cannot leave its process (a lock)."""
+    return ToolResult("fine", metadata={"lock": threading.Lock(), "kept": 1})
 
 
 @tool(read_only=True, timeout=0.5)
@@ -208,6 +215,7 @@ def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, unreadable_error, call_id_seen,
+        locked_metadata,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

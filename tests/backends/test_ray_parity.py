@@ -208,6 +208,19 @@ async def test_an_amount_that_is_not_one_fails_the_call_saying_which(
     assert "did not run" in outcome.result.text
 
 
+async def test_a_result_whose_metadata_cannot_be_pickled_fails_no_other_call(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    batch = [ToolCallRequest("locked", "locked_metadata", {}), *BATCH[:2]]
+    runs = [await executor_for(workspace, b).run(batch) for b in (LocalBackend(), ray_backend)]
+    local, ray = ([comparable(o) for o in outcomes] for outcomes in runs)
+    assert local[0]["content"] == "fine" and "lock" in local[0]["metadata"]
+    # The lock stays on its worker, as does the value (the result itself); the rest goes.
+    assert ray[0]["metadata"] == {"kept": 1} and ray[0]["value"] is None
+    del local[0]["metadata"]["lock"], local[0]["value"], ray[0]["value"]
+    assert local == ray
+
+
 @pytest.mark.parametrize("backend_name", ["local", "ray"])
 async def test_a_long_progress_message_is_cut_the_same_on_both_backends(
     workspace: Path, ray_backend: RayBackend, backend_name: str

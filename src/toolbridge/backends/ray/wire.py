@@ -5,6 +5,7 @@ picklable part of their contexts, the kinds of what a worker streams back, and a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import pickle
@@ -97,6 +98,43 @@ def pack_message(message: Any) -> bytes:
 
 
 unpack_message = pickle.loads
+
+
+def pack_chunk(chunk: list[Item]) -> bytes:
+    """A worker's chunk as bytes (`pack_message`). An answer that cannot be pickled (a
+    result whose metadata holds a lock, say) never fails the other calls of the chunk: it
+    goes without the metadata entries that do not pickle (as a value that does not stays
+    behind), or, if its content does not pickle either, as that call's failure."""
+    try:
+        return pack_message(chunk)
+    except Exception:
+        return pack_message([_sendable(item) for item in chunk])
+
+
+def _sendable(item: Item) -> Item:
+    position, kind, payload = item
+    if kind not in (ANSWER, UNSTARTED) or _pickles(payload):
+        return item
+    result, *rest = payload
+    kept = {key: value for key, value in result.metadata.items() if _pickles(value)}
+    logger.warning(
+        "metadata %s of a result cannot be pickled: sent back without it",
+        sorted(map(repr, result.metadata.keys() - kept.keys())),
+    )
+    payload = (dataclasses.replace(result, metadata=kept), *rest)
+    try:
+        pack_message(payload)
+    except Exception as exc:  # its content does not pickle either
+        return position, FAILED, f"its result cannot be sent back ({type(exc).__name__}: {exc})"
+    return position, kind, payload
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        pack_message(value)
+    except Exception:
+        return False
+    return True
 
 
 def to_wire(invocation: Invocation) -> tuple[Any, ...]:

@@ -25,7 +25,7 @@ from toolbridge.backends.ray.wire import (
     Context,
     Item,
     Request,
-    pack_message,
+    pack_chunk,
     to_wire,
     unpack_message,
 )
@@ -131,15 +131,15 @@ class Worker:
 
     async def run(self, packed: bytes) -> AsyncIterator[bytes]:
         """Run every call of a request concurrently; yield chunks until each has answered
-        (both packed: see `pack_message`)."""
+        (both packed: see `pack_chunk`)."""
         async for chunk in self._run(unpack_message(packed)):
-            yield pack_message(chunk)
+            yield pack_chunk(chunk)
 
     async def answer(self, packed: bytes) -> bytes:
         """`run` in one reply, for a request with nothing to stream (one call, no progress):
         a plain actor call costs the caller less than a stream."""
         request = unpack_message(packed)
-        return pack_message([item async for chunk in self._run(request) for item in chunk])
+        return pack_chunk([item async for chunk in self._run(request) for item in chunk])
 
     async def _run(self, request: Request) -> AsyncIterator[list[Item]]:
         self.loop = asyncio.get_running_loop()
