@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from toolbridge import (
@@ -67,6 +68,12 @@ class _Unreadable(Exception):
 async def unreadable_error() -> str:
     """Raises an exception whose own text cannot be read (its ``__str__`` raises)."""
     raise _Unreadable
+
+
+@tool(read_only=True)
+async def refuse_with_objects(path: str) -> str:
+    """Fails with a message and hint that are not text (a path, a number): read as text."""
+    raise ToolExecutionError(Path(path), hint=404)  # type: ignore[arg-type]
 
 
 @tool(read_only=True)
@@ -215,7 +222,7 @@ def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, unreadable_error, call_id_seen,
-        locked_metadata,
+        locked_metadata, refuse_with_objects,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

@@ -62,6 +62,7 @@ BATCH = [
     ToolCallRequest("steps", "steps", {"count": 3}),
     ToolCallRequest("self-cancel", "cancels_itself", {"reason": "its own future was cancelled"}),
     ToolCallRequest("unreadable", "unreadable_error", {}),  # its exception's __str__ raises
+    ToolCallRequest("objects", "refuse_with_objects", {"path": "notes.txt"}),
     ToolCallRequest(1, "call_id_seen", {}),  # a model's id that is a number: passed as it is
     ToolCallRequest(0, "call_id_seen", {}),
 ]
@@ -106,11 +107,12 @@ async def test_one_batch_reads_the_same_on_both_backends(
     assert kinds == [
         None, "execution_error", "execution_error", "invalid_arguments", "unknown_tool",
         "timeout", "execution_error", "execution_error", None, None, "execution_error",
-        "execution_error", None, None,
+        "execution_error", "execution_error", None, None,
     ]  # fmt: skip
     assert [row["content"] for row in local[-2:]] == ["1", "0"]
     assert "CancelledError: its own future was cancelled" in str(local[10]["content"])
     assert "_Unreadable: (its text cannot be read" in str(local[11]["content"])
+    assert local[12]["content"] == "Error: notes.txt\n404"
     assert "read_tool_result" in str(local[8]["content"])  # the long one was capped and saved
     for here, there in zip(local, ray, strict=True):
         assert here == there

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import PolicyViolation
-from toolbridge.core.registry import Invocation, exception_text
+from toolbridge.core.registry import Invocation, text_of
 from toolbridge.core.tool import ToolContext
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def to_wire(invocation: Invocation) -> tuple[Any, ...]:
                 whole = pickle.dumps(exception)
             except Exception:
                 logger.debug("policy violation %r cannot be pickled", exception, exc_info=True)
-        described = (type(exception).__name__, exception_text(exception), whole)
+        described = (type(exception).__name__, text_of(exception), whole)
     value = invocation.value
     if value is None or type(value) in (str, int, float, bool):
         return invocation.result, invocation.error, described, value, False
