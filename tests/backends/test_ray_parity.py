@@ -165,6 +165,26 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
         assert "did not run" in outcome.result.text
 
 
+async def test_a_call_no_worker_can_take_does_not_hold_back_calls_to_workers_that_are_up(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    # While a call waits for a pool with no worker, the backend looks for one less and less
+    # often (up to every 0.25 s); a call to a pool that is up must not wait for that look.
+    stuck = asyncio.create_task(
+        executor_for(workspace, ray_backend).run([ToolCallRequest("q", "needs_quantum", {})])
+    )
+    registry = SOURCE.registry(ToolContext(workspace=workspace, session="parity"))
+    policy = ExecutionPolicy(default_timeout=0.2, loop_guard=False)
+    quick = ToolExecutor(registry, policy, backend=ray_backend)
+    kinds = []
+    while not stuck.done():  # the 1.5 s of needs_quantum's limit, one quick call at a time
+        [outcome] = await quick.run([ToolCallRequest(f"a{len(kinds)}", "add", {"a": 1, "b": 2})])
+        kinds.append(outcome.result.text if outcome.kind else None)
+    [waited] = await stuck
+    assert "no worker offers resource 'quantum_chip'" in waited.result.text
+    assert len(kinds) > 5 and kinds == [None] * len(kinds)
+
+
 @pytest.mark.parametrize("name", ["needs_huge_memory", "needs_huge_sandbox"])
 async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
     workspace: Path, ray_runtime: None, name: str

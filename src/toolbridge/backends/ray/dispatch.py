@@ -68,6 +68,11 @@ class Dispatcher:
     def submit(self, call: Pending) -> None:
         self.waiting.setdefault(call.pool, []).append(call)
         loop = asyncio.get_running_loop()
+        if isinstance(self.flush, asyncio.TimerHandle):
+            # A pool still has no worker up, and `_send` looks again later: this call's
+            # pool may have one now, so it does not wait for that pool's next look.
+            self.flush.cancel()
+            self.flush = None
         if self.flush is None:
             self.flush = loop.call_soon(self._send)
         if call.timer is None:
