@@ -77,6 +77,12 @@ async def refuse_with_objects(path: str) -> str:
 
 
 @tool(read_only=True)
+async def exits_unreadably() -> str:
+    """Raises `SystemExit` (which stops a local run) with a code whose text cannot be read."""
+    raise SystemExit(_Unreadable())
+
+
+@tool(read_only=True)
 async def locked_metadata() -> ToolResult:
     """A result whose metadata holds what cannot leave its process (a lock)."""
     return ToolResult("fine", metadata={"lock": threading.Lock(), "kept": 1})
@@ -222,7 +228,7 @@ def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
         wait_forever, pid, long_text, steps, cancels_itself, unreadable_error, call_id_seen,
-        locked_metadata, refuse_with_objects,
+        locked_metadata, refuse_with_objects, exits_unreadably,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

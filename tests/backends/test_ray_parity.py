@@ -165,6 +165,18 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
         assert "did not run" in outcome.result.text
 
 
+async def test_a_worker_failure_whose_text_cannot_be_read_is_answered_not_left_to_hang(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    executor = executor_for(workspace, ray_backend)
+    call = ToolCallRequest("x", "exits_unreadably", {})  # no time limit: a hang is forever
+    [outcome] = await asyncio.wait_for(executor.run([call]), 60)
+    assert outcome.result.text.startswith(
+        "Error: the worker running 'exits_unreadably' failed outside the tool: SystemExit: "
+        "(its text cannot be read: str() raised RuntimeError)."
+    )
+
+
 async def test_a_call_no_worker_can_take_does_not_hold_back_calls_to_workers_that_are_up(
     workspace: Path, ray_backend: RayBackend
 ) -> None:

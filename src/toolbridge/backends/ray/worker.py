@@ -29,7 +29,13 @@ from toolbridge.backends.ray.wire import (
     to_wire,
     unpack_message,
 )
-from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
+from toolbridge.core.registry import (
+    Invocation,
+    PreparedCall,
+    ToolRegistry,
+    text_of,
+    timeout_error,
+)
 from toolbridge.core.tool import ToolResult
 from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.progress import (
@@ -266,7 +272,7 @@ class Worker:
             raise
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
-            outbox.answer(position, FAILED, f"{type(exc).__name__}: {exc}")
+            outbox.answer(position, FAILED, f"{type(exc).__name__}: {text_of(exc)}")
         finally:
             self.in_use[key] -= 1
             if not self.in_use[key]:
