@@ -437,12 +437,25 @@ async def test_a_cancelled_run_reads_the_same_on_both_backends(
     assert rows["ray"] == rows["local"]
 
 
+class _RefusesPickling:
+    """Its pickling fails with an exception whose own text cannot be read."""
+
+    def __reduce__(self) -> Any:
+        class Unreadable(Exception):
+            def __str__(self) -> str:
+                raise RuntimeError("no text")
+
+        raise Unreadable
+
+
+@pytest.mark.parametrize("config_value", ["lock", "refuses pickling"])
 async def test_a_call_that_cannot_be_sent_is_an_error_not_a_hang(
-    workspace: Path, ray_backend: RayBackend
+    workspace: Path, ray_backend: RayBackend, config_value: str
 ) -> None:
     import threading
 
-    context = ToolContext(workspace=workspace, config={"lock": threading.Lock()})
+    value = threading.Lock() if config_value == "lock" else _RefusesPickling()
+    context = ToolContext(workspace=workspace, config={"value": value})
     executor = ToolExecutor(SOURCE.registry(context), backend=ray_backend)
     [outcome] = await asyncio.wait_for(
         executor.run([ToolCallRequest("x", "add", {"a": 1, "b": 2})]), 60
