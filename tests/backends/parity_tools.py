@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from pathlib import Path
 from typing import Any
 
 from toolbridge import (
@@ -55,6 +57,35 @@ async def cancels_itself(reason: str) -> str:
     """Raises `CancelledError` by itself, though nobody cancelled the call (a library's
     own cancelled future, say): a failure of this call, not a stop of the run."""
     raise asyncio.CancelledError(reason)
+
+
+class _Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@tool(read_only=True)
+async def unreadable_error() -> str:
+    """Raises an exception whose own text cannot be read (its ``__str__`` raises)."""
+    raise _Unreadable
+
+
+@tool(read_only=True)
+async def refuse_with_objects(path: str) -> str:
+    """Fails with a message and hint that are not text (a path, a number): read as text."""
+    raise ToolExecutionError(Path(path), hint=404)  # type: ignore[arg-type]
+
+
+@tool(read_only=True)
+async def exits_unreadably() -> str:
+    """Raises `SystemExit` (which stops a local run) with a code whose text cannot be read."""
+    raise SystemExit(_Unreadable())
+
+
+@tool(read_only=True)
+async def locked_metadata() -> ToolResult:
+    """A result whose metadata holds what cannot leave its process (a lock)."""
+    return ToolResult("fine", metadata={"lock": threading.Lock(), "kept": 1})
 
 
 @tool(read_only=True, timeout=0.5)
@@ -196,7 +227,8 @@ async def odd_numbers() -> str:
 def build(ctx: ToolContext) -> list[Tool]:
     return [
         add, refuse, error_result, crash, malformed, too_slow, stubborn, read_secret,
-        wait_forever, pid, long_text, steps, cancels_itself, call_id_seen,
+        wait_forever, pid, long_text, steps, cancels_itself, unreadable_error, call_id_seen,
+        locked_metadata, refuse_with_objects, exits_unreadably,
         chatty, odd_numbers, NeedsQuantum(), NeedsQuantumNoLimit(), NeedsHugeMemory(),
         NeedsHugeSandbox(), NeedsNanMemory(), NeedsNegativeCpus(),
     ]  # fmt: skip

@@ -61,6 +61,8 @@ BATCH = [
     ToolCallRequest("long", "long_text", {"chars": 5_000}),
     ToolCallRequest("steps", "steps", {"count": 3}),
     ToolCallRequest("self-cancel", "cancels_itself", {"reason": "its own future was cancelled"}),
+    ToolCallRequest("unreadable", "unreadable_error", {}),  # its exception's __str__ raises
+    ToolCallRequest("objects", "refuse_with_objects", {"path": "notes.txt"}),
     ToolCallRequest(1, "call_id_seen", {}),  # a model's id that is a number: passed as it is
     ToolCallRequest(0, "call_id_seen", {}),
 ]
@@ -105,10 +107,12 @@ async def test_one_batch_reads_the_same_on_both_backends(
     assert kinds == [
         None, "execution_error", "execution_error", "invalid_arguments", "unknown_tool",
         "timeout", "execution_error", "execution_error", None, None, "execution_error",
-        None, None,
+        "execution_error", "execution_error", None, None,
     ]  # fmt: skip
     assert [row["content"] for row in local[-2:]] == ["1", "0"]
     assert "CancelledError: its own future was cancelled" in str(local[10]["content"])
+    assert "_Unreadable: (its text cannot be read" in str(local[11]["content"])
+    assert local[12]["content"] == "Error: notes.txt\n404"
     assert "read_tool_result" in str(local[8]["content"])  # the long one was capped and saved
     for here, there in zip(local, ray, strict=True):
         assert here == there
@@ -161,6 +165,38 @@ async def test_a_call_no_worker_can_take_ends_within_its_limit(
         assert "did not run" in outcome.result.text
 
 
+async def test_a_worker_failure_whose_text_cannot_be_read_is_answered_not_left_to_hang(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    executor = executor_for(workspace, ray_backend)
+    call = ToolCallRequest("x", "exits_unreadably", {})  # no time limit: a hang is forever
+    [outcome] = await asyncio.wait_for(executor.run([call]), 60)
+    assert outcome.result.text.startswith(
+        "Error: the worker running 'exits_unreadably' failed outside the tool: SystemExit: "
+        "(its text cannot be read: str() raised RuntimeError)."
+    )
+
+
+async def test_a_call_no_worker_can_take_does_not_hold_back_calls_to_workers_that_are_up(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    # While a call waits for a pool with no worker, the backend looks for one less and less
+    # often (up to every 0.25 s); a call to a pool that is up must not wait for that look.
+    stuck = asyncio.create_task(
+        executor_for(workspace, ray_backend).run([ToolCallRequest("q", "needs_quantum", {})])
+    )
+    registry = SOURCE.registry(ToolContext(workspace=workspace, session="parity"))
+    policy = ExecutionPolicy(default_timeout=0.2, loop_guard=False)
+    quick = ToolExecutor(registry, policy, backend=ray_backend)
+    kinds = []
+    while not stuck.done():  # the 1.5 s of needs_quantum's limit, one quick call at a time
+        [outcome] = await quick.run([ToolCallRequest(f"a{len(kinds)}", "add", {"a": 1, "b": 2})])
+        kinds.append(outcome.result.text if outcome.kind else None)
+    [waited] = await stuck
+    assert "no worker offers resource 'quantum_chip'" in waited.result.text
+    assert len(kinds) > 5 and kinds == [None] * len(kinds)
+
+
 @pytest.mark.parametrize("name", ["needs_huge_memory", "needs_huge_sandbox"])
 async def test_an_amount_past_what_ray_can_hold_is_a_resource_no_worker_offers(
     workspace: Path, ray_runtime: None, name: str
@@ -204,6 +240,19 @@ async def test_an_amount_that_is_not_one_fails_the_call_saying_which(
     assert outcome.kind == "execution_error", outcome.result.text
     assert f"tool '{name}' cannot run on Ray: it asks Ray for {shown}" in outcome.result.text
     assert "did not run" in outcome.result.text
+
+
+async def test_a_result_whose_metadata_cannot_be_pickled_fails_no_other_call(
+    workspace: Path, ray_backend: RayBackend
+) -> None:
+    batch = [ToolCallRequest("locked", "locked_metadata", {}), *BATCH[:2]]
+    runs = [await executor_for(workspace, b).run(batch) for b in (LocalBackend(), ray_backend)]
+    local, ray = ([comparable(o) for o in outcomes] for outcomes in runs)
+    assert local[0]["content"] == "fine" and "lock" in local[0]["metadata"]
+    # The lock stays on its worker, as does the value (the result itself); the rest goes.
+    assert ray[0]["metadata"] == {"kept": 1} and ray[0]["value"] is None
+    del local[0]["metadata"]["lock"], local[0]["value"], ray[0]["value"]
+    assert local == ray
 
 
 @pytest.mark.parametrize("backend_name", ["local", "ray"])
@@ -388,12 +437,25 @@ async def test_a_cancelled_run_reads_the_same_on_both_backends(
     assert rows["ray"] == rows["local"]
 
 
+class _RefusesPickling:
+    """Its pickling fails with an exception whose own text cannot be read."""
+
+    def __reduce__(self) -> Any:
+        class Unreadable(Exception):
+            def __str__(self) -> str:
+                raise RuntimeError("no text")
+
+        raise Unreadable
+
+
+@pytest.mark.parametrize("config_value", ["lock", "refuses pickling"])
 async def test_a_call_that_cannot_be_sent_is_an_error_not_a_hang(
-    workspace: Path, ray_backend: RayBackend
+    workspace: Path, ray_backend: RayBackend, config_value: str
 ) -> None:
     import threading
 
-    context = ToolContext(workspace=workspace, config={"lock": threading.Lock()})
+    value = threading.Lock() if config_value == "lock" else _RefusesPickling()
+    context = ToolContext(workspace=workspace, config={"value": value})
     executor = ToolExecutor(SOURCE.registry(context), backend=ray_backend)
     [outcome] = await asyncio.wait_for(
         executor.run([ToolCallRequest("x", "add", {"a": 1, "b": 2})]), 60

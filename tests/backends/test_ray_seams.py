@@ -368,12 +368,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_the_number_of_registries_per_worker_must_be_positive(ray_runtime: None) -> None:
-    with pytest.raises(ValueError, match="contexts_per_worker must be >= 1"):
-        RayBackend(SOURCE, contexts_per_worker=0)
-
-
-@pytest.mark.parametrize("seconds", [0, -1, float("nan")])
-def test_the_wait_for_a_go_must_be_positive(ray_runtime: None, seconds: float) -> None:
-    with pytest.raises(ValueError, match="go_timeout must be > 0 seconds"):
-        RayBackend(SOURCE, go_timeout=seconds)
+@pytest.mark.parametrize(
+    ("setting", "value", "rule"),
+    [
+        ("workers", 0, ">= 1"), ("workers", -1, ">= 1"), ("workers_per_resource", 0, ">= 1"),
+        ("max_calls_per_worker", 0, ">= 1"), ("contexts_per_worker", 0, ">= 1"),
+        ("retries", -1, ">= 0"), ("grace", -1, ">= 0 seconds"),
+        ("grace", float("nan"), ">= 0 seconds"), ("start_timeout", 0, "> 0 seconds"),
+        ("go_timeout", 0, "> 0 seconds"), ("go_timeout", -1, "> 0 seconds"),
+        ("go_timeout", float("nan"), "> 0 seconds"),
+    ],
+)  # fmt: skip
+def test_a_setting_out_of_range_is_refused_saying_which_and_what_it_is(
+    ray_runtime: None, setting: str, value: float, rule: str
+) -> None:
+    # Accepted, workers=0 or max_calls_per_worker=0 left every call waiting for a worker
+    # that never comes, and its text blamed a busy cluster.
+    with pytest.raises(ValueError, match=f"{setting} must be {rule}, got {value!r}: it is "):
+        RayBackend(SOURCE, **{setting: value})

@@ -54,6 +54,7 @@ __all__ = [
     "approval_required_error",
     "describe_exception",
     "malformed_result_error",
+    "text_of",
     "timeout_error",
 ]
 
@@ -491,16 +492,29 @@ def malformed_result_error(tool_name: str, exc: MalformedResult) -> ToolError:
     )
 
 
+def text_of(value: object) -> str:
+    """`str(value)` (an exception's text, or a message a tool passed), or a text that says
+    it cannot be read when ``__str__`` raises: the same on every backend (a worker sends
+    this text)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except Exception as failure:
+        return f"(its text cannot be read: str() raised {type(failure).__name__})"
+
+
 def describe_exception(tool_name: str, exc: BaseException) -> ToolError:
     """The model's view of an exception from a tool: classified by type, no traceback."""
-    if isinstance(exc, PolicyViolation):
-        return ToolError(exc.kind, exc.message, exc.hint)
+    if isinstance(exc, PolicyViolation):  # a message not given as text is read as one
+        return ToolError(exc.kind, text_of(exc.message), text_of(exc.hint))
     if isinstance(exc, ToolExecutionError):
-        return ToolError(ErrorKind.EXECUTION_ERROR, exc.message, exc.hint or RETRY_HINT)
+        hint = text_of(exc.hint) if exc.hint else RETRY_HINT
+        return ToolError(ErrorKind.EXECUTION_ERROR, text_of(exc.message), hint)
     # DEBUG: the model gets the error as a result; a library prints nothing by itself
     # (Python's last-resort handler shows WARNING and up when logging is not configured).
     logger.debug("tool %r raised", tool_name, exc_info=exc)
-    detail = str(exc).strip()
+    detail = text_of(exc).strip()
     if len(detail) > 500:
         detail = detail[:500] + "…"
     message = f"tool {tool_name!r} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")

@@ -39,6 +39,7 @@ class RayBackend:
     (the one used longest ago goes first). `go_timeout`: how long a worker holds a slot
     for a journaled call whose caller has not answered its ask to start it (a caller
     that is gone); past it, the call is dropped without starting and its slot freed.
+    A setting out of its range (no workers, a negative or NaN time) is a `ValueError`.
     """
 
     defers_start = True  # a call may wait on its worker: the journal hears when it starts
@@ -59,17 +60,27 @@ class RayBackend:
     ) -> None:
         import ray
 
-        if contexts_per_worker < 1:
-            raise ValueError(
-                f"contexts_per_worker must be >= 1, got {contexts_per_worker}: it is how many "
-                "sessions' tools a worker keeps built"
-            )
-        if not go_timeout > 0:
-            raise ValueError(
-                f"go_timeout must be > 0 seconds, got {go_timeout}: it is how long a worker "
-                "waits for a caller's go to start a journaled call (the default is "
-                f"{GO_TIMEOUT:g})"
-            )
+        for name, value, rule, ok, what in (
+            ("workers", workers, ">= 1", workers >= 1,
+             "how many actors serve the tools without resource needs"),
+            ("workers_per_resource", workers_per_resource, ">= 1", workers_per_resource >= 1,
+             "how many actors serve each resource shape"),
+            ("max_calls_per_worker", max_calls_per_worker, ">= 1", max_calls_per_worker >= 1,
+             "how many calls one worker runs at once"),
+            ("contexts_per_worker", contexts_per_worker, ">= 1", contexts_per_worker >= 1,
+             "how many sessions' tools a worker keeps built"),
+            ("retries", retries, ">= 0", retries >= 0,
+             "how many more times a call whose worker died is tried"),
+            ("grace", grace, ">= 0 seconds", grace >= 0,
+             "how long a worker has past a call's limit to answer before it is killed"),
+            ("start_timeout", start_timeout, "> 0 seconds", start_timeout > 0,
+             "how long a call without a time limit waits for a worker"),
+            ("go_timeout", go_timeout, "> 0 seconds", go_timeout > 0,
+             "how long a worker waits for a caller's go to start a journaled call (the "
+             f"default is {GO_TIMEOUT:g})"),
+        ):  # fmt: skip
+            if not ok:  # NaN too: no comparison holds for it
+                raise ValueError(f"{name} must be {rule}, got {value!r}: it is {what}")
 
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False)

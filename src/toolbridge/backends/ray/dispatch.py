@@ -35,7 +35,7 @@ from toolbridge.backends.ray.wire import (
     unpack_message,
 )
 from toolbridge.core.errors import ErrorKind, ToolError
-from toolbridge.core.registry import Invocation, timeout_error
+from toolbridge.core.registry import Invocation, text_of, timeout_error
 from toolbridge.core.tool import Tool
 from toolbridge.execution.progress import ToolProgress
 
@@ -68,6 +68,11 @@ class Dispatcher:
     def submit(self, call: Pending) -> None:
         self.waiting.setdefault(call.pool, []).append(call)
         loop = asyncio.get_running_loop()
+        if isinstance(self.flush, asyncio.TimerHandle):
+            # A pool still has no worker up, and `_send` looks again later: this call's
+            # pool may have one now, so it does not wait for that pool's next look.
+            self.flush.cancel()
+            self.flush = None
         if self.flush is None:
             self.flush = loop.call_soon(self._send)
         if call.timer is None:
@@ -127,7 +132,8 @@ class Dispatcher:
             refs = stream.actor.run.options(num_returns="streaming").remote(packed)
         except Exception as exc:  # the request cannot be sent (a config Ray cannot pickle)
             logger.exception("sending %d calls to a worker failed", len(calls))
-            self._fail(stream, f"the request could not be sent ({type(exc).__name__}: {exc})")
+            failure = f"{type(exc).__name__}: {text_of(exc)}"
+            self._fail(stream, f"the request could not be sent ({failure})")
             return
         task = loop.create_task(self._receive(stream, refs))
         self.tasks.add(task)
@@ -162,7 +168,7 @@ class Dispatcher:
         else:  # Ray's transport, or a fault here: said, never a hang
             logger.error("receiving the answers of %d calls failed", len(stream.calls),
                          exc_info=exc)  # fmt: skip
-            self._fail(stream, f"{type(exc).__name__}: {exc}")
+            self._fail(stream, f"{type(exc).__name__}: {text_of(exc)}")
 
     def _chunk(self, stream: Stream, chunk: list[Item]) -> None:
         starting: list[Pending] = []

@@ -4,6 +4,7 @@ loader; the caller builds its own registry from the same source, so both sides a
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from toolbridge.core.registry import ToolRegistry
@@ -23,15 +24,27 @@ class ToolSource:
     factory: str | None = None
     scope: str = "default"
 
+    def __post_init__(self) -> None:
+        if self.factory is not None:
+            module_name, _, attribute = self.factory.partition(":")
+            if not module_name or not attribute:  # said here, not on each worker later
+                raise ValueError(
+                    f"factory {self.factory!r} must look like 'module:attribute', "
+                    "e.g. 'my_tools:build'"
+                )
+
     def registry(self, ctx: ToolContext) -> ToolRegistry:
         if self.factory is None:
             from toolbridge.core.loader import ToolLoader
 
             return ToolLoader().registry(ctx, scope=self.scope)
         module_name, _, attribute = self.factory.partition(":")
-        if not attribute:
-            raise ValueError(f"factory {self.factory!r} must look like 'module:attribute'")
         built = getattr(importlib.import_module(module_name), attribute)(ctx)
         if isinstance(built, ToolRegistry):
             return built
+        if not isinstance(built, Iterable):
+            raise TypeError(
+                f"factory {self.factory!r} returned {type(built).__name__}, not a "
+                "ToolRegistry or a list of tools: make it return one of those"
+            )
         return ToolRegistry(list(built), context=ctx)

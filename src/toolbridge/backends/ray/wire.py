@@ -5,6 +5,7 @@ picklable part of their contexts, the kinds of what a worker streams back, and a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import pickle
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from toolbridge.core.errors import PolicyViolation
-from toolbridge.core.registry import Invocation
+from toolbridge.core.registry import Invocation, text_of
 from toolbridge.core.tool import ToolContext
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,43 @@ def pack_message(message: Any) -> bytes:
 unpack_message = pickle.loads
 
 
+def pack_chunk(chunk: list[Item]) -> bytes:
+    """A worker's chunk as bytes (`pack_message`). An answer that cannot be pickled (a
+    result whose metadata holds a lock, say) never fails the other calls of the chunk: it
+    goes without the metadata entries that do not pickle (as a value that does not stays
+    behind), or, if its content does not pickle either, as that call's failure."""
+    try:
+        return pack_message(chunk)
+    except Exception:
+        return pack_message([_sendable(item) for item in chunk])
+
+
+def _sendable(item: Item) -> Item:
+    position, kind, payload = item
+    if kind not in (ANSWER, UNSTARTED) or _pickles(payload):
+        return item
+    result, *rest = payload
+    kept = {key: value for key, value in result.metadata.items() if _pickles(value)}
+    logger.warning(
+        "metadata %s of a result cannot be pickled: sent back without it",
+        sorted(map(repr, result.metadata.keys() - kept.keys())),
+    )
+    payload = (dataclasses.replace(result, metadata=kept), *rest)
+    try:
+        pack_message(payload)
+    except Exception as exc:  # its content does not pickle either
+        return position, FAILED, f"its result cannot be sent back ({type(exc).__name__}: {exc})"
+    return position, kind, payload
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        pack_message(value)
+    except Exception:
+        return False
+    return True
+
+
 def to_wire(invocation: Invocation) -> tuple[Any, ...]:
     """An invocation as it travels: the raw value as is when it is plain, else pickled here
     (a value that cannot be pickled stays behind; the result still goes). An exception
@@ -113,7 +151,7 @@ def to_wire(invocation: Invocation) -> tuple[Any, ...]:
                 whole = pickle.dumps(exception)
             except Exception:
                 logger.debug("policy violation %r cannot be pickled", exception, exc_info=True)
-        described = (type(exception).__name__, str(exception), whole)
+        described = (type(exception).__name__, text_of(exception), whole)
     value = invocation.value
     if value is None or type(value) in (str, int, float, bool):
         return invocation.result, invocation.error, described, value, False

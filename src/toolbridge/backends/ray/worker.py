@@ -25,11 +25,17 @@ from toolbridge.backends.ray.wire import (
     Context,
     Item,
     Request,
-    pack_message,
+    pack_chunk,
     to_wire,
     unpack_message,
 )
-from toolbridge.core.registry import Invocation, PreparedCall, ToolRegistry, timeout_error
+from toolbridge.core.registry import (
+    Invocation,
+    PreparedCall,
+    ToolRegistry,
+    text_of,
+    timeout_error,
+)
 from toolbridge.core.tool import ToolResult
 from toolbridge.core.work_start import AskedOnLoop
 from toolbridge.execution.progress import (
@@ -131,15 +137,15 @@ class Worker:
 
     async def run(self, packed: bytes) -> AsyncIterator[bytes]:
         """Run every call of a request concurrently; yield chunks until each has answered
-        (both packed: see `pack_message`)."""
+        (both packed: see `pack_chunk`)."""
         async for chunk in self._run(unpack_message(packed)):
-            yield pack_message(chunk)
+            yield pack_chunk(chunk)
 
     async def answer(self, packed: bytes) -> bytes:
         """`run` in one reply, for a request with nothing to stream (one call, no progress):
         a plain actor call costs the caller less than a stream."""
         request = unpack_message(packed)
-        return pack_message([item async for chunk in self._run(request) for item in chunk])
+        return pack_chunk([item async for chunk in self._run(request) for item in chunk])
 
     async def _run(self, request: Request) -> AsyncIterator[list[Item]]:
         self.loop = asyncio.get_running_loop()
@@ -266,7 +272,7 @@ class Worker:
             raise
         except BaseException as exc:  # building the tools failed, or a tool's SystemExit
             logger.exception("the worker failed on call %r (%s)", call.call_id, call.name)
-            outbox.answer(position, FAILED, f"{type(exc).__name__}: {exc}")
+            outbox.answer(position, FAILED, f"{type(exc).__name__}: {text_of(exc)}")
         finally:
             self.in_use[key] -= 1
             if not self.in_use[key]:
