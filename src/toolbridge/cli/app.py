@@ -12,9 +12,11 @@ the agent loop.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import errno
 import importlib
+import io
 import logging
 import os
 import sys
@@ -256,7 +258,23 @@ def output_failed(error: OSError) -> NoReturn:
 def run() -> None:
     """Run the command line with this process's arguments (`toolbridge.cli.main`)."""
     _closed_stdin_reads_empty()
+    _unencodable_escaped()
     app()
+
+
+def _unencodable_escaped() -> None:
+    """An output whose encoding is not UTF-8 (``PYTHONIOENCODING=latin-1``, a C locale
+    without Python's UTF-8 mode) cannot encode every character of a tool's text: such a
+    character is written as its escape (``\\u65e5``, as `display.clean` writes what it
+    escapes) instead of ending the command with a ``UnicodeEncodeError``. ``--json``
+    escapes them itself (`display.echo_json`), so its JSON stays exact."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not _is_utf8(stream.encoding):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
 
 
 def _closed_stdin_reads_empty() -> None:
