@@ -192,6 +192,9 @@ class _LazyGroup(TyperGroup):
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:  # --help and --version print while the command line is parsed
             return super().make_context(*args, **kwargs)
+        except _CLICK_ERROR as exc:
+            _quoted_as_text(exc)
+            raise
         except BrokenPipeError:
             closed_pipe()
         except OSError as exc:
@@ -202,12 +205,31 @@ class _LazyGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except _CLICK_ERROR as exc:
+            _quoted_as_text(exc)
+            raise
         except BrokenPipeError:
             closed_pipe()
         except OSError as exc:
             if not writing_failed(exc):
                 raise
             output_failed(exc)
+
+
+_CLICK_ERROR: tuple[type[Exception], ...] = tuple(
+    base
+    for base in typer.BadParameter.__mro__
+    if issubclass(base, Exception) and base.__name__ == "ClickException"
+)
+"""Click's error of a wrong command line, from the click this typer uses (its own copy
+since typer 0.2x, the click package before)."""
+
+
+def _quoted_as_text(error: Any) -> None:
+    """A wrong command line is quoted in click's error (``No such option: --x...``): click
+    escapes its C0 and C1 controls, not bidi controls nor zero-width characters, so the
+    message is cleaned as all untrusted text is before click prints it."""
+    error.message = clean(error.message)
 
 
 def _shortened(text: str, limit: int) -> str:
