@@ -30,6 +30,17 @@ def test_a_broken_plugin_is_reported_once_in_one_line(cli: Cli) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_mcp_serve_reports_a_broken_plugin_once_in_one_line(cli: Cli) -> None:
+    """`mcp serve` shows the warnings of the servers and of the MCP SDK: it showed the
+    loader's record too, with its traceback, besides its own 'skipped' line."""
+    cli.plugin("broken_plugin", "import does_not_exist_anywhere\n", {"broken": "broken_plugin"})
+    done = cli("mcp", "serve", stdin="")  # stdin ends at once: the stdio server ends
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("skipped entry point 'broken' (broken_plugin): import failed")
+
+
 def test_verbose_shows_the_broken_plugins_traceback_once(cli: Cli) -> None:
     cli.plugin("broken_plugin", "import does_not_exist_anywhere\n", {"broken": "broken_plugin"})
     done = cli("tools", "--json", "-v")

@@ -328,3 +328,23 @@ def test_the_approval_question_shows_hostile_arguments_as_text(hostile: Cli) -> 
     _, err = inert(raw, 1)
     assert "asks for approval" in err and "[/x] [bold red]" in err
     assert not (hostile.workspace / "w.txt").exists()
+
+
+# --- the command line's own errors ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("call", "--x" + IN_ARGV.replace("=", "")),  # no such option (ends at a '=')
+        ("call", "read_file", "{}", IN_ARGV),  # an extra argument
+        ("tools", "--format", IN_ARGV),  # not one of the choices
+        ("mcp", "serve", "--http", IN_ARGV),  # a value its callback refuses
+        (IN_ARGV,),  # no such command
+    ],
+)
+def test_a_usage_error_quotes_the_command_line_as_text(cli: Cli, args: tuple[str, ...]) -> None:
+    """A command line pasted from a web page: the parser's error quotes it. Its C0 and C1
+    controls were escaped, but bidi controls, zero-width characters and tags were not."""
+    _, err = inert(run(cli, *args), 2)
+    assert "Error: " in err and "\\u202e" in err

@@ -81,7 +81,9 @@ async def test_a_bad_config_is_a_clear_error(parts: Any, tmp_path: Path) -> None
 async def test_serve_refuses_a_token_no_client_can_send(parts: Any, workspace: Path) -> None:
     # An empty token (an unset variable) or one with spaces around it (HTTP trims header
     # values) started a server that refused every client; it is an error at the start.
-    for token in ("", " t0k3n\n"):
+    # A control character is no header's; bytes that are not UTF-8 (a lone surrogate in
+    # Python) ended the command with 'internal error: UnicodeEncodeError'.
+    for token in ("", " t0k3n\n", "t0k\x1b[2Jen", "t0k\udcffen"):
         command = parts.toolbridge(workspace, "--http", "127.0.0.1:0", "--token", token)
         process = await asyncio.create_subprocess_exec(
             command["command"],
@@ -95,5 +97,6 @@ async def test_serve_refuses_a_token_no_client_can_send(parts: Any, workspace: P
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-        assert process.returncode == 2
+        assert process.returncode == 2, err
         assert "--token" in err.decode() and "no spaces around it" in err.decode()
+        assert len(err.decode().splitlines()) == 1 and b"\x1b" not in err

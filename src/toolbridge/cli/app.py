@@ -12,9 +12,11 @@ the agent loop.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import errno
 import importlib
+import io
 import logging
 import os
 import sys
@@ -190,6 +192,9 @@ class _LazyGroup(TyperGroup):
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:  # --help and --version print while the command line is parsed
             return super().make_context(*args, **kwargs)
+        except _CLICK_ERROR as exc:
+            _quoted_as_text(exc)
+            raise
         except BrokenPipeError:
             closed_pipe()
         except OSError as exc:
@@ -200,12 +205,31 @@ class _LazyGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except _CLICK_ERROR as exc:
+            _quoted_as_text(exc)
+            raise
         except BrokenPipeError:
             closed_pipe()
         except OSError as exc:
             if not writing_failed(exc):
                 raise
             output_failed(exc)
+
+
+_CLICK_ERROR: tuple[type[Exception], ...] = tuple(
+    base
+    for base in typer.BadParameter.__mro__
+    if issubclass(base, Exception) and base.__name__ == "ClickException"
+)
+"""Click's error of a wrong command line, from the click this typer uses (its own copy
+since typer 0.2x, the click package before)."""
+
+
+def _quoted_as_text(error: Any) -> None:
+    """A wrong command line is quoted in click's error (``No such option: --x...``): click
+    escapes its C0 and C1 controls, not bidi controls nor zero-width characters, so the
+    message is cleaned as all untrusted text is before click prints it."""
+    error.message = clean(error.message)
 
 
 def _shortened(text: str, limit: int) -> str:
@@ -256,7 +280,23 @@ def output_failed(error: OSError) -> NoReturn:
 def run() -> None:
     """Run the command line with this process's arguments (`toolbridge.cli.main`)."""
     _closed_stdin_reads_empty()
+    _unencodable_escaped()
     app()
+
+
+def _unencodable_escaped() -> None:
+    """An output whose encoding is not UTF-8 (``PYTHONIOENCODING=latin-1``, a C locale
+    without Python's UTF-8 mode) cannot encode every character of a tool's text: such a
+    character is written as its escape (``\\u65e5``, as `display.clean` writes what it
+    escapes) instead of ending the command with a ``UnicodeEncodeError``. ``--json``
+    escapes them itself (`display.echo_json`), so its JSON stays exact."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not _is_utf8(stream.encoding):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
 
 
 def _closed_stdin_reads_empty() -> None:

@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import typer
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # rich loads with the first line shown: `--help` and `--version` need none
     from rich.console import Console
@@ -60,6 +59,7 @@ _INVISIBLE = re.compile(f"[{_FORMAT}\u2028\u2029\ud800-\udfff]")
 # strict readers refuse (serde_json; I-JSON forbids it), so they are written as text.
 _JSON_UNSAFE = re.compile(f"[\x7f-\x9f{_FORMAT}\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
 def _escape_control(match: re.Match[str]) -> str:
@@ -115,7 +115,14 @@ def show(console: Console, *parts: str | tuple[str, str], end: str = "\n") -> No
 
 def echo(text: str, *, err: bool = False) -> None:
     """Write `text` cleaned, exactly otherwise (tabs kept, no wrapping): a tool's output."""
-    typer.echo(clean(text), err=err)
+    _write(clean(text), sys.stderr if err else sys.stdout)
+
+
+def _write(text: str, stream: TextIO) -> None:
+    """`text` and a newline on `stream`, in the stream's own encoding, as the consoles
+    write (click's echo would write UTF-8 to an output that says it is ASCII)."""
+    stream.write(f"{text}\n")
+    stream.flush()
 
 
 def _escape_in_json(match: re.Match[str]) -> str:
@@ -157,8 +164,15 @@ def echo_json(
     allow_nan: bool = True,
 ) -> None:
     """Print `value` as `json_text` on stdout (`allow_nan` False: a `ValueError` for a NaN
-    or an infinity, which strict JSON has no form for)."""
-    typer.echo(json_text(value, indent=indent, default=default, allow_nan=allow_nan))
+    or an infinity, which strict JSON has no form for). On an output whose encoding
+    cannot write all of it (``PYTHONIOENCODING=latin-1``), every non-ASCII character is
+    a JSON escape: the text stays exact."""
+    text = json_text(value, indent=indent, default=default, allow_nan=allow_nan)
+    try:
+        text.encode(sys.stdout.encoding)
+    except UnicodeEncodeError:
+        text = _NON_ASCII.sub(_escape_in_json, text)
+    _write(text, sys.stdout)
 
 
 class SafeFormatter(logging.Formatter):

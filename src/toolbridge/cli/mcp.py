@@ -31,6 +31,7 @@ from toolbridge.cli.app import (
 from toolbridge.cli.display import SafeFormatter, plain, show, table
 from toolbridge.cli.loading import LoadOptions, load_tools
 from toolbridge.core.errors import ToolbridgeError
+from toolbridge.core.loader import ToolLoader
 from toolbridge.core.registry import ToolRegistry
 from toolbridge.core.tool import ToolContext
 from toolbridge.execution.executor import ExecutionPolicy
@@ -118,9 +119,11 @@ def serve_command(
     On stdio it serves until the client closes stdin, or Ctrl-C (exit 130).
     """
     handler = logging.StreamHandler(sys.stderr)  # servers' and the SDK's warnings, cleaned
-    handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT))
+    handler.setFormatter(SafeFormatter(logging.BASIC_FORMAT, tracebacks=verbose))
     if verbose:  # toolbridge's records have their own handler then: each shown once
         handler.addFilter(lambda record: record.name.partition(".")[0] != "toolbridge")
+    else:  # a plugin that cannot load is one 'skipped' line of `load_tools`, not a record
+        handler.addFilter(lambda record: record.name != ToolLoader.__module__)
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     address = _address(http) if http is not None else None
     if (

@@ -616,15 +616,31 @@ def _output_of(tool: Tool) -> _Output | None:
     )
 
 
+def _unsendable(token: str) -> str | None:
+    """What makes `token` one no HTTP client can send in a header, or None."""
+    if not token:
+        return "is empty"
+    if token != token.strip():  # HTTP trims header values: never matched
+        return "has spaces around it"
+    if any(ch < " " or ch == "\x7f" for ch in token):
+        return "holds a control character"
+    try:
+        token.encode()
+    except UnicodeEncodeError:  # a lone surrogate: a byte that is not UTF-8 in the argument
+        return "is not UTF-8 text"
+    return None
+
+
 class _BearerAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
 
     def __init__(self, app: Any, token: str) -> None:
-        if not token or token != token.strip():  # HTTP trims header values: never matched
+        unsendable = _unsendable(token)
+        if unsendable is not None:
             raise ToolConfigError(
-                f"the bearer token {'is empty' if not token else 'has spaces around it'}: no "
-                "client could send it; give the token (--token) a non-empty value with no "
-                "spaces around it"
+                f"the bearer token {unsendable}: no client could send it; give the token "
+                "(--token) a non-empty value of UTF-8 text with no control characters and "
+                "no spaces around it"
             )
         self.app = app
         self._expected = f"Bearer {token}".encode()
