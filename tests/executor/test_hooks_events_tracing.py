@@ -167,6 +167,44 @@ async def test_events_describe_each_call_and_give_the_reference_summaries(
     assert events[3].outcome is not None and events[3].outcome.kind is ErrorKind.EXECUTION_ERROR
 
 
+class ListenerBug(BaseException):
+    """Not an `Exception`: `emit` lets it through, as it does a stop."""
+
+
+async def test_a_call_the_executor_fails_on_still_gets_its_finished_event(
+    tools: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Whatever goes wrong in a call's path becomes its outcome (here a listener raising a
+    # BaseException of its own at the call's start); the listeners that saw it start see
+    # it finish, as every other call: a progress display would wait for it forever.
+    events: list[ToolEvent] = []
+
+    def listener(event: ToolEvent) -> None:
+        events.append(event)
+        if event.type is EventType.CALL_STARTED and event.call.id == "a":
+            raise ListenerBug("listener bug")
+
+    @tool(read_only=True)
+    async def hello(name: str) -> str:
+        return f"hello {name}"
+
+    tools.register(hello)
+    executor = ToolExecutor(tools, listeners=[listener])
+    calls = [ToolCallRequest(name, "hello", {"name": name}) for name in "ab"]
+    outcomes = await executor.run(calls)
+    for call in calls:  # (the two run together: their events interleave)
+        assert [e.type for e in events if e.call.id == call.id] == [
+            EventType.CALL_STARTED,
+            EventType.CALL_FINISHED,
+        ], call.id
+    finished = [e for e in events if e.type is EventType.CALL_FINISHED and e.call.id == "a"]
+    assert finished[0].outcome is outcomes[0]
+    assert outcomes[0].kind is ErrorKind.EXECUTION_ERROR
+    assert "ListenerBug" in outcomes[0].result.text
+    assert outcomes[1].ok
+    assert "the executor failed on call 'a'" in caplog.text
+
+
 async def test_stream_yields_events_as_calls_start_and_finish(tools: ToolRegistry) -> None:
     executor = ToolExecutor(tools)
     seen = [

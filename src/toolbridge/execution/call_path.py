@@ -420,7 +420,9 @@ class CallPath:
         except BaseException as exc:
             logger.exception("the executor failed on call %r", call.id)
             error = describe_exception(str(call.name), exc)
-            batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+            outcome = batch.outcomes[index] = failed_outcome(call, error, prepared.repairs)
+            if batch.listeners:  # finished as every call is (emit never raises an Exception)
+                emit(batch.listeners, finished_event(outcome))
         finally:
             if slot is not None:
                 slot.release()
