@@ -105,6 +105,19 @@ def throwaway_cluster(*, tcp: bool = False) -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@contextmanager
+def immutable(path: Path) -> Iterator[Path]:
+    """`path` (a file or a folder) made immutable for the block (``chattr +i``): no
+    process may change it, root included, as permissions cannot refuse root."""
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, f"chattr +i needs root and ext4 or the like: {done.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
 @pytest.fixture
 def postgres_over_tcp() -> Iterator[str]:
     """A cluster of its own that listens on 127.0.0.1: its connection string over TCP."""

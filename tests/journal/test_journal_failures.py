@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.journal.conftest import immutable
 
 from toolbridge.journal import CallKey, JournalError, NoJournal, SQLiteJournal, open_journal
 
@@ -230,13 +231,8 @@ def immutable_journal(tmp_path: Path) -> Iterator[Path]:
     included, may write it, while its folder stays writable."""
     path = tmp_path / "journal.sqlite3"
     asyncio.run(make_journal(str(path)))
-    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    assert done.returncode == 0, f"chattr +i needs root and ext4 or the like: {done.stderr}"
-    try:
+    with immutable(path):
         yield path
-    finally:
-        subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
 async def test_a_read_only_journal_file_in_a_writable_folder_is_named_not_its_folder(

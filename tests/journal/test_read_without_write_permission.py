@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.journal.conftest import immutable
 from tests.journal.test_cli import run_cli
 
 from toolbridge.journal import CallKey, SQLiteJournal
@@ -29,13 +29,8 @@ def unwritable(tmp_path: Path) -> Iterator[Path]:
             await journal.finish(key, {"content": "ok", "is_error": False})
 
     asyncio.run(write())
-    command = ["chattr", "+i", str(folder)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"chattr +i needs root and ext4 or the like: {done.stderr}"
-    try:
+    with immutable(folder):
         yield folder
-    finally:
-        subprocess.run(["chattr", "-i", str(folder)], check=True)
 
 
 def test_the_read_commands_read_a_journal_in_a_folder_they_cannot_write(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from tests.journal.conftest import immutable
 from tests.journal.pg_plans import AUTO_EXPLAIN
 
 from toolbridge.journal import JournalEntry, SQLiteJournal, open_journal
@@ -187,13 +187,8 @@ def unwritable(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "audit"
     folder.mkdir()
     write_version_4(str(folder / "journal.sqlite3"))
-    command = ["chattr", "+i", str(folder)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"chattr +i needs root and ext4 or the like: {done.stderr}"
-    try:
+    with immutable(folder):
         yield folder
-    finally:
-        subprocess.run(["chattr", "-i", str(folder)], check=True)
 
 
 async def test_a_journal_that_cannot_be_written_is_paged_without_the_index(
